@@ -1,0 +1,71 @@
+/**
+ * Errors are values with a code. Domain code throws them; the HTTP layer maps
+ * each code to a status once (see http/envelope.ts). Messages must be safe to
+ * show to the caller: no paths, no secrets.
+ */
+export type ErrorCode =
+  | 'VALIDATION_ERROR'
+  | 'INVALID_JSON'
+  | 'UNAUTHORIZED'
+  | 'INVALID_CREDENTIALS'
+  | 'FORBIDDEN'
+  | 'ACCOUNT_DISABLED'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'CONFLICT'
+  | 'VERSION_YANKED'
+  | 'INCOMPATIBLE_VERSION'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'RATE_LIMITED'
+  | 'WEBHOOK_REJECTED'
+  | 'WEBHOOK_FAILED'
+  | 'INTERNAL_ERROR'
+  | 'UNAVAILABLE';
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly meta: Record<string, unknown> | null = null,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export class RateLimitedError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super('RATE_LIMITED', message);
+  }
+}
+
+export const notFound = (message: string) => new DomainError('NOT_FOUND', message);
+export const conflict = (message: string) => new DomainError('CONFLICT', message);
+export const forbidden = (message: string) => new DomainError('FORBIDDEN', message);
+export const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', message);
+export const unavailable = (message: string) => new DomainError('UNAVAILABLE', message);
+
+/** A single-field validation failure raised by domain rules (not by a schema). */
+export function invalid(path: string, message: string): DomainError {
+  return new DomainError('VALIDATION_ERROR', message, { issues: [{ path, message }] });
+}
+
+/**
+ * A fault that prevents the daemon from starting (corrupt data file, lock held,
+ * port taken). The CLI prints the message and exits 1.
+ */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}

@@ -1,0 +1,153 @@
+import { createReadStream } from 'node:fs';
+import { open, stat, truncate, type FileHandle } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { StartupError } from '../errors.js';
+import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
+import { dirname } from 'node:path';
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * An append-only file of JSON lines, for collections that grow without bound
+ * (event log, outbox, audit trail). An append costs its own line, never a rewrite
+ * of the file: appends made while a write is running are grouped into the next
+ * one, which costs one write and one fdatasync for the whole group.
+ *
+ * Crash safety: a line is acknowledged only after fdatasync. A torn last line
+ * (crash mid-write) was never acknowledged and is cut off when the log is opened.
+ */
+export class AppendLog<R> {
+  private lines: string[] = [];
+  private waiters: Waiter[] = [];
+  private flushing = false;
+  private closed = false;
+  physicalWrites = 0;
+
+  private constructor(
+    readonly file: string,
+    private handle: FileHandle,
+    private size: number,
+  ) {}
+
+  /** Opens (creating if needed) and replays every stored record, oldest first. */
+  static async open<R>(file: string, onRecord: (record: R) => void): Promise<AppendLog<R>> {
+    const size = await replay(file, onRecord);
+    const handle = await open(file, 'a', FILE_MODE);
+    if (size === 0) await fsyncDir(dirname(file));
+    return new AppendLog<R>(file, handle, size);
+  }
+
+  get byteSize(): number {
+    return this.size;
+  }
+
+  /** Resolves when the record is on disk. */
+  append(record: R): Promise<void> {
+    if (this.closed) return Promise.reject(new Error(`append log ${this.file} is closed`));
+    this.lines.push(JSON.stringify(record));
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /**
+   * Replaces the whole log with `records` atomically (compaction, retention).
+   * Appends queued meanwhile land after the new contents.
+   */
+  async rewrite(records: Iterable<R>): Promise<void> {
+    await this.drain();
+    let text = '';
+    for (const record of records) text += JSON.stringify(record) + '\n';
+    await this.handle.close();
+    try {
+      await writeFileDurably(this.file, text);
+    } finally {
+      this.handle = await open(this.file, 'a', FILE_MODE);
+      this.size = (await this.handle.stat()).size;
+    }
+  }
+
+  async drain(): Promise<void> {
+    while (this.flushing) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+    await this.handle.close();
+  }
+
+  private async flush(): Promise<void> {
+    while (this.waiters.length > 0) {
+      const waiters = this.waiters;
+      const text = this.lines.join('\n') + '\n';
+      this.waiters = [];
+      this.lines = [];
+      const bytes = Buffer.from(text);
+      try {
+        // A write may be short (disk nearly full); only ENOSPC on the next one says why.
+        for (let offset = 0; offset < bytes.length; ) {
+          offset += (await this.handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
+        }
+        await this.handle.datasync();
+        this.size += bytes.length;
+        this.physicalWrites += 1;
+        for (const waiter of waiters) waiter.resolve();
+      } catch (error) {
+        // Cut off whatever part of the group reached the file, so the next append
+        // does not follow a torn line.
+        await this.handle.truncate(this.size).catch(() => undefined);
+        const mapped = asStorageError(error);
+        for (const waiter of waiters) waiter.reject(mapped);
+      }
+    }
+    this.flushing = false;
+  }
+}
+
+/**
+ * Replays every complete line and returns the byte length of that prefix. An
+ * unterminated final fragment is a torn write that was never acknowledged: it is
+ * cut off. A complete line that is not JSON is corruption: the start stops.
+ */
+async function replay<R>(file: string, onRecord: (record: R) => void): Promise<number> {
+  let fileSize: number;
+  try {
+    fileSize = (await stat(file)).size;
+  } catch (error) {
+    if (isMissing(error)) return 0;
+    throw error;
+  }
+  if (fileSize === 0) return 0;
+
+  let intact = 0;
+  let lineNumber = 0;
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  for await (const line of lines) {
+    lineNumber += 1;
+    const lineEnd = intact + Buffer.byteLength(line) + 1;
+    if (lineEnd > fileSize) break;
+    if (line.length > 0) {
+      let record: R;
+      try {
+        record = JSON.parse(line) as R;
+      } catch {
+        lines.close();
+        throw new StartupError(
+          `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
+        );
+      }
+      onRecord(record);
+    }
+    intact = lineEnd;
+  }
+  if (intact < fileSize) await truncate(file, intact);
+  return intact;
+}
