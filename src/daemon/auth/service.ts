@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { DomainError, conflict, invalid } from '../errors.js';
+import { LoginThrottle } from './throttle.js';
+import type { PasswordHasher } from './passwords.js';
+import type { TokenClaims, TokenService } from './tokens.js';
+import { isAdmin, toPublicUser, type PublicUser, type UserRecord, type UserStore } from './users.js';
+import type { ChangePasswordInput, CreateUserInput, LoginInput, PatchUserInput } from './schemas.js';
+
+export interface Session {
+  token: string;
+  claims: TokenClaims;
+}
+
+/** The caller of an authenticated request, as re-read from storage. */
+export interface Caller {
+  user: UserRecord;
+  claims: TokenClaims;
+}
+
+const invalidCredentials = () => new DomainError('INVALID_CREDENTIALS', 'invalid e-mail or password');
+const accountDisabled = () => new DomainError('ACCOUNT_DISABLED', 'this account is disabled');
+
+export class AuthService {
+  /** Compared against when the e-mail is unknown, so both paths cost one bcrypt comparison. */
+  private decoyHash: Promise<string>;
+
+  constructor(
+    readonly users: UserStore,
+    readonly tokens: TokenService,
+    private readonly passwords: PasswordHasher,
+    readonly throttle: LoginThrottle,
+  ) {
+    this.decoyHash = passwords.hash(randomBytes(16).toString('hex'));
+    this.decoyHash.catch(() => undefined);
+  }
+
+  async login(input: LoginInput, clientAddress: string): Promise<{ user: PublicUser; session: Session }> {
+    const throttleKey = LoginThrottle.key(input.email, clientAddress);
+    this.throttle.check(throttleKey);
+    const user = this.users.findByEmail(input.email.trim());
+    const matches = await this.passwords.verify(input.password, user?.passwordHash ?? (await this.decoyHash));
+    if (!user || !matches) {
+      this.throttle.recordFailure(throttleKey);
+      throw invalidCredentials();
+    }
+    this.throttle.reset(throttleKey);
+    // Checked only after the password: a disabled account is not revealed to guessers.
+    if (!user.active) throw accountDisabled();
+    return { user: toPublicUser(user), session: await this.tokens.issue(user.id, user.tokenVersion) };
+  }
+
+  /** Resolves a bearer token to its user: 401 for any token problem, 403 for a disabled account. */
+  async authenticate(token: string): Promise<Caller> {
+    const claims = await this.tokens.verify(token);
+    const user = this.users.get(claims.sub);
+    if (!user) throw new DomainError('UNAUTHORIZED', 'the account of this session no longer exists');
+    if (user.tokenVersion !== claims.tv) {
+      throw new DomainError('UNAUTHORIZED', 'the session ended when the password was changed; log in again');
+    }
+    if (!user.active) throw accountDisabled();
+    return { user, claims };
+  }
+
+  logout(caller: Caller): Promise<void> {
+    return this.tokens.revoke(caller.claims);
+  }
+
+  /** Ends every other session of the user and returns a fresh one for the caller. */
+  async changePassword(caller: Caller, input: ChangePasswordInput): Promise<Session> {
+    if (!(await this.passwords.verify(input.currentPassword, caller.user.passwordHash))) {
+      throw new DomainError('INVALID_CREDENTIALS', 'the current password is wrong');
+    }
+    if (input.newPassword === input.currentPassword) {
+      throw invalid('newPassword', 'must differ from the current password');
+    }
+    const passwordHash = await this.passwords.hash(input.newPassword);
+    const user = await this.users.modify(caller.user.id, (record) => {
+      record.passwordHash = passwordHash;
+      record.tokenVersion += 1;
+    });
+    return this.tokens.issue(user.id, user.tokenVersion);
+  }
+
+  async createUser(input: CreateUserInput): Promise<PublicUser> {
+    if (this.users.findByEmail(input.email)) throw conflict(`a user with e-mail ${input.email} already exists`);
+    const passwordHash = await this.passwords.hash(input.password);
+    const user = await this.users.insert({
+      email: input.email,
+      fullName: input.fullName,
+      roles: input.roles ?? ['USER'],
+      passwordHash,
+    });
+    return toPublicUser(user);
+  }
+
+  listUsers(): PublicUser[] {
+    return this.users.list().map(toPublicUser);
+  }
+
+  async updateUser(id: string, patch: PatchUserInput): Promise<PublicUser> {
+    const user = await this.users.modify(id, (record) => {
+      const wasActiveAdmin = record.active && isAdmin(record);
+      if (patch.fullName !== undefined) record.fullName = patch.fullName;
+      if (patch.roles !== undefined) record.roles = patch.roles;
+      if (patch.active !== undefined) record.active = patch.active;
+      if (wasActiveAdmin && !(record.active && isAdmin(record))) this.assertAnotherActiveAdmin(id);
+    });
+    return toPublicUser(user);
+  }
+
+  async deleteUser(id: string): Promise<void> {
+    const user = this.users.get(id);
+    if (user && user.active && isAdmin(user)) this.assertAnotherActiveAdmin(id);
+    await this.users.remove(id);
+  }
+
+  /** Never leave the platform without an administrator who can log in. */
+  private assertAnotherActiveAdmin(exceptId: string): void {
+    const others = this.users.list().some((user) => user.id !== exceptId && user.active && isAdmin(user));
+    if (!others) throw conflict('this is the last active administrator; promote another user first');
+  }
+}

@@ -1,0 +1,103 @@
+import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
+import { join } from 'node:path';
+import { SignJWT, jwtVerify } from 'jose';
+import { Collection } from '../store/collection.js';
+import { unauthorized } from '../errors.js';
+
+export interface TokenClaims {
+  sub: string;
+  jti: string;
+  /** The user's tokenVersion when the token was issued. */
+  tv: number;
+  iat: number;
+  exp: number;
+}
+
+interface RevocationsDocument {
+  schemaVersion: 1;
+  /** jti → exp (unix seconds); kept until the token would have expired anyway. */
+  revoked: Record<string, number>;
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/**
+ * HS256 JWTs and their revocation list. A token is only a claim of identity:
+ * roles and `active` are always read from the user store by the caller.
+ */
+export class TokenService {
+  private constructor(
+    private readonly key: KeyObject,
+    readonly ttlSeconds: number,
+    private readonly revocations: Collection<RevocationsDocument>,
+  ) {}
+
+  static async open(dataDir: string, secret: Uint8Array, ttlSeconds: number): Promise<TokenService> {
+    const revocations = await Collection.open<RevocationsDocument>({
+      file: join(dataDir, 'revocations.json'),
+      schemaVersion: 1,
+      create: () => ({ schemaVersion: 1, revoked: {} }),
+    });
+    return new TokenService(createSecretKey(secret), ttlSeconds, revocations);
+  }
+
+  async issue(userId: string, tokenVersion: number): Promise<{ token: string; claims: TokenClaims }> {
+    const iat = nowSeconds();
+    const claims: TokenClaims = { sub: userId, jti: randomUUID(), tv: tokenVersion, iat, exp: iat + this.ttlSeconds };
+    const token = await new SignJWT({ tv: tokenVersion })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(claims.sub)
+      .setJti(claims.jti)
+      .setIssuedAt(claims.iat)
+      .setExpirationTime(claims.exp)
+      .sign(this.key);
+    return { token, claims };
+  }
+
+  /** Signature, algorithm, expiry, shape and revocation; throws 401 otherwise. */
+  async verify(token: string): Promise<TokenClaims> {
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'] }));
+    } catch {
+      throw unauthorized('the session token is invalid or expired; log in again');
+    }
+    const { sub, jti, tv, iat, exp } = payload;
+    if (
+      typeof sub !== 'string' ||
+      typeof jti !== 'string' ||
+      !Number.isInteger(tv) ||
+      typeof iat !== 'number' ||
+      typeof exp !== 'number'
+    ) {
+      throw unauthorized('the session token is invalid or expired; log in again');
+    }
+    if (Object.hasOwn(this.revocations.data.revoked, jti)) throw unauthorized('the session token has been revoked; log in again');
+    return { sub, jti, tv: tv as number, iat, exp };
+  }
+
+  async revoke(claims: TokenClaims): Promise<void> {
+    await this.revocations.update((data) => {
+      data.revoked[claims.jti] = claims.exp;
+    });
+  }
+
+  /** Drops revocations of tokens that have expired anyway; returns how many. */
+  async pruneExpired(): Promise<number> {
+    const now = nowSeconds();
+    const expired = Object.entries(this.revocations.data.revoked).filter(([, exp]) => exp <= now);
+    if (expired.length === 0) return 0;
+    await this.revocations.update((data) => {
+      for (const [jti] of expired) delete data.revoked[jti];
+    });
+    return expired.length;
+  }
+
+  get revokedCount(): number {
+    return Object.keys(this.revocations.data.revoked).length;
+  }
+
+  flush(): Promise<void> {
+    return this.revocations.flush();
+  }
+}

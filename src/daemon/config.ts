@@ -1,0 +1,86 @@
+import { resolve } from 'node:path';
+import * as v from 'valibot';
+
+export interface DaemonConfig {
+  host: string;
+  port: number;
+  /** Absolute path. */
+  dataDir: string;
+  maxBodyBytes: number;
+  /** Adds `Secure` to the session cookie; set it when TLS terminates in front of the daemon. */
+  secureCookies: boolean;
+  tokenTtlSeconds: number;
+  /** From PLATFORM_JWT_SECRET; null means: generated into the data directory. */
+  jwtSecret: string | null;
+  bcryptCost: number;
+  /** From PLATFORM_ADMIN_EMAIL / PLATFORM_ADMIN_PASSWORD, used only on an empty user store. */
+  bootstrapAdmin: { email: string; password: string } | null;
+  loginThrottle: { maxFailures: number; windowSeconds: number };
+  /** How long a graceful stop waits for in-flight requests before closing connections. */
+  shutdownGraceMs: number;
+}
+
+/** Raw `platform serve` flags as commander hands them over. */
+export interface ServeFlags {
+  host?: string;
+  port?: string;
+  dataDir?: string;
+  maxBody?: string;
+  secureCookies?: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
+
+const Port = v.pipe(
+  v.string(),
+  v.regex(/^\d+$/, 'must be a whole number'),
+  v.transform(Number),
+  v.maxValue(65535, 'must be at most 65535'),
+);
+const Size = v.pipe(
+  v.string(),
+  v.regex(/^\d+\s*(b|kb|k|mb|m|gb|g)?$/i, 'must be a size such as 1048576, 512kb or 1mb'),
+  v.transform((text) => {
+    const [, digits = '0', unit = ''] = /^(\d+)\s*([a-z]*)$/i.exec(text) ?? [];
+    return Number(digits) * (SIZE_UNITS[unit.toLowerCase()] ?? 1);
+  }),
+  v.minValue(1024, 'must be at least 1kb'),
+);
+const Count = (min: number, max: number) =>
+  v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
+
+function parseSetting<T>(name: string, schema: v.GenericSchema<string, T>, raw: string | undefined, fallback: T): T {
+  if (raw === undefined || raw === '') return fallback;
+  const result = v.safeParse(schema, raw);
+  if (!result.success) throw new ConfigError(`${name}: ${result.issues[0]?.message ?? 'invalid value'} (got "${raw}")`);
+  return result.output;
+}
+
+const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
+
+/** Flags win over environment variables, which win over defaults. */
+export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): DaemonConfig {
+  const adminEmail = env.PLATFORM_ADMIN_EMAIL;
+  const adminPassword = env.PLATFORM_ADMIN_PASSWORD;
+  const jwtSecret = env.PLATFORM_JWT_SECRET || null;
+  if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('PLATFORM_JWT_SECRET must be at least 32 bytes long');
+  }
+  return {
+    host: flags.host ?? env.PLATFORM_HOST ?? '127.0.0.1',
+    port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
+    dataDir: resolve(flags.dataDir ?? env.PLATFORM_DATA_DIR ?? './data'),
+    maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
+    secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),
+    tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
+    jwtSecret,
+    bcryptCost: parseSetting('PLATFORM_BCRYPT_COST', Count(4, 15), env.PLATFORM_BCRYPT_COST, 10),
+    bootstrapAdmin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : null,
+    loginThrottle: { maxFailures: 5, windowSeconds: 15 * 60 },
+    shutdownGraceMs: 10_000,
+  };
+}

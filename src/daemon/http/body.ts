@@ -1,0 +1,113 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DomainError } from '../errors.js';
+
+export interface RequestBody {
+  /** Exactly the bytes received. */
+  raw: Buffer;
+  /** The parsed JSON value, or undefined when the request had no body. */
+  json: unknown;
+}
+
+const NO_BODY: RequestBody = { raw: Buffer.alloc(0), json: undefined };
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** After a 413 the rest of an upload is read and dropped for this long, so the client sees the answer. */
+const DISCARD_MS = 2000;
+
+export const hasBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+
+export function isJsonContentType(value: string | undefined): boolean {
+  if (!value) return false;
+  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
+  return mediaType === 'application/json';
+}
+
+/**
+ * Reads the body up to `maxBytes` while streaming: an oversized upload is
+ * answered 413 as soon as the limit is crossed, never buffered whole.
+ */
+export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  if (declared > maxBytes) {
+    discardRest(req, res);
+    return Promise.reject(tooLarge(maxBytes));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        cleanup();
+        chunks.length = 0;
+        discardRest(req, res);
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+/** Reads and parses a JSON body: 415 for another media type, 400 INVALID_JSON for bad bytes. */
+export async function readJsonBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<RequestBody> {
+  if (!hasBody(req)) return NO_BODY;
+  if (!isJsonContentType(req.headers['content-type'])) {
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+  }
+  const raw = await readRawBody(req, res, maxBytes);
+  if (raw.length === 0) return NO_BODY;
+  return { raw, json: parseJson(raw) };
+}
+
+export function parseJson(raw: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new DomainError('INVALID_JSON', 'the request body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DomainError('INVALID_JSON', 'the request body is not valid JSON');
+  }
+}
+
+function tooLarge(maxBytes: number): DomainError {
+  return new DomainError('PAYLOAD_TOO_LARGE', `the request body is larger than the limit of ${maxBytes} bytes`, {
+    limit: maxBytes,
+  });
+}
+
+/**
+ * Drops the rest of an oversized upload without keeping it, then closes the
+ * connection. Closing at once would reset the socket while the client is still
+ * sending, and most clients would then lose the 413 answer.
+ */
+function discardRest(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  req.on('data', () => undefined);
+  req.resume();
+  const timer = setTimeout(() => req.socket.destroy(), DISCARD_MS);
+  timer.unref();
+  req.once('end', () => clearTimeout(timer));
+  req.socket.once('close', () => clearTimeout(timer));
+}

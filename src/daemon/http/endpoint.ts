@@ -1,0 +1,117 @@
+import type { IncomingMessage } from 'node:http';
+import { defineEventHandler, getQuery, getRouterParams, type EventHandler, type H3Event } from 'h3';
+import type * as v from 'valibot';
+import { DomainError, forbidden, unauthorized } from '../errors.js';
+import { parseOrThrow } from '../validation.js';
+import type { AuthService, Caller } from '../auth/service.js';
+import { isAdmin } from '../auth/users.js';
+import { hasBody, isJsonContentType, readJsonBody } from './body.js';
+import { sendEnvelope, sendSuccess } from './envelope.js';
+
+export const SESSION_COOKIE = 'platform_token';
+
+/** Who may call: anyone, any logged-in user, or an ADMIN. */
+export type Access = 'public' | 'user' | 'admin';
+
+type Output<S> = S extends v.GenericSchema ? v.InferOutput<S> : undefined;
+
+export interface EndpointContext<A extends Access, P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  caller: A extends 'public' ? null : Caller;
+  /** The bytes of the body as received (empty without a body schema). */
+  rawBody: Buffer;
+  event: H3Event;
+}
+
+/** Returned by a handler that needs more than `data` in the envelope. */
+export class Reply<T = unknown> {
+  constructor(
+    readonly data: T,
+    readonly meta: Record<string, unknown> | null = null,
+  ) {}
+}
+
+export interface EndpointSpec<A extends Access, PS, QS, BS> {
+  access: A;
+  /** Runs after authentication and before validation: throw `forbidden` to refuse (403). */
+  authorize?: (caller: Caller, rawParams: Record<string, string>) => void;
+  params?: PS;
+  query?: QS;
+  body?: BS;
+  /** Success status: 200 unless given. 204 sends no body. */
+  status?: 200 | 201 | 202 | 204;
+  handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
+}
+
+export interface EndpointDeps {
+  auth: AuthService;
+  maxBodyBytes: number;
+}
+
+export type EndpointFactory = <
+  A extends Access,
+  PS extends v.GenericSchema | undefined = undefined,
+  QS extends v.GenericSchema | undefined = undefined,
+  BS extends v.GenericSchema | undefined = undefined,
+>(
+  spec: EndpointSpec<A, PS, QS, BS>,
+) => EventHandler;
+
+export function bearerToken(req: IncomingMessage): string | null {
+  const header = req.headers.authorization;
+  if (header && /^bearer /i.test(header)) return header.slice(7).trim() || null;
+  const cookies = req.headers.cookie;
+  if (!cookies) return null;
+  for (const part of cookies.split(';')) {
+    const index = part.indexOf('=');
+    if (index > 0 && part.slice(0, index).trim() === SESSION_COOKIE) return part.slice(index + 1).trim() || null;
+  }
+  return null;
+}
+
+/**
+ * Every route is one endpoint: it authenticates (401), authorizes (403),
+ * validates params, query and body (400), then calls the domain (404, 409, …)
+ * and shapes the envelope. The order is the contract's, for every route.
+ */
+export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
+  return (spec) =>
+    defineEventHandler(async (event) => {
+      const { req, res } = event.node;
+      let caller: Caller | null = null;
+      if (spec.access !== 'public') {
+        const token = bearerToken(req);
+        if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
+        caller = await deps.auth.authenticate(token);
+        if (spec.access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');
+        spec.authorize?.(caller, (event.context.params ?? {}) as Record<string, string>);
+      }
+
+      const params = spec.params ? parseOrThrow(spec.params, getRouterParams(event, { decode: true })) : undefined;
+      const query = spec.query ? parseOrThrow(spec.query, getQuery(event)) : undefined;
+      let body: unknown;
+      let rawBody: Buffer = Buffer.alloc(0);
+      if (spec.body) {
+        const read = await readJsonBody(req, res, deps.maxBodyBytes);
+        if (read.json === undefined) {
+          throw new DomainError('VALIDATION_ERROR', 'a JSON object body is required', {
+            issues: [{ path: '', message: 'a JSON object body is required' }],
+          });
+        }
+        body = parseOrThrow(spec.body, read.json);
+        rawBody = read.raw;
+      } else if (hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
+        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+      }
+
+      const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
+      const status = spec.status ?? 200;
+      if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
+      else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
+      else sendSuccess(res, status, result);
+      // Tell h3 the response is complete.
+      return null;
+    });
+}

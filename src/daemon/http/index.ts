@@ -1,0 +1,23 @@
+import type { DaemonConfig } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Services } from '../services.js';
+import { createHttpApp } from './app.js';
+import type { RouteModule } from './context.js';
+import { createEndpointFactory } from './endpoint.js';
+import { RouteTable } from './routes.js';
+import { authRoutes } from './routes/auth.js';
+import { healthRoutes } from './routes/health.js';
+import { userRoutes } from './routes/users.js';
+
+const MODULES: RouteModule[] = [healthRoutes, authRoutes, userRoutes];
+
+export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {
+  const routes = new RouteTable();
+  const endpoint = createEndpointFactory({ auth: services.auth, maxBodyBytes: config.maxBodyBytes });
+  for (const register of MODULES) register(routes, { endpoint, services, config });
+  return routes;
+}
+
+export function createApiApp(services: Services, config: DaemonConfig, logger: Logger) {
+  return createHttpApp(buildRoutes(services, config), logger);
+}

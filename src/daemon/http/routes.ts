@@ -1,0 +1,48 @@
+import { createRouter, defineEventHandler, type EventHandler, type Router } from 'h3';
+import { DomainError } from '../errors.js';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Collects the routes of every module, then builds the h3 router. A known path
+ * called with another method answers 405 with an Allow header.
+ */
+export class RouteTable {
+  private readonly paths = new Map<string, Map<Method, EventHandler>>();
+
+  add(method: Method, path: string, handler: EventHandler): this {
+    const methods = this.paths.get(path) ?? new Map<Method, EventHandler>();
+    if (methods.has(method)) throw new Error(`route ${method.toUpperCase()} ${path} is registered twice`);
+    methods.set(method, handler);
+    this.paths.set(path, methods);
+    return this;
+  }
+
+  get = (path: string, handler: EventHandler) => this.add('get', path, handler);
+  post = (path: string, handler: EventHandler) => this.add('post', path, handler);
+  put = (path: string, handler: EventHandler) => this.add('put', path, handler);
+  patch = (path: string, handler: EventHandler) => this.add('patch', path, handler);
+  delete = (path: string, handler: EventHandler) => this.add('delete', path, handler);
+
+  /** Every registered "METHOD path", for documentation checks. */
+  list(): string[] {
+    return [...this.paths].flatMap(([path, methods]) => [...methods.keys()].map((method) => `${method.toUpperCase()} ${path}`));
+  }
+
+  toRouter(): Router {
+    const router = createRouter({ preemptive: true });
+    for (const [path, methods] of this.paths) {
+      for (const [method, handler] of methods) router.add(path, handler, method);
+      const allow = [...methods.keys()].map((method) => method.toUpperCase()).join(', ');
+      // router.use registers for every method; the specific ones above take precedence.
+      router.use(
+        path,
+        defineEventHandler((event) => {
+          event.node.res.setHeader('allow', allow);
+          throw new DomainError('METHOD_NOT_ALLOWED', `method ${event.method} is not allowed here; use ${allow}`);
+        }),
+      );
+    }
+    return router;
+  }
+}

@@ -1,0 +1,59 @@
+import { setCookie, type H3Event } from 'h3';
+import { ChangePasswordBody, LoginBody } from '../../auth/schemas.js';
+import { toPublicUser } from '../../auth/users.js';
+import type { RouteModule } from '../context.js';
+import { SESSION_COOKIE } from '../endpoint.js';
+
+export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, config }) => {
+  const setSessionCookie = (event: H3Event, token: string, maxAge: number) =>
+    setCookie(event, SESSION_COOKIE, token, {
+      httpOnly: true,
+      sameSite: 'lax',
+      path: '/',
+      maxAge,
+      secure: config.secureCookies,
+    });
+
+  routes.post(
+    '/api/auth/login',
+    endpoint({
+      access: 'public',
+      body: LoginBody,
+      handle: async ({ body, event }) => {
+        const { user, session } = await auth.login(body, event.node.req.socket.remoteAddress ?? 'unknown');
+        setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
+        return user;
+      },
+    }),
+  );
+
+  routes.get(
+    '/api/auth/me',
+    endpoint({ access: 'user', handle: ({ caller }) => toPublicUser(caller.user) }),
+  );
+
+  routes.put(
+    '/api/auth/me/password',
+    endpoint({
+      access: 'user',
+      body: ChangePasswordBody,
+      handle: async ({ caller, body, event }) => {
+        const session = await auth.changePassword(caller, body);
+        setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
+        return null;
+      },
+    }),
+  );
+
+  routes.post(
+    '/api/auth/logout',
+    endpoint({
+      access: 'user',
+      handle: async ({ caller, event }) => {
+        await auth.logout(caller);
+        setSessionCookie(event, '', 0);
+        return null;
+      },
+    }),
+  );
+};

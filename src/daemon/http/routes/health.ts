@@ -1,0 +1,12 @@
+import { PLATFORM_VERSION } from '../../version.js';
+import type { RouteModule } from '../context.js';
+
+export const healthRoutes: RouteModule = (routes, { endpoint }) => {
+  routes.get(
+    '/api/health',
+    endpoint({
+      access: 'public',
+      handle: () => ({ status: 'ok', version: PLATFORM_VERSION }),
+    }),
+  );
+};
