@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { createClient } from '../client.js';
+import { CliError, EXIT, usageError } from '../errors.js';
+import { printJson, printLine } from '../output.js';
+import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
+import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
+
+interface PublicUser {
+  id: string;
+  email: string;
+  fullName: string;
+  roles: string[];
+  active: boolean;
+}
+
+/** The login answer carries the token only in its Set-Cookie header, as the contract says. */
+function tokenFromSetCookie(headers: Headers): string {
+  for (const cookie of headers.getSetCookie()) {
+    const match = /^platform_token=([^;]+)/.exec(cookie);
+    if (match) return match[1]!;
+  }
+  throw new CliError('the daemon answered the login without a session cookie', EXIT.daemonError);
+}
+
+const describe = (user: PublicUser) => `${user.email} (${user.fullName}), roles: ${user.roles.join(', ')}`;
+
+export function registerAuth(program: Command): void {
+  program
+    .command('login')
+    .description('log in and keep the session for later commands')
+    .option('--email <email>', 'your e-mail (prompted on a terminal)')
+    .option('--password-stdin', 'read the password from stdin')
+    .action(async (flags: { email?: string; passwordStdin?: boolean }, command: Command) => {
+      const url = resolveUrl(command.optsWithGlobals().url);
+      const email = flags.email ?? (await askText('E-mail', '--email'));
+      const password = flags.passwordStdin ? await readStdin() : await askSecret('Password', '--password-stdin');
+      if (!password) throw usageError('the password is empty');
+      const client = createClient({ url, token: null });
+      const response = await client.request<PublicUser>('POST', '/api/auth/login', { body: { email, password } });
+      saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
+      printLine(`logged in to ${url} as ${describe(response.data)}`);
+    });
+
+  program
+    .command('logout')
+    .description('end the session on the daemon and forget it here')
+    .action(async (_flags, command: Command) => {
+      const url = resolveUrl(command.optsWithGlobals().url);
+      const session = readSession();
+      try {
+        await createClient({ url }).post('/api/auth/logout');
+      } catch (error) {
+        // An expired or revoked session is as logged out as it gets; anything else is reported.
+        if (!(error instanceof CliError && error.exitCode === EXIT.daemonError)) throw error;
+      }
+      clearSession();
+      printLine(session ? `logged out ${session.email}` : 'logged out');
+    });
+
+  program
+    .command('whoami')
+    .description('show the user of the current session')
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const user = await createClient({ url: resolveUrl(command.optsWithGlobals().url) }).get<PublicUser>('/api/auth/me');
+      if (flags.json) printJson(user);
+      else printLine(`${describe(user)}${user.active ? '' : ' [disabled]'}`);
+    });
+
+  program
+    .command('passwd')
+    .description('change your password (ends your other sessions)')
+    .option('--password-stdin', 'read the current and the new password from stdin, one per line')
+    .action(async (flags: { passwordStdin?: boolean }, command: Command) => {
+      const url = resolveUrl(command.optsWithGlobals().url);
+      let currentPassword: string;
+      let newPassword: string;
+      if (flags.passwordStdin) {
+        [currentPassword, newPassword] = (await readStdinLines(2, 'the current and the new password')) as [string, string];
+      } else {
+        currentPassword = await askSecret('Current password', '--password-stdin');
+        newPassword = await askSecret('New password (8-72 bytes)', '--password-stdin');
+        if ((await askSecret('New password again', '--password-stdin')) !== newPassword) {
+          throw usageError('the new passwords do not match');
+        }
+      }
+      const response = await createClient({ url }).request('PUT', '/api/auth/me/password', {
+        body: { currentPassword, newPassword },
+      });
+      const session = readSession();
+      if (session && session.url === url && !process.env.PLATFORM_TOKEN) {
+        saveSession({ ...session, token: tokenFromSetCookie(response.headers) });
+      }
+      printLine('password changed; your other sessions have ended');
+    });
+}

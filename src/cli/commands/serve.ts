@@ -1,0 +1,33 @@
+import type { Command } from 'commander';
+import { usageError } from '../errors.js';
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('run the daemon in the foreground')
+    .option('--host <host>', 'address to listen on (PLATFORM_HOST; default 127.0.0.1)')
+    .option('--port <port>', 'port to listen on, 0 for any free one (PLATFORM_PORT; default 8080)')
+    .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
+    .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
+    .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
+    .action(async (flags) => {
+      const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
+      const { startDaemon } = await import('../../daemon/index.js');
+      let config;
+      try {
+        config = resolveConfig(flags);
+      } catch (error) {
+        if (error instanceof ConfigError) throw usageError(error.message);
+        throw error;
+      }
+      const daemon = await startDaemon(config);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      process.once('SIGINT', () => process.exit(130));
+      process.stderr.write(`received ${signal}; stopping (finishing requests in flight; Ctrl-C again to force)\n`);
+      await daemon.stop();
+      process.exit(0);
+    });
+}

@@ -1,0 +1,83 @@
+import type { Command } from 'commander';
+import { createClient, type Client } from '../client.js';
+import { CliError, EXIT, usageError } from '../errors.js';
+import { printJson, printLine, printTable } from '../output.js';
+import { askSecret, readStdin } from '../prompt.js';
+import { resolveUrl } from '../session.js';
+
+interface PublicUser {
+  id: string;
+  email: string;
+  fullName: string;
+  roles: string[];
+  active: boolean;
+}
+
+const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+
+/** Accepts an e-mail (case-insensitive) or a user id. */
+async function findUser(client: Client, who: string): Promise<PublicUser> {
+  const users = await client.get<PublicUser[]>('/api/admin/users');
+  const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
+  if (!match) throw new CliError(`no user ${who}`, EXIT.daemonError);
+  return match;
+}
+
+export function registerUsers(program: Command): void {
+  const users = program.command('users').description('manage user accounts (ADMIN)');
+
+  users
+    .command('add')
+    .description('create a user')
+    .requiredOption('--email <email>', 'e-mail, unique')
+    .requiredOption('--full-name <name>', 'display name')
+    .option('--role <role...>', 'ADMIN and/or USER (default USER)')
+    .option('--password-stdin', 'read the password from stdin instead of prompting')
+    .action(async (flags: { email: string; fullName: string; role?: string[]; passwordStdin?: boolean }, command: Command) => {
+      let password: string;
+      if (flags.passwordStdin) password = await readStdin();
+      else {
+        password = await askSecret('Password for the new user (8-72 bytes)', '--password-stdin');
+        if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
+      }
+      const roles = flags.role?.map((role) => role.toUpperCase());
+      const user = await clientOf(command).post<PublicUser>('/api/admin/users', {
+        email: flags.email,
+        fullName: flags.fullName,
+        password,
+        ...(roles ? { roles } : {}),
+      });
+      printLine(`created ${user.email} (${user.roles.join(', ')}), id ${user.id}`);
+    });
+
+  users
+    .command('list')
+    .description('list users')
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const list = await clientOf(command).get<PublicUser[]>('/api/admin/users');
+      if (flags.json) return printJson(list);
+      printTable(list, [
+        { header: 'EMAIL', value: (user) => user.email },
+        { header: 'NAME', value: (user) => user.fullName },
+        { header: 'ROLES', value: (user) => user.roles.join(',') },
+        { header: 'ACTIVE', value: (user) => (user.active ? 'yes' : 'no') },
+        { header: 'ID', value: (user) => user.id },
+      ]);
+    });
+
+  for (const [name, active] of [
+    ['disable', false],
+    ['enable', true],
+  ] as const) {
+    users
+      .command(`${name} <user>`)
+      .description(`${name} an account, by e-mail or id${active ? '' : ' (its requests get 403 ACCOUNT_DISABLED)'}`)
+      .action(async (who: string, _flags, command: Command) => {
+        const client = clientOf(command);
+        const user = await findUser(client, who);
+        await client.patch(`/api/admin/users/${user.id}`, { active });
+        printLine(`${name}d ${user.email}`);
+      });
+  }
+}

@@ -1,0 +1,25 @@
+/** Exit codes of the contract: 0 ok, 1 the daemon answered an error, 2 usage, 3 unreachable. */
+export const EXIT = { ok: 0, daemonError: 1, usage: 2, unreachable: 3 } as const;
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+export const usageError = (message: string) => new CliError(message, EXIT.usage);
+
+/** The daemon answered with an error envelope. */
+export class ApiError extends CliError {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+    readonly meta: Record<string, unknown> | null,
+  ) {
+    super(message, EXIT.daemonError);
+  }
+}
