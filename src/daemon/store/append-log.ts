@@ -22,7 +22,9 @@ interface Waiter {
 export class AppendLog<R> {
   private lines: string[] = [];
   private waiters: Waiter[] = [];
-  private flushing = false;
+  private scheduled = false;
+  /** Physical operations (group writes, rewrites) run one after another on this chain. */
+  private chain: Promise<void> = Promise.resolve();
   private closed = false;
   physicalWrites = 0;
 
@@ -50,32 +52,52 @@ export class AppendLog<R> {
     this.lines.push(JSON.stringify(record));
     return new Promise<void>((resolve, reject) => {
       this.waiters.push({ resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // setImmediate lets every append of the current turn join this write.
+        setImmediate(() => {
+          this.scheduled = false;
+          void this.enqueue(() => this.writeGroup());
+        });
       }
     });
   }
 
   /**
    * Replaces the whole log with `records` atomically (compaction, retention).
-   * Appends queued meanwhile land after the new contents.
+   * `records` must reflect every append made before this call: those pending
+   * appends are superseded by it (and resolve with it); later appends follow it.
    */
-  async rewrite(records: Iterable<R>): Promise<void> {
-    await this.drain();
+  rewrite(records: Iterable<R>): Promise<void> {
     let text = '';
     for (const record of records) text += JSON.stringify(record) + '\n';
-    await this.handle.close();
-    try {
-      await writeFileDurably(this.file, text);
-    } finally {
-      this.handle = await open(this.file, 'a', FILE_MODE);
-      this.size = (await this.handle.stat()).size;
-    }
+    const superseded = this.waiters;
+    this.waiters = [];
+    this.lines = [];
+    return this.enqueue(async () => {
+      try {
+        await this.handle.close();
+        try {
+          await writeFileDurably(this.file, text);
+        } finally {
+          this.handle = await open(this.file, 'a', FILE_MODE);
+          this.size = (await this.handle.stat()).size;
+        }
+        for (const waiter of superseded) waiter.resolve();
+      } catch (error) {
+        for (const waiter of superseded) waiter.reject(error);
+        throw error;
+      }
+    });
   }
 
+  /** Resolves once everything appended so far has been written (or has failed). */
   async drain(): Promise<void> {
-    while (this.flushing) await new Promise((resolve) => setImmediate(resolve));
+    while (this.scheduled || this.waiters.length > 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.chain;
+    }
+    await this.chain;
   }
 
   async close(): Promise<void> {
@@ -84,31 +106,34 @@ export class AppendLog<R> {
     await this.handle.close();
   }
 
-  private async flush(): Promise<void> {
-    while (this.waiters.length > 0) {
-      const waiters = this.waiters;
-      const text = this.lines.join('\n') + '\n';
-      this.waiters = [];
-      this.lines = [];
-      const bytes = Buffer.from(text);
-      try {
-        // A write may be short (disk nearly full); only ENOSPC on the next one says why.
-        for (let offset = 0; offset < bytes.length; ) {
-          offset += (await this.handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
-        }
-        await this.handle.datasync();
-        this.size += bytes.length;
-        this.physicalWrites += 1;
-        for (const waiter of waiters) waiter.resolve();
-      } catch (error) {
-        // Cut off whatever part of the group reached the file, so the next append
-        // does not follow a torn line.
-        await this.handle.truncate(this.size).catch(() => undefined);
-        const mapped = asStorageError(error);
-        for (const waiter of waiters) waiter.reject(mapped);
+  private enqueue(operation: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(operation);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeGroup(): Promise<void> {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    const bytes = Buffer.from(this.lines.join('\n') + '\n');
+    this.waiters = [];
+    this.lines = [];
+    try {
+      // A write may be short (disk nearly full); only ENOSPC on the next one says why.
+      for (let offset = 0; offset < bytes.length; ) {
+        offset += (await this.handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
       }
+      await this.handle.datasync();
+      this.size += bytes.length;
+      this.physicalWrites += 1;
+      for (const waiter of waiters) waiter.resolve();
+    } catch (error) {
+      // Cut off whatever part of the group reached the file, so the next append
+      // does not follow a torn line.
+      await this.handle.truncate(this.size).catch(() => undefined);
+      const mapped = asStorageError(error);
+      for (const waiter of waiters) waiter.reject(mapped);
     }
-    this.flushing = false;
   }
 }
 
@@ -117,7 +142,7 @@ export class AppendLog<R> {
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  */
-async function replay<R>(file: string, onRecord: (record: R) => void): Promise<number> {
+export async function replay<R>(file: string, onRecord: (record: R) => void): Promise<number> {
   let fileSize: number;
   try {
     fileSize = (await stat(file)).size;
