@@ -1,0 +1,470 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { conflict, invalid, notFound } from '../errors.js';
+import { ensurePrivateDir } from '../store/files.js';
+import { AuditTrail, type AuditFilter } from './audit.js';
+import { checkPermissions } from './permissions.js';
+import {
+  DEFAULT_CATEGORY,
+  type BrowseInput,
+  type CreateExtensionInput,
+  type PublishVersionInput,
+  type UpdateExtensionInput,
+} from './schemas.js';
+import { SearchIndex } from './search-index.js';
+import { createShard, openShards, type Shard } from './shards.js';
+import type {
+  Actor,
+  AuditAction,
+  AuditRecord,
+  CategoryCount,
+  ExtensionDetail,
+  ExtensionSummary,
+  FieldChange,
+  StoredExtension,
+  StoredVersion,
+  VersionRecord,
+} from './types.js';
+import { latestVersionOf, newestFirst, samePrecedence } from './versions.js';
+
+/** One extension in memory: its shard, and what is derived from it, rebuilt whenever it changes. */
+interface Entry {
+  /** A small integer naming the extension in the search index and the ordering. */
+  readonly slot: number;
+  readonly shard: Shard;
+  /** name, description and category as last indexed: a change of these reorders or refilters listings. */
+  listedAs: string;
+  /** Built on first read after a change; frozen because they are shared between requests. */
+  summary: ExtensionSummary | null;
+  detail: ExtensionDetail | null;
+}
+
+export interface CatalogOptions {
+  /** The current fullName of a user; undefined once the user is deleted. */
+  fullNameOf: (userId: string) => string | undefined;
+}
+
+export interface BrowsePage {
+  items: ExtensionSummary[];
+  total: number;
+}
+
+/**
+ * Listings of recent (search, category) pairs are remembered until the next change
+ * of a name, description or category: up to this many listings, holding at most
+ * CACHED_SLOTS slots in all (4 bytes each), so that a stream of broad queries
+ * cannot grow memory without end.
+ */
+const CACHED_LISTINGS = 256;
+const CACHED_SLOTS = 1_000_000;
+
+const EMPTY_SCOPE: ReadonlySet<number> = new Set();
+
+const toVersionRecord = (stored: StoredVersion): VersionRecord => ({
+  version: stored.version,
+  releaseDate: stored.releaseDate,
+  yanked: stored.yanked,
+  artifactUrl: stored.artifactUrl,
+  manifestUrl: stored.manifestUrl,
+  requiresPlatform: stored.requiresPlatform,
+  requiresSdk: stored.requiresSdk,
+  changelog: stored.changelog,
+});
+
+/**
+ * The marketplace catalog: extensions, their versions and the semver rules,
+ * the browse and search read side, and the audit trail of every change.
+ *
+ * Reads never touch the disk: every extension is in memory, with an n-gram
+ * index for search, a precomputed order by (name, extensionKey), per-extension
+ * summary and detail objects, and a small cache of recent listings. A change
+ * validates first, then rewrites only its extension's shard and appends one
+ * audit line; both are on disk before it returns.
+ */
+export class CatalogService {
+  private readonly entries: Entry[] = [];
+  private readonly byKey = new Map<string, Entry>();
+  /** Keys whose creation is being written, so that a concurrent duplicate is refused. */
+  private readonly creating = new Set<string>();
+  private readonly index = new SearchIndex();
+  private readonly byCategory = new Map<string, Set<number>>();
+  /** slot → the category it is filed under in byCategory. */
+  private readonly filedUnder: string[] = [];
+  /** Slots by (name, extensionKey), and each slot's position in that order; null until needed after a change. */
+  private ordering: { slots: Int32Array; rank: Int32Array } | null = null;
+  private readonly listings = new Map<string, Int32Array>();
+  private cachedSlots = 0;
+  private categoryCounts: CategoryCount[] | null = null;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly audit: AuditTrail,
+    private readonly fullNameOf: (userId: string) => string | undefined,
+  ) {}
+
+  static async open(dataDir: string, options: CatalogOptions): Promise<CatalogService> {
+    const dir = join(dataDir, 'catalog');
+    await ensurePrivateDir(dir);
+    const shards = await openShards(dir);
+    const audit = await AuditTrail.open(join(dataDir, 'audit.log'));
+    const catalog = new CatalogService(dir, audit, options.fullNameOf);
+    for (const shard of shards) catalog.add(shard);
+    return catalog;
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  // ---- the interface other domains use ----
+
+  has(extensionKey: string): boolean {
+    return this.byKey.has(extensionKey);
+  }
+
+  /** Throws NOT_FOUND for an unknown extension or version. */
+  versionRecord(extensionKey: string, version: string): VersionRecord {
+    return toVersionRecord(this.findVersion(this.require(extensionKey), version));
+  }
+
+  /** The contract's latestVersion (null without versions); throws NOT_FOUND for an unknown extension. */
+  latestVersion(extensionKey: string): string | null {
+    return this.detailOf(this.require(extensionKey)).latestVersion;
+  }
+
+  // ---- browse ----
+
+  /**
+   * Every search term (whitespace-separated, case-insensitive) must occur in the
+   * key, name or description; the category must match exactly, ignoring case.
+   * Sorted by name (case-insensitive), then extensionKey.
+   */
+  browse(input: BrowseInput): BrowsePage {
+    const terms = input.search ? [...new Set(input.search.toLowerCase().split(/\s+/).filter(Boolean))].sort() : [];
+    const slots = this.matching(terms, input.category?.toLowerCase());
+    const page = slots.subarray(input.offset, input.offset + input.limit);
+    const items = Array.from(page, (slot) => this.summaryOf(this.entries[slot]!));
+    return { items, total: slots.length };
+  }
+
+  detail(extensionKey: string): ExtensionDetail {
+    return this.detailOf(this.require(extensionKey));
+  }
+
+  /** Every category in use, with its number of extensions, sorted by category. */
+  categories(): CategoryCount[] {
+    this.categoryCounts ??= [...this.byCategory]
+      .map(([category, slots]) => Object.freeze({ category, count: slots.size }))
+      .sort((a, b) => compareText(a.category, b.category));
+    return this.categoryCounts;
+  }
+
+  /** Newest first. */
+  auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
+    return this.audit.read(filter);
+  }
+
+  // ---- changes ----
+
+  async create(actor: Actor, input: CreateExtensionInput): Promise<ExtensionDetail> {
+    const key = input.extensionKey;
+    const permissions = checkPermissions(key, input.permissions ?? []);
+    if (this.byKey.has(key) || this.creating.has(key)) throw conflict(`extension ${key} already exists`);
+    const now = new Date().toISOString();
+    const extension: StoredExtension = {
+      extensionKey: key,
+      name: input.name,
+      description: input.description ?? '',
+      category: input.category ?? DEFAULT_CATEGORY,
+      permissions,
+      createdBy: actor.id,
+      authorName: actor.fullName,
+      createdAt: now,
+      updatedAt: now,
+      versions: [],
+    };
+    const changes: Record<string, FieldChange> = {};
+    for (const field of ['name', 'description', 'category', 'permissions'] as const) {
+      changes[field] = { from: null, to: extension[field] };
+    }
+    this.creating.add(key);
+    try {
+      const [shard, audited] = await Promise.allSettled([
+        createShard(this.dir, extension),
+        this.audit.append(auditRecord(actor, 'create', key, now, { changes })),
+      ]);
+      // A shard on disk is part of the catalog, even if its audit line failed: memory must match the disk.
+      if (shard.status === 'rejected') throw shard.reason;
+      const entry = this.add(shard.value);
+      if (audited.status === 'rejected') throw audited.reason;
+      return this.detailOf(entry);
+    } finally {
+      this.creating.delete(key);
+    }
+  }
+
+  /** Changes only what differs; a patch that changes nothing writes nothing. */
+  async update(actor: Actor, extensionKey: string, patch: UpdateExtensionInput): Promise<ExtensionDetail> {
+    if (patch.extensionKey !== undefined && patch.extensionKey !== extensionKey) {
+      throw invalid(
+        'extensionKey',
+        `extensionKey must equal the key in the path (${extensionKey}); an extension cannot be renamed`,
+      );
+    }
+    const permissions = patch.permissions && checkPermissions(extensionKey, patch.permissions);
+    const entry = this.require(extensionKey);
+    const current = entry.shard.data.extension;
+    const next: StoredExtension = { ...current };
+    const changes: Record<string, FieldChange> = {};
+    for (const field of ['name', 'description', 'category'] as const) {
+      const value = patch[field];
+      if (value === undefined || value === current[field]) continue;
+      changes[field] = { from: current[field], to: value };
+      next[field] = value;
+    }
+    if (permissions && permissions.join('\n') !== current.permissions.join('\n')) {
+      changes.permissions = { from: current.permissions, to: permissions };
+      next.permissions = permissions;
+    }
+    if (Object.keys(changes).length === 0) return this.detailOf(entry);
+    next.updatedAt = new Date().toISOString();
+    await this.commit(entry, next, auditRecord(actor, 'update', extensionKey, next.updatedAt, { changes }));
+    return this.detailOf(entry);
+  }
+
+  /** `publishedAt` backdates a version (the development seed); the API always publishes now. */
+  async publishVersion(
+    actor: Actor,
+    extensionKey: string,
+    input: PublishVersionInput,
+    publishedAt = new Date(),
+  ): Promise<VersionRecord> {
+    const entry = this.require(extensionKey);
+    const current = entry.shard.data.extension;
+    const clash = current.versions.find((published) => samePrecedence(published.version, input.version));
+    if (clash?.version === input.version) {
+      throw conflict(
+        `version ${input.version} of ${extensionKey} is already published` +
+          (clash.yanked ? ' (yanked: a published version number is never reused)' : ''),
+      );
+    }
+    if (clash) {
+      throw conflict(
+        `version ${input.version} has the same precedence as the published ${clash.version} of ${extensionKey} ` +
+          '(they differ only in build metadata)',
+      );
+    }
+    const at = publishedAt.toISOString();
+    const version: StoredVersion = {
+      version: input.version,
+      releaseDate: at.slice(0, 10),
+      yanked: false,
+      artifactUrl: input.artifactUrl,
+      manifestUrl: input.manifestUrl ?? null,
+      requiresPlatform: input.requiresPlatform ?? null,
+      requiresSdk: input.requiresSdk ?? null,
+      changelog: input.changelog ?? null,
+      publishedAt: at,
+    };
+    const now = new Date().toISOString();
+    const versions = [...current.versions, version].sort((a, b) => newestFirst(a.version, b.version));
+    await this.commit(
+      entry,
+      { ...current, versions, updatedAt: now },
+      auditRecord(actor, 'publish', extensionKey, now, { version: input.version }),
+    );
+    return toVersionRecord(version);
+  }
+
+  /** Idempotent: yanking a yanked version changes nothing and records nothing. */
+  async yank(actor: Actor, extensionKey: string, version: string, reason?: string): Promise<void> {
+    await this.setYanked(actor, extensionKey, version, true, reason);
+  }
+
+  /** Idempotent: unyanking an available version changes nothing and records nothing. */
+  unyank(actor: Actor, extensionKey: string, version: string): Promise<VersionRecord> {
+    return this.setYanked(actor, extensionKey, version, false);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.entries.map((entry) => entry.shard.flush()));
+    await this.audit.close();
+  }
+
+  // ---- internals ----
+
+  private async setYanked(
+    actor: Actor,
+    extensionKey: string,
+    version: string,
+    yanked: boolean,
+    reason?: string,
+  ): Promise<VersionRecord> {
+    const entry = this.require(extensionKey);
+    const target = this.findVersion(entry, version);
+    if (target.yanked === yanked) return toVersionRecord(target);
+    const current = entry.shard.data.extension;
+    const changed: StoredVersion = { ...target, yanked };
+    const now = new Date().toISOString();
+    await this.commit(
+      entry,
+      { ...current, versions: current.versions.map((stored) => (stored === target ? changed : stored)), updatedAt: now },
+      auditRecord(actor, yanked ? 'yank' : 'unyank', extensionKey, now, reason === undefined ? { version } : { version, reason }),
+    );
+    return toVersionRecord(changed);
+  }
+
+  private require(extensionKey: string): Entry {
+    const entry = this.byKey.get(extensionKey);
+    if (!entry) throw notFound(`extension ${extensionKey} not found`);
+    return entry;
+  }
+
+  private findVersion(entry: Entry, version: string): StoredVersion {
+    const found = entry.shard.data.extension.versions.find((stored) => stored.version === version);
+    if (!found) throw notFound(`extension ${entry.shard.data.extension.extensionKey} has no version ${version}`);
+    return found;
+  }
+
+  /**
+   * Swaps in the already validated `next` and waits until both the shard and the
+   * audit line are on disk. Called without an await since validation, so no
+   * other change can slip in between.
+   */
+  private async commit(entry: Entry, next: StoredExtension, record: AuditRecord): Promise<void> {
+    await Promise.all([
+      entry.shard.update((document) => {
+        document.extension = next;
+        this.refresh(entry);
+      }),
+      this.audit.append(record),
+    ]);
+  }
+
+  private add(shard: Shard): Entry {
+    const entry: Entry = { slot: this.entries.length, shard, listedAs: '', summary: null, detail: null };
+    this.entries.push(entry);
+    this.byKey.set(shard.data.extension.extensionKey, entry);
+    // A failed write reverts the shard to what is on disk; what is derived from it follows.
+    shard.onReset(() => this.refresh(entry));
+    this.refresh(entry);
+    return entry;
+  }
+
+  /** Rebuilds what is derived from the entry's stored extension. */
+  private refresh(entry: Entry): void {
+    const extension = entry.shard.data.extension;
+    entry.summary = null;
+    entry.detail = null;
+    const listedAs = `${extension.name}\n${extension.description}\n${extension.category}`;
+    if (listedAs === entry.listedAs) return;
+    entry.listedAs = listedAs;
+    this.index.set(entry.slot, [extension.extensionKey, extension.name, extension.description]);
+    const previous = this.filedUnder[entry.slot];
+    if (previous !== extension.category) {
+      if (previous !== undefined) {
+        const slots = this.byCategory.get(previous)!;
+        slots.delete(entry.slot);
+        if (slots.size === 0) this.byCategory.delete(previous);
+      }
+      const slots = this.byCategory.get(extension.category) ?? new Set<number>();
+      slots.add(entry.slot);
+      this.byCategory.set(extension.category, slots);
+      this.filedUnder[entry.slot] = extension.category;
+    }
+    this.ordering = null;
+    this.listings.clear();
+    this.cachedSlots = 0;
+    this.categoryCounts = null;
+  }
+
+  /** The slots of a listing, in order: from the cache, or from the index and the precomputed ranks. */
+  private matching(terms: readonly string[], category: string | undefined): Int32Array {
+    const ordering = this.order();
+    if (terms.length === 0 && category === undefined) return ordering.slots;
+    const cacheKey = `${category ?? ''}\n${terms.join(' ')}`;
+    const cached = this.listings.get(cacheKey);
+    if (cached) return cached;
+    const scope = category === undefined ? null : (this.byCategory.get(category) ?? EMPTY_SCOPE);
+    const matches = terms.length > 0 ? this.index.query(terms, scope) : [...scope!];
+    // Sorting the ranks as numbers (a typed array, no comparator) and mapping back is the cheap way to order.
+    const slots = new Int32Array(matches.length);
+    for (let i = 0; i < matches.length; i += 1) slots[i] = ordering.rank[matches[i]!]!;
+    slots.sort();
+    for (let i = 0; i < slots.length; i += 1) slots[i] = ordering.slots[slots[i]!]!;
+    this.remember(cacheKey, slots);
+    return slots;
+  }
+
+  /** Adds a listing to the cache, forgetting the oldest ones beyond its bounds. */
+  private remember(cacheKey: string, slots: Int32Array): void {
+    this.listings.set(cacheKey, slots);
+    this.cachedSlots += slots.length;
+    for (const [oldestKey, oldest] of this.listings) {
+      if (this.listings.size <= CACHED_LISTINGS && this.cachedSlots <= CACHED_SLOTS) break;
+      this.listings.delete(oldestKey);
+      this.cachedSlots -= oldest.length;
+    }
+  }
+
+  private order(): { slots: Int32Array; rank: Int32Array } {
+    if (this.ordering) return this.ordering;
+    const keyed = this.entries.map((entry) => {
+      const { name, extensionKey } = entry.shard.data.extension;
+      return { slot: entry.slot, lower: name.toLowerCase(), name, extensionKey };
+    });
+    keyed.sort(
+      (a, b) => compareText(a.lower, b.lower) || compareText(a.name, b.name) || compareText(a.extensionKey, b.extensionKey),
+    );
+    const slots = Int32Array.from(keyed, (item) => item.slot);
+    const rank = new Int32Array(this.entries.length);
+    slots.forEach((slot, position) => (rank[slot] = position));
+    this.ordering = { slots, rank };
+    return this.ordering;
+  }
+
+  private summaryOf(entry: Entry): ExtensionSummary {
+    const extension = entry.shard.data.extension;
+    const author = this.fullNameOf(extension.createdBy) ?? extension.authorName;
+    if (entry.summary?.author !== author) {
+      entry.summary = Object.freeze({
+        extensionKey: extension.extensionKey,
+        name: extension.name,
+        description: extension.description,
+        category: extension.category,
+        latestVersion: this.detailOf(entry).latestVersion,
+        author,
+      });
+    }
+    return entry.summary;
+  }
+
+  private detailOf(entry: Entry): ExtensionDetail {
+    if (entry.detail) return entry.detail;
+    const extension = entry.shard.data.extension;
+    entry.detail = Object.freeze({
+      extensionKey: extension.extensionKey,
+      name: extension.name,
+      description: extension.description,
+      category: extension.category,
+      latestVersion: latestVersionOf(extension.versions),
+      versions: Object.freeze(
+        extension.versions.map(({ version, releaseDate, yanked }) => Object.freeze({ version, releaseDate, yanked })),
+      ),
+      permissions: Object.freeze([...extension.permissions]),
+    });
+    return entry.detail;
+  }
+}
+
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function auditRecord(
+  actor: Actor,
+  action: AuditAction,
+  extensionKey: string,
+  at: string,
+  details: Pick<AuditRecord, 'version' | 'reason' | 'changes'>,
+): AuditRecord {
+  return { id: randomUUID(), at, actor: { id: actor.id, email: actor.email }, action, extensionKey, ...details };
+}
