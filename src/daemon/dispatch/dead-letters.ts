@@ -1,0 +1,94 @@
+import { join } from 'node:path';
+import { Collection } from '../store/collection.js';
+import { notFound } from '../errors.js';
+import type { DeadLetter, DeadLetterFilter } from './types.js';
+
+/** Kept with the record so that a replay resumes the event chain where it was. */
+export interface StoredDeadLetter extends DeadLetter {
+  depth: number;
+}
+
+interface DeadLettersDocument {
+  schemaVersion: 1;
+  /** Oldest first. */
+  deadLetters: StoredDeadLetter[];
+}
+
+export const toPublicDeadLetter = ({ depth: _depth, ...visible }: StoredDeadLetter): DeadLetter => visible;
+
+const matches = (filter: DeadLetterFilter) => (letter: StoredDeadLetter) =>
+  (filter.workspaceId === undefined || letter.event.tenantId === filter.workspaceId) &&
+  (filter.eventKey === undefined || letter.event.eventKey === filter.eventKey) &&
+  (filter.extensionKey === undefined || letter.subscriber.extensionKey === filter.extensionKey);
+
+/** dead-letters.json: deliveries that failed for good, until replayed or discarded. */
+export class DeadLetterStore {
+  private byId = new Map<string, StoredDeadLetter>();
+  private byDelivery = new Map<string, StoredDeadLetter>();
+
+  private constructor(private readonly collection: Collection<DeadLettersDocument>) {
+    this.reindex();
+    collection.onReset(() => this.reindex());
+  }
+
+  static async open(dataDir: string): Promise<DeadLetterStore> {
+    const collection = await Collection.open<DeadLettersDocument>({
+      file: join(dataDir, 'dead-letters.json'),
+      schemaVersion: 1,
+      create: () => ({ schemaVersion: 1, deadLetters: [] }),
+    });
+    return new DeadLetterStore(collection);
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: string): StoredDeadLetter {
+    const letter = this.byId.get(id);
+    if (!letter) throw notFound(`dead letter ${id} not found`);
+    return letter;
+  }
+
+  /** Newest first. */
+  list(filter: DeadLetterFilter, page: { limit: number; offset: number }): { items: StoredDeadLetter[]; total: number } {
+    const all = this.collection.data.deadLetters.filter(matches(filter)).reverse();
+    return { items: all.slice(page.offset, page.offset + page.limit), total: all.length };
+  }
+
+  /** Oldest first. */
+  matching(filter: DeadLetterFilter): StoredDeadLetter[] {
+    return this.collection.data.deadLetters.filter(matches(filter));
+  }
+
+  /** One record per delivery: a delivery dead-lettered again (after a crash) replaces its record. */
+  async add(letter: StoredDeadLetter): Promise<void> {
+    await this.collection.update((data) => {
+      const previous = this.byDelivery.get(letter.deliveryId);
+      if (previous) {
+        data.deadLetters.splice(data.deadLetters.indexOf(previous), 1);
+        this.byId.delete(previous.id);
+      }
+      data.deadLetters.push(letter);
+      this.byId.set(letter.id, letter);
+      this.byDelivery.set(letter.deliveryId, letter);
+    });
+  }
+
+  async remove(ids: readonly string[]): Promise<void> {
+    const removed = new Set(ids);
+    await this.collection.update((data) => {
+      data.deadLetters = data.deadLetters.filter((letter) => !removed.has(letter.id));
+      this.reindex();
+    });
+  }
+
+  flush(): Promise<void> {
+    return this.collection.flush();
+  }
+
+  private reindex(): void {
+    this.byId = new Map(this.collection.data.deadLetters.map((letter) => [letter.id, letter]));
+    this.byDelivery = new Map(this.collection.data.deadLetters.map((letter) => [letter.deliveryId, letter]));
+  }
+}

@@ -1,0 +1,408 @@
+import { randomUUID } from 'node:crypto';
+import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
+import { DomainError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Inactivity } from '../workspaces/service.js';
+import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
+import { postEvent, type AttemptOutcome } from './external.js';
+import type { Outbox } from './outbox.js';
+import { withJitter } from './retry.js';
+import type { DeadLetterFilter, Delivery, DeliveryError } from './types.js';
+
+export interface DispatchSettings {
+  /** Delays before the 2nd, 3rd, … attempt; after the last, a dead letter. */
+  retrySchedule: readonly number[];
+  deliveryTimeoutMs: number;
+  /** External deliveries in flight at once. */
+  deliveryConcurrency: number;
+  /** Asynchronous in-process handlers running at once. */
+  handlerConcurrency: number;
+  handlerTimeoutMs: number;
+}
+
+/** A handler call in progress, and whether it tried to extend the event chain past its limit. */
+export interface HandlerRun {
+  context: PluginContext;
+  chainCut: () => string | null;
+}
+
+export interface DispatcherDependencies {
+  outbox: Outbox;
+  deadLetters: DeadLetterStore;
+  subscribers: {
+    inactivity(subscriptionId: string): Inactivity;
+    signingKey(subscriptionId: string): Buffer | null;
+  };
+  handlerFor(extensionKey: string, eventKey: string): EventHandler | undefined;
+  /** The context a handler gets for this delivery (its publish extends the chain). */
+  startHandlerRun(delivery: Delivery): HandlerRun;
+  settings: DispatchSettings;
+  logger: Logger;
+  now?: () => number;
+  random?: () => number;
+}
+
+type Lane = 'external' | 'handler';
+
+/** First-in first-out without Array#shift's O(n). */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+  get length(): number {
+    return this.items.length - this.head;
+  }
+  push(item: T): void {
+    this.items.push(item);
+  }
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head]!;
+    this.head += 1;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/** Deliveries waiting for a later attempt, earliest first (binary min-heap). */
+class Schedule {
+  private heap: Delivery[] = [];
+  get length(): number {
+    return this.heap.length;
+  }
+  peek(): Delivery | undefined {
+    return this.heap[0];
+  }
+  push(delivery: Delivery): void {
+    const heap = this.heap;
+    heap.push(delivery);
+    let index = heap.length - 1;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (heap[parent]!.nextAttemptAt <= delivery.nextAttemptAt) break;
+      heap[index] = heap[parent]!;
+      index = parent;
+    }
+    heap[index] = delivery;
+  }
+  pop(): Delivery | undefined {
+    const heap = this.heap;
+    const top = heap[0];
+    const last = heap.pop();
+    if (top === undefined || last === undefined || heap.length === 0) return top;
+    let index = 0;
+    for (;;) {
+      const left = index * 2 + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && heap[right]!.nextAttemptAt < heap[left]!.nextAttemptAt ? right : left;
+      if (heap[child]!.nextAttemptAt >= last.nextAttemptAt) break;
+      heap[index] = heap[child]!;
+      index = child;
+    }
+    heap[index] = last;
+    return top;
+  }
+}
+
+/**
+ * Takes deliveries from the outbox and runs them: external services over HTTP
+ * and asynchronous in-process handlers, each lane with its own concurrency.
+ * Failures are retried on the schedule (with jitter, or after Retry-After) and
+ * end as dead letters. Every pending delivery is in the outbox, so a restart or
+ * a crash resumes them.
+ */
+export class Dispatcher {
+  private readonly ready: Record<Lane, Fifo<Delivery>> = { external: new Fifo(), handler: new Fifo() };
+  private readonly inFlight: Record<Lane, number> = { external: 0, handler: 0 };
+  private readonly limits: Record<Lane, number>;
+  private readonly scheduled = new Schedule();
+  private readonly running = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private started = false;
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(private readonly deps: DispatcherDependencies) {
+    this.now = deps.now ?? Date.now;
+    this.random = deps.random ?? Math.random;
+    this.limits = { external: deps.settings.deliveryConcurrency, handler: deps.settings.handlerConcurrency };
+  }
+
+  /** Resumes every delivery the outbox holds. */
+  start(): void {
+    this.started = true;
+    const pending = [...this.deps.outbox.values()].sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
+    for (const delivery of pending) this.schedule(delivery);
+    this.pump();
+  }
+
+  /** Queues deliveries that are already in the outbox. */
+  enqueue(deliveries: readonly Delivery[]): void {
+    for (const delivery of deliveries) this.schedule(delivery);
+    this.pump();
+  }
+
+  /** Runs a synchronous in-process delivery now (before the publisher is answered); failures are dead-lettered. */
+  async runNow(delivery: Delivery): Promise<void> {
+    await this.attempt(delivery);
+  }
+
+  stats(): { pending: number; inFlight: number; oldestPendingAgeMs: number | null } {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const delivery of this.deps.outbox.values()) oldest = Math.min(oldest, Date.parse(delivery.enqueuedAt));
+    return {
+      pending: this.deps.outbox.size,
+      inFlight: this.inFlight.external + this.inFlight.handler,
+      oldestPendingAgeMs: Number.isFinite(oldest) ? Math.max(0, this.now() - oldest) : null,
+    };
+  }
+
+  /**
+   * Stops taking work and aborts external requests in flight (not counted as
+   * attempts: they run again after the restart). Handlers cannot be aborted;
+   * they get `graceMs` to finish.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.stopping.abort();
+    let timeout: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.running]),
+      new Promise((resolve) => (timeout = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(timeout);
+  }
+
+  // Dead letters
+
+  /** Re-queues one dead letter to its one subscriber, with a fresh attempt count. */
+  async replay(deadLetterId: string): Promise<void> {
+    const letter = this.deps.deadLetters.get(deadLetterId);
+    const inactive = this.inactivity(letter.subscriber.subscriptionId);
+    if (inactive) throw new DomainError('CONFLICT', `cannot replay ${deadLetterId}: ${inactive}`);
+    await this.requeue([letter]);
+  }
+
+  /**
+   * Replays the oldest `limit` matching dead letters whose subscriber is still
+   * active; `skipped` counts the matching ones whose subscriber is gone or disabled.
+   */
+  async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
+    const replayable: StoredDeadLetter[] = [];
+    let skipped = 0;
+    for (const letter of this.deps.deadLetters.matching(filter)) {
+      if (this.inactivity(letter.subscriber.subscriptionId) !== null) skipped += 1;
+      else if (replayable.length < limit) replayable.push(letter);
+    }
+    await this.requeue(replayable);
+    return { replayed: replayable.length, skipped };
+  }
+
+  async discard(deadLetterId: string): Promise<void> {
+    this.deps.deadLetters.get(deadLetterId);
+    await this.deps.deadLetters.remove([deadLetterId]);
+  }
+
+  private async requeue(letters: readonly StoredDeadLetter[]): Promise<void> {
+    if (letters.length === 0) return;
+    const now = this.now();
+    const deliveries = letters.map(
+      (letter): Delivery => ({
+        id: letter.deliveryId,
+        event: letter.event,
+        depth: letter.depth,
+        subscriber: letter.subscriber,
+        attempts: 0,
+        nextAttemptAt: now,
+        enqueuedAt: new Date(now).toISOString(),
+        firstAttemptAt: null,
+        lastError: null,
+        replayCount: letter.replayCount + 1,
+      }),
+    );
+    // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
+    await this.deps.outbox.add(deliveries);
+    await this.deps.deadLetters.remove(letters.map((letter) => letter.id));
+    this.enqueue(deliveries);
+  }
+
+  // The loop
+
+  private laneOf(delivery: Delivery): Lane {
+    return delivery.subscriber.kind === 'EXTERNAL_SERVICE' ? 'external' : 'handler';
+  }
+
+  private schedule(delivery: Delivery): void {
+    if (delivery.nextAttemptAt <= this.now()) this.ready[this.laneOf(delivery)].push(delivery);
+    else {
+      this.scheduled.push(delivery);
+      this.armTimer();
+    }
+  }
+
+  private armTimer(): void {
+    const next = this.scheduled.peek();
+    if (!next || !this.started || next.nextAttemptAt >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = next.nextAttemptAt;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      const now = this.now();
+      while ((this.scheduled.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) {
+        const due = this.scheduled.pop()!;
+        this.ready[this.laneOf(due)].push(due);
+      }
+      this.armTimer();
+      this.pump();
+    }, Math.max(0, next.nextAttemptAt - this.now()));
+    this.timer.unref();
+  }
+
+  private pump(): void {
+    if (!this.started) return;
+    for (const lane of ['external', 'handler'] as const) {
+      while (this.inFlight[lane] < this.limits[lane] && this.ready[lane].length > 0) {
+        const delivery = this.ready[lane].shift()!;
+        if (!this.deps.outbox.holds(delivery)) continue;
+        this.inFlight[lane] += 1;
+        const run = this.attempt(delivery).finally(() => {
+          this.inFlight[lane] -= 1;
+          this.running.delete(run);
+          this.pump();
+        });
+        this.running.add(run);
+      }
+    }
+  }
+
+  private inactivity(subscriptionId: string | null): Inactivity {
+    return subscriptionId === null ? null : this.deps.subscribers.inactivity(subscriptionId);
+  }
+
+  private async attempt(delivery: Delivery): Promise<void> {
+    const now = this.now();
+    const inactive = this.inactivity(delivery.subscriber.subscriptionId);
+    if (inactive) {
+      await this.deadLetter(delivery, { message: `not delivered: ${inactive}`, status: null });
+      return;
+    }
+    delivery.firstAttemptAt ??= new Date(now).toISOString();
+    delivery.attempts += 1;
+    const handler =
+      delivery.subscriber.kind === 'IN_PROCESS'
+        ? this.deps.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey)
+        : undefined;
+    let outcome: AttemptOutcome;
+    try {
+      outcome =
+        delivery.subscriber.kind === 'EXTERNAL_SERVICE'
+          ? await this.deliverExternal(delivery, now)
+          : await this.runHandler(delivery, handler);
+    } catch (error) {
+      this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${describe(error)}`);
+      outcome = { ok: false, retryable: true, error: { message: 'internal error while delivering', status: null } };
+    }
+
+    if ('aborted' in outcome) {
+      delivery.attempts -= 1;
+      return;
+    }
+    if (outcome.ok) {
+      this.deps.outbox.done(delivery);
+      return;
+    }
+    delivery.lastError = outcome.error;
+    // A synchronous handler ran while the publisher waited: it is not retried.
+    const retryable = outcome.retryable && (handler === undefined || handler.async === true);
+    const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
+    if (!retryable || delay === undefined) {
+      await this.deadLetter(delivery, outcome.error);
+      return;
+    }
+    delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
+    this.deps.outbox.rescheduled(delivery);
+    this.schedule(delivery);
+  }
+
+  private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
+    const { subscriptionId, serviceBaseUrl } = delivery.subscriber;
+    const signingKey = subscriptionId === null ? null : this.deps.subscribers.signingKey(subscriptionId);
+    if (signingKey === null || serviceBaseUrl === null) {
+      return { ok: false, retryable: false, error: { message: 'subscription deleted', status: null } };
+    }
+    return postEvent(
+      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKey },
+      { timeoutMs: this.deps.settings.deliveryTimeoutMs, stopSignal: this.stopping.signal, now },
+    );
+  }
+
+  private async runHandler(delivery: Delivery, handler: EventHandler | undefined): Promise<AttemptOutcome> {
+    if (!handler) {
+      const message = `no in-process handler of ${delivery.subscriber.extensionKey} for ${delivery.event.eventKey}`;
+      return { ok: false, retryable: false, error: { message, status: null } };
+    }
+    const run = this.deps.startHandlerRun(delivery);
+    let timer: NodeJS.Timeout | undefined;
+    const timeoutMs = this.deps.settings.handlerTimeoutMs;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => handler.handle(delivery.event, run.context)),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new HandlerTimeout(timeoutMs)), timeoutMs);
+        }),
+      ]);
+    } catch (error) {
+      const cut = run.chainCut();
+      if (cut) return { ok: false, retryable: false, error: { message: cut, status: null } };
+      return { ok: false, retryable: true, error: { message: `handler failed: ${describe(error)}`, status: null } };
+    } finally {
+      clearTimeout(timer);
+    }
+    const cut = run.chainCut();
+    return cut ? { ok: false, retryable: false, error: { message: cut, status: null } } : { ok: true };
+  }
+
+  private async deadLetter(delivery: Delivery, error: DeliveryError): Promise<void> {
+    const letter: StoredDeadLetter = {
+      id: randomUUID(),
+      deliveryId: delivery.id,
+      event: delivery.event,
+      subscriber: delivery.subscriber,
+      attempts: delivery.attempts,
+      lastError: error,
+      firstAttemptAt: delivery.firstAttemptAt,
+      deadAt: new Date(this.now()).toISOString(),
+      replayCount: delivery.replayCount,
+      depth: delivery.depth,
+    };
+    try {
+      await this.deps.deadLetters.add(letter);
+    } catch (failure) {
+      // Storage refused the dead letter: keep the delivery pending and try again later.
+      this.deps.logger.error(`could not store the dead letter of delivery ${delivery.id}: ${describe(failure)}`);
+      delivery.nextAttemptAt = this.now() + 30_000;
+      this.schedule(delivery);
+      return;
+    }
+    this.deps.outbox.done(delivery);
+  }
+}
+
+class HandlerTimeout extends Error {
+  constructor(timeoutMs: number) {
+    super(`did not finish within ${timeoutMs} ms`);
+  }
+}
+
+/** A message safe for dead letters and logs: one line, bounded. */
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n', 1)[0]!.slice(0, 500);
+}

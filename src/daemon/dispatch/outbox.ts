@@ -1,0 +1,124 @@
+import { AppendLog } from '../store/append-log.js';
+import type { Delivery, DeliveryError } from './types.js';
+
+type OutboxRecord =
+  | { t: 'add'; delivery: Delivery }
+  | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
+  | { t: 'done'; key: string };
+
+/**
+ * A replay sends a dead letter again under the same delivery id (its webhook-id,
+ * so receivers can deduplicate); the replay count tells the two runs apart.
+ */
+const keyOf = (delivery: Delivery) => `${delivery.id}:${delivery.replayCount}`;
+
+/** Compact once the journal holds this many records more than there are pending deliveries. */
+const COMPACT_SLACK = 10_000;
+
+/**
+ * The durable outbox: every pending delivery, as a journal (outbox.log).
+ * Adding deliveries is durable before it resolves (a publish is acknowledged
+ * only after that). Attempt results are journalled without waiting: a crash
+ * may lose the last of them, and then a delivery runs once more than needed
+ * (at least once, never lost). The journal is compacted to the pending set
+ * when it has grown well past it.
+ */
+export class Outbox {
+  private records = 0;
+  private compacting: Promise<void> | null = null;
+
+  private constructor(
+    private readonly log: AppendLog<OutboxRecord>,
+    private readonly pending: Map<string, Delivery>,
+    private readonly reportError: (error: unknown) => void,
+    records: number,
+  ) {
+    this.records = records;
+  }
+
+  static async open(file: string, reportError: (error: unknown) => void): Promise<Outbox> {
+    const pending = new Map<string, Delivery>();
+    let records = 0;
+    const log = await AppendLog.open<OutboxRecord>(file, (record) => {
+      records += 1;
+      if (record.t === 'add') pending.set(keyOf(record.delivery), record.delivery);
+      else if (record.t === 'done') pending.delete(record.key);
+      else {
+        const delivery = pending.get(record.key);
+        if (!delivery) return;
+        delivery.attempts = record.attempts;
+        delivery.nextAttemptAt = record.nextAttemptAt;
+        delivery.firstAttemptAt = record.firstAttemptAt;
+        delivery.lastError = record.lastError;
+      }
+    });
+    return new Outbox(log, pending, reportError, records);
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Whether this delivery (this run of it) is still pending. */
+  holds(delivery: Delivery): boolean {
+    return this.pending.get(keyOf(delivery)) === delivery;
+  }
+
+  values(): IterableIterator<Delivery> {
+    return this.pending.values();
+  }
+
+  /** Durable: resolves once every delivery is on disk. */
+  async add(deliveries: readonly Delivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    for (const delivery of deliveries) this.pending.set(keyOf(delivery), delivery);
+    this.records += deliveries.length;
+    try {
+      await Promise.all(deliveries.map((delivery) => this.log.append({ t: 'add', delivery })));
+    } catch (error) {
+      for (const delivery of deliveries) this.pending.delete(keyOf(delivery));
+      throw error;
+    }
+  }
+
+  rescheduled(delivery: Delivery): void {
+    this.journal({
+      t: 'retry',
+      key: keyOf(delivery),
+      attempts: delivery.attempts,
+      nextAttemptAt: delivery.nextAttemptAt,
+      firstAttemptAt: delivery.firstAttemptAt,
+      lastError: delivery.lastError!,
+    });
+  }
+
+  /** Delivered, or moved to the dead letters. */
+  done(delivery: Delivery): void {
+    const key = keyOf(delivery);
+    if (this.pending.get(key) !== delivery) return;
+    this.pending.delete(key);
+    this.journal({ t: 'done', key });
+    if (this.records > this.pending.size + COMPACT_SLACK && !this.compacting) {
+      const snapshot = [...this.pending.values()].map((delivery) => ({ t: 'add' as const, delivery }));
+      const recordsBefore = this.records;
+      this.compacting = this.log
+        .rewrite(snapshot)
+        .then(() => {
+          // The new journal: the snapshot, then whatever was appended while it was written.
+          this.records = snapshot.length + (this.records - recordsBefore);
+        })
+        .catch(this.reportError)
+        .finally(() => (this.compacting = null));
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.compacting) await this.compacting;
+    await this.log.close();
+  }
+
+  private journal(record: OutboxRecord): void {
+    this.records += 1;
+    this.log.append(record).catch(this.reportError);
+  }
+}

@@ -1,0 +1,201 @@
+import { readdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { PlatformEvent } from '../../handlers/sdk.js';
+import { AppendLog, replay } from '../store/append-log.js';
+import { ensurePrivateDir, fsyncDir, writeFileDurably } from '../store/files.js';
+
+export interface RetentionPolicy {
+  maxAgeMs: number;
+  maxPerWorkspace: number;
+}
+
+interface SegmentInfo {
+  file: string;
+  count: number;
+  /** Per workspace: how many events, and the oldest occurredAt (ms). */
+  workspaces: Map<string, { count: number; oldest: number }>;
+}
+
+export interface EventLogOptions {
+  /** A segment is sealed and a new one started after this many events. */
+  segmentMaxEvents: number;
+  /** How many recent events per workspace are kept in memory for reading. */
+  recentPerWorkspace: number;
+}
+
+const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
+const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6, '0')}.log`;
+
+/**
+ * The event log: append-only JSON lines in numbered segment files under
+ * <data-dir>/events. An append costs one line in the newest segment, whatever
+ * the size of the log. Retention deletes whole expired segments and compacts
+ * sealed ones that are partly expired; it never touches the segment being
+ * written. Recent events per workspace are kept in memory for reads.
+ */
+export class EventLog {
+  private rolling: Promise<void> | null = null;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly options: EventLogOptions,
+    private readonly segments: SegmentInfo[],
+    private active: AppendLog<PlatformEvent>,
+    private readonly recentByWorkspace: Map<string, PlatformEvent[]>,
+  ) {}
+
+  static async open(dir: string, options: EventLogOptions): Promise<EventLog> {
+    await ensurePrivateDir(dir);
+    const files = (await readdir(dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
+    if (files.length === 0) files.push(segmentName(1));
+    const recent = new Map<string, PlatformEvent[]>();
+    const remember = (event: PlatformEvent) => pushRecent(recent, event, options.recentPerWorkspace);
+    const segments: SegmentInfo[] = [];
+    let active: AppendLog<PlatformEvent> | undefined;
+    for (const [index, name] of files.entries()) {
+      const info = emptySegment(join(dir, name));
+      const onRecord = (event: PlatformEvent) => {
+        countInto(info, event);
+        remember(event);
+      };
+      if (index === files.length - 1) active = await AppendLog.open(info.file, onRecord);
+      else await replay(info.file, onRecord);
+      segments.push(info);
+    }
+    return new EventLog(dir, options, segments, active!, recent);
+  }
+
+  /** Resolves once the event is on disk. */
+  async append(event: PlatformEvent): Promise<void> {
+    if (this.rolling) await this.rolling;
+    const segment = this.segments.at(-1)!;
+    countInto(segment, event);
+    pushRecent(this.recentByWorkspace, event, this.options.recentPerWorkspace);
+    const written = this.active.append(event);
+    if (segment.count >= this.options.segmentMaxEvents && !this.rolling) {
+      this.rolling = this.roll().finally(() => (this.rolling = null));
+    }
+    await written;
+  }
+
+  /** Newest first, within the retention policy. */
+  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }, policy: RetentionPolicy, now: number): PlatformEvent[] {
+    const events = this.recentByWorkspace.get(workspaceId) ?? [];
+    const cutoff = now - policy.maxAgeMs;
+    const result: PlatformEvent[] = [];
+    const oldestKept = Math.max(0, events.length - policy.maxPerWorkspace);
+    for (let index = events.length - 1; index >= oldestKept && result.length < query.limit; index -= 1) {
+      const event = events[index]!;
+      if (Date.parse(event.occurredAt) < cutoff) break;
+      if (query.eventKey === undefined || event.eventKey === query.eventKey) result.push(event);
+    }
+    return result;
+  }
+
+  /** Events on disk, including expired ones not yet removed by retention. */
+  get storedCount(): number {
+    return this.segments.reduce((sum, segment) => sum + segment.count, 0);
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  /**
+   * Keeps, per workspace, only events younger than maxAgeMs and among its newest
+   * maxPerWorkspace ("whichever is fewer"). Walks segments newest to oldest,
+   * so each workspace's count of newer kept events is known at every segment.
+   */
+  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number }> {
+    const cutoff = now - policy.maxAgeMs;
+    const newerKept = new Map<string, number>();
+    let removedEvents = 0;
+    for (let index = this.segments.length - 1; index >= 0; index -= 1) {
+      const segment = this.segments[index]!;
+      const isActive = index === this.segments.length - 1;
+      const expiresSome = [...segment.workspaces].some(([workspaceId, stats]) => {
+        const newer = newerKept.get(workspaceId) ?? 0;
+        return newer + stats.count > policy.maxPerWorkspace || stats.oldest < cutoff;
+      });
+      if (isActive || !expiresSome) {
+        for (const [workspaceId, stats] of segment.workspaces) {
+          newerKept.set(workspaceId, (newerKept.get(workspaceId) ?? 0) + stats.count);
+        }
+        continue;
+      }
+      removedEvents += await this.compact(index, (event) => {
+        const kept = newerKept.get(event.tenantId) ?? 0;
+        if (kept >= policy.maxPerWorkspace || Date.parse(event.occurredAt) < cutoff) return false;
+        newerKept.set(event.tenantId, kept + 1);
+        return true;
+      });
+    }
+    this.segments.splice(0, this.segments.length, ...this.segments.filter((segment) => segment.count > 0));
+    return { removedEvents };
+  }
+
+  async close(): Promise<void> {
+    if (this.rolling) await this.rolling;
+    await this.active.close();
+  }
+
+  private async roll(): Promise<void> {
+    const last = this.segments.at(-1)!;
+    const sequence = Number(SEGMENT_NAME.exec(last.file.slice(this.dir.length + 1))![1]) + 1;
+    const next = emptySegment(join(this.dir, segmentName(sequence)));
+    const sealed = this.active;
+    this.active = await AppendLog.open(next.file, () => undefined);
+    this.segments.push(next);
+    await sealed.close();
+  }
+
+  /**
+   * Rewrites a sealed segment with the events `keep` accepts (visited newest
+   * first), deleting it when none remain. Returns how many were dropped.
+   */
+  private async compact(index: number, keep: (event: PlatformEvent) => boolean): Promise<number> {
+    const segment = this.segments[index]!;
+    const events: PlatformEvent[] = [];
+    await replay<PlatformEvent>(segment.file, (event) => events.push(event));
+    const kept: PlatformEvent[] = [];
+    for (let i = events.length - 1; i >= 0; i -= 1) if (keep(events[i]!)) kept.push(events[i]!);
+    kept.reverse();
+    const rebuilt = emptySegment(segment.file);
+    for (const event of kept) countInto(rebuilt, event);
+    if (kept.length === 0) {
+      await unlink(segment.file);
+      await fsyncDir(this.dir);
+    } else if (kept.length < events.length) {
+      await writeFileDurably(segment.file, kept.map((event) => JSON.stringify(event)).join('\n') + '\n');
+    }
+    this.segments[index] = rebuilt;
+    return events.length - kept.length;
+  }
+}
+
+function emptySegment(file: string): SegmentInfo {
+  return { file, count: 0, workspaces: new Map() };
+}
+
+function countInto(segment: SegmentInfo, event: PlatformEvent): void {
+  segment.count += 1;
+  const occurred = Date.parse(event.occurredAt);
+  const stats = segment.workspaces.get(event.tenantId);
+  if (stats) {
+    stats.count += 1;
+    stats.oldest = Math.min(stats.oldest, occurred);
+  } else {
+    segment.workspaces.set(event.tenantId, { count: 1, oldest: occurred });
+  }
+}
+
+/** Keeps the newest `limit` events per workspace; trims in batches so a push stays O(1) amortised. */
+function pushRecent(recent: Map<string, PlatformEvent[]>, event: PlatformEvent, limit: number): void {
+  let events = recent.get(event.tenantId);
+  if (!events) {
+    events = [];
+    recent.set(event.tenantId, events);
+  }
+  events.push(event);
+  if (events.length >= limit * 2) events.splice(0, events.length - limit);
+}

@@ -1,0 +1,42 @@
+import * as v from 'valibot';
+import { isPlainObject, jsonObject } from '../validation.js';
+
+/** Nesting deeper than this is refused: nothing legitimate needs it, and deep values cost stack later. */
+export const MAX_PAYLOAD_DEPTH = 32;
+
+export const EventKey = v.pipe(
+  v.string(),
+  v.maxLength(255, 'must be at most 255 characters'),
+  v.regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/, 'must be two or more dot-separated segments of letters, digits, _ and -'),
+);
+
+function deeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (limit === 0) return true;
+  for (const child of Object.values(value)) if (deeperThan(child, limit - 1)) return true;
+  return false;
+}
+
+export const Payload = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, 'Invalid type: Expected a JSON object'),
+  v.check((payload) => !deeperThan(payload, MAX_PAYLOAD_DEPTH), `must not nest deeper than ${MAX_PAYLOAD_DEPTH} levels`),
+);
+
+export const PublishEventBody = jsonObject({
+  eventKey: EventKey,
+  schemaVersion: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
+  actor: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
+  payload: v.optional(Payload),
+});
+export type PublishEventInput = v.InferOutput<typeof PublishEventBody>;
+
+const NonEmpty = (max: number) =>
+  v.pipe(v.string(), v.check((text) => text.trim().length > 0, 'must not be empty'), v.maxLength(max, `must be at most ${max} characters`));
+
+/** platform.notification: checked at publish, so a bad one is refused (400) and nothing is recorded. */
+export const NotificationPayload = v.looseObject({
+  channel: NonEmpty(200),
+  message: NonEmpty(10_000),
+  sender: v.optional(NonEmpty(200)),
+});
+export type Notification = v.InferOutput<typeof NotificationPayload>;

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
+import type { DeadLetterStore } from '../dispatch/dead-letters.js';
+import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
+import type { Outbox } from '../dispatch/outbox.js';
+import type { Delivery, SubscriberRef } from '../dispatch/types.js';
+import type { Logger } from '../log.js';
+import type { PluginRegistry } from '../plugins/registry.js';
+import { parseOrThrow } from '../validation.js';
+import type { WorkspaceService } from '../workspaces/service.js';
+import type { EventLog, RetentionPolicy } from './event-log.js';
+import { NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
+
+/** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
+export const MAX_CHAIN_DEPTH = 8;
+
+export interface EventServiceDependencies {
+  log: EventLog;
+  outbox: Outbox;
+  deadLetters: DeadLetterStore;
+  workspaces: WorkspaceService;
+  plugins: PluginRegistry;
+  /** The configuration an extension's handlers see in their context. */
+  configFor(extensionKey: string): Readonly<Record<string, unknown>>;
+  dispatch: DispatchSettings;
+  retention: RetentionPolicy;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** Who publishes: the default actor and the position in an event chain. */
+export interface Origin {
+  actor: string;
+  depth: number;
+}
+
+/**
+ * Publishing: an event is validated, recorded in the event log, and handed to
+ * its subscribers through the durable outbox. The publisher is answered only
+ * once the event and all its deliveries are on disk, and after synchronous
+ * in-process handlers ran; everything else is the dispatcher's.
+ */
+export class EventService {
+  readonly dispatcher: Dispatcher;
+  private readonly now: () => number;
+
+  constructor(private readonly deps: EventServiceDependencies) {
+    this.now = deps.now ?? Date.now;
+    this.dispatcher = new Dispatcher({
+      outbox: deps.outbox,
+      deadLetters: deps.deadLetters,
+      subscribers: deps.workspaces,
+      handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
+      startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
+      settings: deps.dispatch,
+      logger: deps.logger,
+      now: this.now,
+    });
+  }
+
+  async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
+    this.deps.workspaces.get(workspaceId);
+    const payload = input.payload ?? {};
+    if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
+
+    const now = this.now();
+    const event: PlatformEvent = {
+      id: randomUUID(),
+      eventKey: input.eventKey,
+      tenantId: workspaceId,
+      actor: input.actor ?? origin.actor,
+      payload,
+      schemaVersion: input.schemaVersion ?? null,
+      occurredAt: new Date(now).toISOString(),
+    };
+    const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+
+    const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
+    this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
+    for (const delivery of synchronous) await this.dispatcher.runNow(delivery);
+    return { eventId: event.id };
+  }
+
+  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): PlatformEvent[] {
+    this.deps.workspaces.get(workspaceId);
+    return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
+  }
+
+  applyRetention(): Promise<{ removedEvents: number }> {
+    return this.deps.log.applyRetention(this.deps.retention, this.now());
+  }
+
+  get storedEvents(): number {
+    return this.deps.log.storedCount;
+  }
+
+  /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */
+  private subscribersOf(event: PlatformEvent): SubscriberRef[] {
+    const subscribers: SubscriberRef[] = this.deps.workspaces
+      .activeSubscriptions(event.tenantId, event.eventKey)
+      .map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));
+    for (const extensionKey of this.deps.plugins.receiversEverywhere(event.eventKey)) {
+      const subscribed = subscribers.some((s) => s.kind === 'IN_PROCESS' && s.extensionKey === extensionKey);
+      if (!subscribed) subscribers.push({ subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null });
+    }
+    return subscribers;
+  }
+
+  private isSynchronous(delivery: Delivery): boolean {
+    if (delivery.subscriber.kind !== 'IN_PROCESS') return false;
+    const handler = this.deps.plugins.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey);
+    return handler !== undefined && handler.async !== true;
+  }
+
+  /**
+   * The context of a plugin handler run. Its publish extends the chain of the
+   * event being handled (parentDepth 0 for a webhook call) and refuses, recording
+   * why, beyond MAX_CHAIN_DEPTH: that ends loops of handlers triggering each other.
+   */
+  pluginContext(extensionKey: string, parentDepth: number): HandlerRun {
+    let cut: string | null = null;
+    const context: PluginContext = {
+      config: this.deps.configFor(extensionKey),
+      publish: async (workspaceId, eventKey, payload) => {
+        if (parentDepth >= MAX_CHAIN_DEPTH) {
+          cut = `event chain cut at depth ${MAX_CHAIN_DEPTH}: ${extensionKey} tried to publish ${eventKey}`;
+          throw new Error(cut);
+        }
+        // A plugin is an edge too: its arguments are validated like a request body.
+        const input = parseOrThrow(PublishEventBody, { eventKey, ...(payload === undefined ? {} : { payload }) });
+        return this.publish(workspaceId, input, { actor: extensionKey, depth: parentDepth + 1 });
+      },
+    };
+    return { context, chainCut: () => cut };
+  }
+}
+
+function newDelivery(event: PlatformEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
+  return {
+    id: `msg_${randomUUID().replaceAll('-', '')}`,
+    event,
+    depth,
+    subscriber,
+    attempts: 0,
+    nextAttemptAt: now,
+    enqueuedAt: new Date(now).toISOString(),
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: 0,
+  };
+}

@@ -1,0 +1,56 @@
+export interface Workspace {
+  id: string;
+  name: string;
+  /** User ids. */
+  members: string[];
+  createdAt: string;
+}
+
+export interface Installation {
+  workspaceId: string;
+  extensionKey: string;
+  version: string;
+  enabled: boolean;
+  installedAt: string;
+}
+
+export const SUBSCRIBER_KINDS = ['EXTERNAL_SERVICE', 'IN_PROCESS'] as const;
+export type SubscriberKind = (typeof SUBSCRIBER_KINDS)[number];
+
+/** A subscription as the API shows it: never with its secret. */
+export interface Subscription {
+  id: string;
+  workspaceId: string;
+  eventKey: string;
+  extensionKey: string;
+  kind: SubscriberKind;
+  serviceBaseUrl: string | null;
+  createdAt: string;
+}
+
+export interface StoredSubscription extends Subscription {
+  /** The whsec_ signing secret, sealed with the master key. */
+  sealedSigningSecret: string;
+}
+
+/** What a catalog version must tell an installation. */
+export interface InstallableVersion {
+  version: string;
+  yanked: boolean;
+  requiresPlatform: string | null;
+  requiresSdk: string | null;
+}
+
+/** The part of the catalog that workspaces rely on. */
+export interface CatalogReader {
+  has(extensionKey: string): boolean;
+  /** Throws NOT_FOUND for an unknown extension or version. */
+  versionRecord(extensionKey: string, version: string): InstallableVersion;
+  /** Throws NOT_FOUND for an unknown extension; null while it has no version. */
+  latestVersion(extensionKey: string): string | null;
+}
+
+/** The part of the plugin registry that subscriptions rely on. */
+export interface HandlerDirectory {
+  declares(extensionKey: string, eventKey: string): boolean;
+}

@@ -1,0 +1,45 @@
+import type { BuiltinPlugin } from '../../daemon/plugins/registry.js';
+import type { PlatformEvent, PluginContext } from '../sdk.js';
+
+/** Where the chat plugin posts; the daemon's chat store. */
+export interface ChatChannels {
+  post(
+    workspaceId: string,
+    input: { channel: string; message: string; sender: string; eventId: string },
+  ): Promise<{ id: string; channel: string; message: string; sender: string; postedAt: string }>;
+}
+
+/**
+ * The built-in chat extension. Every platform.notification, in every workspace,
+ * becomes a message in its channel (general, deals, or any conversation id),
+ * announced as chat.message.received. It runs synchronously, so the message is
+ * readable as soon as the publisher has its answer. (The payload was validated
+ * at publish: a bad one never reaches it.)
+ */
+export function createChatPlugin(channels: ChatChannels): BuiltinPlugin {
+  return {
+    extensionKey: 'chat',
+    receivesEverywhere: ['platform.notification'],
+    events: {
+      'platform.notification': {
+        async: false,
+        async handle(event: PlatformEvent, context: PluginContext) {
+          const payload = event.payload as { channel: string; message: string; sender?: string };
+          const posted = await channels.post(event.tenantId, {
+            channel: payload.channel,
+            message: payload.message,
+            sender: payload.sender ?? event.actor,
+            eventId: event.id,
+          });
+          await context.publish(event.tenantId, 'chat.message.received', {
+            messageId: posted.id,
+            channel: posted.channel,
+            message: posted.message,
+            sender: posted.sender,
+            postedAt: posted.postedAt,
+          });
+        },
+      },
+    },
+  };
+}
