@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import * as v from 'valibot';
 
 export interface DaemonConfig {
@@ -18,6 +18,21 @@ export interface DaemonConfig {
   loginThrottle: { maxFailures: number; windowSeconds: number };
   /** How long a graceful stop waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
+  /** Load data/seed/catalog.json into an empty catalog at start (`--seed`, PLATFORM_SEED). */
+  seed: boolean;
+  /** In-process plugins are loaded from here (`--plugins-dir`; default <data-dir>/plugins). */
+  pluginsDir: string;
+  /** From PLATFORM_MASTER_KEY (base64, 32 bytes); null means: generated into <data-dir>/master.key. */
+  masterKey: string | null;
+  dispatch: {
+    /** Delays before the 2nd, 3rd, … attempt in ms (`--retry-schedule 50,100,200`: 4 attempts in all). */
+    retrySchedule: number[];
+    deliveryTimeoutMs: number;
+    deliveryConcurrency: number;
+    handlerConcurrency: number;
+    handlerTimeoutMs: number;
+  };
+  retention: { maxAgeMs: number; maxPerWorkspace: number };
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -27,6 +42,9 @@ export interface ServeFlags {
   dataDir?: string;
   maxBody?: string;
   secureCookies?: boolean;
+  seed?: boolean;
+  pluginsDir?: string;
+  retrySchedule?: string;
 }
 
 export class ConfigError extends Error {
@@ -60,10 +78,17 @@ function parseSetting<T>(name: string, schema: v.GenericSchema<string, T>, raw: 
   return result.output;
 }
 
+const Schedule = v.pipe(
+  v.string(),
+  v.regex(/^\d{1,9}(,\d{1,9})*$/, 'must be comma-separated milliseconds such as 1000,5000,30000'),
+  v.transform((text) => text.split(',').map(Number)),
+);
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** Flags win over environment variables, which win over defaults. */
 export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): DaemonConfig {
+  const dataDir = resolve(flags.dataDir ?? env.PLATFORM_DATA_DIR ?? './data');
   const adminEmail = env.PLATFORM_ADMIN_EMAIL;
   const adminPassword = env.PLATFORM_ADMIN_PASSWORD;
   const jwtSecret = env.PLATFORM_JWT_SECRET || null;
@@ -73,7 +98,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
   return {
     host: flags.host ?? env.PLATFORM_HOST ?? '127.0.0.1',
     port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
-    dataDir: resolve(flags.dataDir ?? env.PLATFORM_DATA_DIR ?? './data'),
+    dataDir,
     maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
     secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),
     tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
@@ -82,5 +107,24 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     bootstrapAdmin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : null,
     loginThrottle: { maxFailures: 5, windowSeconds: 15 * 60 },
     shutdownGraceMs: 10_000,
+    seed: flags.seed ?? isTrue(env.PLATFORM_SEED),
+    pluginsDir: resolve(flags.pluginsDir ?? env.PLATFORM_PLUGINS_DIR ?? join(dataDir, 'plugins')),
+    masterKey: env.PLATFORM_MASTER_KEY || null,
+    dispatch: {
+      retrySchedule: parseSetting(
+        '--retry-schedule / PLATFORM_RETRY_SCHEDULE',
+        Schedule,
+        flags.retrySchedule ?? env.PLATFORM_RETRY_SCHEDULE,
+        [1_000, 5_000, 30_000, 120_000, 600_000],
+      ),
+      deliveryTimeoutMs: parseSetting('PLATFORM_DELIVERY_TIMEOUT', Count(1, 600_000), env.PLATFORM_DELIVERY_TIMEOUT, 10_000),
+      deliveryConcurrency: parseSetting('PLATFORM_DELIVERY_CONCURRENCY', Count(1, 1024), env.PLATFORM_DELIVERY_CONCURRENCY, 32),
+      handlerConcurrency: parseSetting('PLATFORM_HANDLER_CONCURRENCY', Count(1, 256), env.PLATFORM_HANDLER_CONCURRENCY, 8),
+      handlerTimeoutMs: parseSetting('PLATFORM_HANDLER_TIMEOUT', Count(1, 600_000), env.PLATFORM_HANDLER_TIMEOUT, 30_000),
+    },
+    retention: {
+      maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
+      maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),
+    },
   };
 }

@@ -1,0 +1,114 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
+import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
+import { DomainError } from '../errors.js';
+import type { EventService } from '../events/service.js';
+import type { ExtensionConfigService } from '../extension-config/service.js';
+import type { Logger } from '../log.js';
+import type { PluginRegistry } from '../plugins/registry.js';
+
+export interface WebhookOutcome {
+  data: unknown;
+  meta: Record<string, unknown> | null;
+}
+
+/** The handler found for an extension: call it with the request once the body is read. */
+export type WebhookHandler = (request: WebhookRequest) => Promise<WebhookOutcome>;
+
+const failed = () => new DomainError('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
+
+/** Header values by lowercased name; repeated headers joined as HTTP does. */
+export function headerMap(headers: IncomingHttpHeaders): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) map[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return map;
+}
+
+/**
+ * Inbound webhooks. The handler of an extension is its plugin's webhook
+ * function if it has one, else the declarative verifier named by its
+ * webhook.scheme configuration. A handler that rejects the caller answers
+ * 401; one that fails answers 500 and its reason goes to the log only.
+ */
+export class WebhookService {
+  private readonly replays: ReplayCache;
+
+  constructor(
+    private readonly deps: {
+      plugins: PluginRegistry;
+      config: ExtensionConfigService;
+      events: EventService;
+      logger: Logger;
+      handlerTimeoutMs: number;
+      now?: () => number;
+    },
+  ) {
+    this.replays = new ReplayCache(REPLAY_WINDOW_MS, deps.now ?? Date.now);
+  }
+
+  /** 404 when the extension has no webhook handler; decided before the body is read. */
+  handlerFor(extensionKey: string): WebhookHandler {
+    const plugin = this.deps.plugins.get(extensionKey);
+    if (plugin?.webhook) return (request) => this.runPlugin(plugin, request);
+    if (this.deps.config.webhookSettings(extensionKey)) return (request) => this.verifyAndPublish(extensionKey, request);
+    throw new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
+  }
+
+  private async runPlugin(plugin: Plugin, request: WebhookRequest): Promise<WebhookOutcome> {
+    const { context } = this.deps.events.pluginContext(plugin.extensionKey, 0);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const data = await Promise.race([
+        Promise.resolve().then(() => plugin.webhook!(request, context)),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`did not finish within ${this.deps.handlerTimeoutMs} ms`)), this.deps.handlerTimeoutMs);
+        }),
+      ]);
+      return { data: data ?? null, meta: null };
+    } catch (error) {
+      throw this.classify(plugin.extensionKey, error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async verifyAndPublish(extensionKey: string, request: WebhookRequest): Promise<WebhookOutcome> {
+    const settings = this.deps.config.webhookSettings(extensionKey)!;
+    try {
+      const verifier = requireVerifier(settings.scheme);
+      const verdict = verifier(request, settings, {
+        now: this.deps.now ?? Date.now,
+        replay: { cache: this.replays, scope: extensionKey },
+      });
+      if (verdict.duplicate) return { data: null, meta: { duplicate: true } };
+      if (!settings.workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
+      const { eventId } = await this.deps.events.publish(
+        settings.workspaceId,
+        { eventKey: settings.eventKey, payload: request.body },
+        { actor: extensionKey, depth: 1 },
+      );
+      return { data: null, meta: { eventId } };
+    } catch (error) {
+      throw this.classify(extensionKey, error);
+    }
+  }
+
+  /**
+   * Rejections keep their (safe) message; a payload the event log refuses is the
+   * sender's 400, a full disk our 503; every other failure is logged and
+   * answered generically.
+   */
+  private classify(extensionKey: string, error: unknown): DomainError {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (error instanceof DomainError && (code === 'VALIDATION_ERROR' || code === 'UNAVAILABLE')) return error;
+    if (code === 'WEBHOOK_REJECTED') {
+      const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
+      return new DomainError('WEBHOOK_REJECTED', message);
+    }
+    const reason = error instanceof Error ? error.message : String(error);
+    this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${reason.split('\n', 1)[0]!.slice(0, 500)}`);
+    return failed();
+  }
+}
