@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { closedPort } from './helpers/ports.js';
 import { tempDir } from './helpers/temp.js';
 import { runCli } from './helpers/cli.js';
 import { api } from './helpers/http.js';
@@ -69,9 +70,10 @@ test('an error answer prints its message and exits 1; an unreachable daemon exit
   });
   assert.is(wrong.code, 1);
   assert.match(wrong.stderr, 'invalid e-mail or password');
-  const unreachable = await cli(['whoami'], { env: { PLATFORM_URL: 'http://127.0.0.1:9' } });
+  const port = await closedPort();
+  const unreachable = await cli(['whoami'], { env: { PLATFORM_URL: `http://127.0.0.1:${port}` } });
   assert.is(unreachable.code, 3);
-  assert.match(unreachable.stderr, 'cannot reach the platform daemon at http://127.0.0.1:9');
+  assert.match(unreachable.stderr, `cannot reach the platform daemon at http://127.0.0.1:${port} (ECONNREFUSED)`);
 });
 
 test('users add, list, disable and enable', async () => {

@@ -28,7 +28,7 @@ function assertEnvelope(result: HttpResult, status: number, code: string): void 
 test('health answers the envelope with status and version, no authentication needed', async () => {
   const result = await t.anon.get('/api/health');
   assertEnvelope(result, 200, 'SUCCESS');
-  assert.equal(result.body.data, { status: 'ok', version: '0.1.0' });
+  assert.equal(result.body.data, { status: 'ok', version: '0.1.0', sdkVersion: '1.0.0' });
   assert.is(result.body.meta, null);
 });
 

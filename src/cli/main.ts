@@ -1,8 +1,15 @@
 import { Command, CommanderError } from 'commander';
 import { registerAuth } from './commands/auth.js';
+import { registerDlq } from './commands/dlq.js';
+import { registerEvents } from './commands/events.js';
+import { registerExt } from './commands/ext.js';
+import { registerExtConfig } from './commands/ext-config.js';
 import { registerInit } from './commands/init.js';
+import { registerKeys } from './commands/keys.js';
 import { registerServe } from './commands/serve.js';
+import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
+import { registerWorkspaces } from './commands/workspaces.js';
 import { CliError, EXIT } from './errors.js';
 
 const program = new Command('platform')
@@ -15,6 +22,12 @@ registerServe(program);
 registerInit(program);
 registerAuth(program);
 registerUsers(program);
+registerExtConfig(registerExt(program));
+registerWorkspaces(program);
+registerEvents(program);
+registerDlq(program);
+registerStatus(program);
+registerKeys(program);
 
 function fail(message: string, exitCode: number): never {
   process.stderr.write(`platform: ${message}\n`);

@@ -1,5 +1,6 @@
 import type { DaemonConfig } from './config.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
+import { SEED_FILE, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
 import { startHttpServer } from './http/server.js';
 import { startJobs } from './jobs.js';
@@ -34,9 +35,11 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
   try {
-    opened = await openServices(config);
+    opened = await openServices(config, logger);
     const { services } = opened;
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
+    const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
+    opened.start();
     const http = await startHttpServer(createApiApp(services, config, logger), config, logger);
     const jobs = startJobs(opened.jobs, logger);
 
@@ -48,6 +51,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     } else if (firstAdmin) {
       logger.info(`created the first administrator ${firstAdmin.email}`);
     }
+    if (seeded !== null) logger.info(`seeded the empty catalog with ${seeded} extensions from ${SEED_FILE}`);
     logger.info(`platform listening on ${http.url} (data: ${config.dataDir})`);
 
     let stopping: Promise<void> | null = null;
@@ -61,6 +65,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       stop() {
         stopping ??= (async () => {
           await http.close(config.shutdownGraceMs);
+          await ready.stop();
           await jobs.stop();
           await ready.close();
           lock.release();
@@ -71,6 +76,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       },
     };
   } catch (error) {
+    await opened?.stop().catch(() => undefined);
     await opened?.close().catch(() => undefined);
     lock.release();
     throw error;

@@ -1,5 +1,6 @@
 import type { DaemonConfig } from './config.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
+import { createLogger } from './log.js';
 import { openServices } from './services.js';
 import { ensurePrivateDir } from './store/files.js';
 import { lockDataDir } from './store/lock.js';
@@ -16,7 +17,7 @@ export async function initDataDir(
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   try {
-    const opened = await openServices(config);
+    const opened = await openServices(config, createLogger());
     try {
       return await ensureFirstAdmin(opened.services.auth, config.dataDir, credentials);
     } finally {

@@ -5,22 +5,49 @@ import { PasswordHasher } from './auth/passwords.js';
 import { LoginThrottle } from './auth/throttle.js';
 import { TokenService } from './auth/tokens.js';
 import { UserStore } from './auth/users.js';
+import { CatalogService } from './catalog/service.js';
+import { ChatService } from './chat/service.js';
+import { ChatStore } from './chat/store.js';
+import { DeadLetterStore } from './dispatch/dead-letters.js';
+import { Outbox } from './dispatch/outbox.js';
+import { EventLog } from './events/event-log.js';
+import { EventService } from './events/service.js';
+import { ExtensionConfigService } from './extension-config/service.js';
 import type { ScheduledJob } from './jobs.js';
+import type { Logger } from './log.js';
+import { PluginRegistry } from './plugins/registry.js';
+import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
+import { WebhookService } from './webhooks/service.js';
+import { WorkspaceService } from './workspaces/service.js';
+import { createChatPlugin } from '../handlers/chat/index.js';
 
 /** Every domain service of a running daemon. Route modules take what they need. */
 export interface Services {
   auth: AuthService;
+  catalog: CatalogService;
+  workspaces: WorkspaceService;
+  events: EventService;
+  deadLetters: DeadLetterStore;
+  chat: ChatService;
+  plugins: PluginRegistry;
+  extensionConfig: ExtensionConfigService;
+  webhooks: WebhookService;
+  startedAt: number;
 }
 
 export interface OpenedServices {
   services: Services;
   jobs: ScheduledJob[];
+  /** Starts the background loops (the dispatcher resumes pending deliveries). */
+  start(): void;
+  /** Stops the background loops; deliveries in flight stay pending for the next start. */
+  stop(): Promise<void>;
   /** Flushes every store and stops workers; safe to call once. */
   close(): Promise<void>;
 }
 
-export async function openServices(config: DaemonConfig): Promise<OpenedServices> {
+export async function openServices(config: DaemonConfig, logger: Logger): Promise<OpenedServices> {
   const closers: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const closer of closers.reverse()) await closer();
@@ -37,12 +64,66 @@ export async function openServices(config: DaemonConfig): Promise<OpenedServices
     closers.push(() => passwords.close());
     const throttle = new LoginThrottle(config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
     const auth = new AuthService(users, tokens, passwords, throttle);
+    const catalog = await CatalogService.open(config.dataDir, { fullNameOf: (id) => users.get(id)?.fullName });
+    closers.push(() => catalog.close());
+
+    const box = await SecretBox.open(config.dataDir, config.masterKey);
+    const chat = await ChatStore.open(join(config.dataDir, 'chat.log'));
+    closers.push(() => chat.close());
+    const plugins = await PluginRegistry.load(config.pluginsDir, [createChatPlugin(chat)]);
+    const workspaces = await WorkspaceService.open(config.dataDir, { catalog, handlers: plugins, box, users });
+    closers.push(() => workspaces.flush());
+    const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
+    closers.push(() => eventLog.close());
+    const reportError = (error: unknown) => logger.error(error instanceof Error ? error.message : String(error));
+    const outbox = await Outbox.open(join(config.dataDir, 'outbox.log'), reportError);
+    closers.push(() => outbox.close());
+    const deadLetters = await DeadLetterStore.open(config.dataDir);
+    closers.push(() => deadLetters.flush());
+    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box });
+    closers.push(() => extensionConfig.flush());
+    const events = new EventService({
+      log: eventLog,
+      outbox,
+      deadLetters,
+      workspaces,
+      plugins,
+      configFor: (extensionKey) => extensionConfig.values(extensionKey),
+      dispatch: config.dispatch,
+      retention: config.retention,
+      logger,
+    });
+    const webhooks = new WebhookService({
+      plugins,
+      config: extensionConfig,
+      events,
+      logger,
+      handlerTimeoutMs: config.dispatch.handlerTimeoutMs,
+    });
 
     const jobs: ScheduledJob[] = [
       { name: 'prune-revoked-tokens', cronTime: '0 */10 * * * *', run: () => tokens.pruneExpired() },
       { name: 'prune-login-throttle', cronTime: '30 */5 * * * *', run: async () => throttle.prune() },
+      { name: 'event-retention', cronTime: '15 */10 * * * *', run: () => events.applyRetention() },
     ];
-    return { services: { auth }, jobs, close };
+    return {
+      services: {
+        auth,
+        catalog,
+        workspaces,
+        events,
+        deadLetters,
+        chat: new ChatService(chat, workspaces),
+        plugins,
+        extensionConfig,
+        webhooks,
+        startedAt: Date.now(),
+      },
+      jobs,
+      start: () => events.dispatcher.start(),
+      stop: () => events.dispatcher.stop(5_000),
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

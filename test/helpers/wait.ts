@@ -1,5 +1,7 @@
+type NotYet = null | undefined | false | '' | 0;
+
 /** Polls until `condition` returns a truthy value; fails after `timeoutMs` with `what`. */
-export async function waitFor<T>(what: string, condition: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(what: string, condition: () => T | NotYet | Promise<T | NotYet>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();

@@ -10,6 +10,9 @@ export function registerServe(program: Command): void {
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
     .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
+    .option('--seed', 'load the development catalog (data/seed/catalog.json) into an empty catalog (PLATFORM_SEED)')
+    .option('--plugins-dir <dir>', 'in-process plugins folder (PLATFORM_PLUGINS_DIR; default <data-dir>/plugins)')
+    .option('--retry-schedule <ms,...>', 'delays between delivery attempts in ms (PLATFORM_RETRY_SCHEDULE; default 1000,5000,30000,120000,600000)')
     .action(async (flags) => {
       const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
       const { startDaemon } = await import('../../daemon/index.js');

@@ -16,7 +16,7 @@ interface PublicUser {
 const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
 
 /** Accepts an e-mail (case-insensitive) or a user id. */
-async function findUser(client: Client, who: string): Promise<PublicUser> {
+export async function findUser(client: Client, who: string): Promise<PublicUser> {
   const users = await client.get<PublicUser[]>('/api/admin/users');
   const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
   if (!match) throw new CliError(`no user ${who}`, EXIT.daemonError);

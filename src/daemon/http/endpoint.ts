@@ -42,6 +42,8 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
   body?: BS;
   /** Success status: 200 unless given. 204 sends no body. */
   status?: 200 | 201 | 202 | 204;
+  /** The handler reads the raw body itself, whatever its content type (the webhook endpoint). */
+  readsOwnBody?: true;
   handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
 }
 
@@ -102,7 +104,7 @@ export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
         }
         body = parseOrThrow(spec.body, read.json);
         rawBody = read.raw;
-      } else if (hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
+      } else if (!spec.readsOwnBody && hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
       }
 

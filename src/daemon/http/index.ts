@@ -6,10 +6,30 @@ import type { RouteModule } from './context.js';
 import { createEndpointFactory } from './endpoint.js';
 import { RouteTable } from './routes.js';
 import { authRoutes } from './routes/auth.js';
+import { catalogRoutes } from './routes/catalog.js';
+import { chatRoutes } from './routes/chat.js';
+import { deadLetterRoutes } from './routes/dead-letters.js';
+import { eventRoutes } from './routes/events.js';
+import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
+import { statusRoutes } from './routes/status.js';
 import { userRoutes } from './routes/users.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { workspaceRoutes } from './routes/workspaces.js';
 
-const MODULES: RouteModule[] = [healthRoutes, authRoutes, userRoutes];
+const MODULES: RouteModule[] = [
+  healthRoutes,
+  authRoutes,
+  userRoutes,
+  catalogRoutes,
+  workspaceRoutes,
+  eventRoutes,
+  chatRoutes,
+  deadLetterRoutes,
+  statusRoutes,
+  extensionConfigRoutes,
+  webhookRoutes,
+];
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {
   const routes = new RouteTable();

@@ -1,3 +1,4 @@
+import { SDK_VERSION } from '../../../handlers/sdk.js';
 import { PLATFORM_VERSION } from '../../version.js';
 import type { RouteModule } from '../context.js';
 
@@ -6,7 +7,7 @@ export const healthRoutes: RouteModule = (routes, { endpoint }) => {
     '/api/health',
     endpoint({
       access: 'public',
-      handle: () => ({ status: 'ok', version: PLATFORM_VERSION }),
+      handle: () => ({ status: 'ok', version: PLATFORM_VERSION, sdkVersion: SDK_VERSION }),
     }),
   );
 };

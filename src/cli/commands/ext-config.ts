@@ -1,0 +1,80 @@
+import type { Command } from 'commander';
+import { createClient } from '../client.js';
+import { usageError } from '../errors.js';
+import { printJson, printLine, printTable } from '../output.js';
+import { askSecret, isInteractive, readStdin } from '../prompt.js';
+import { resolveUrl } from '../session.js';
+
+type FieldType = 'STRING' | 'NUMBER' | 'BOOLEAN' | 'SECRET';
+
+interface FieldView {
+  name: string;
+  type: FieldType;
+  value: string | number | boolean | null;
+  set: boolean;
+}
+
+const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+const configPath = (key: string) => `/api/admin/marketplace/extensions/${encodeURIComponent(key)}/config`;
+
+function parseValue(type: FieldType, text: string): string | number | boolean {
+  if (type === 'NUMBER') {
+    const number = Number(text);
+    if (text.trim() === '' || !Number.isFinite(number)) throw usageError(`${text} is not a number`);
+    return number;
+  }
+  if (type === 'BOOLEAN') {
+    if (!/^(true|false)$/.test(text)) throw usageError('a BOOLEAN is true or false');
+    return text === 'true';
+  }
+  return text;
+}
+
+/** `platform ext config get|set|set-secret`, under the `ext` command. */
+export function registerExtConfig(ext: Command): void {
+  const config = ext.command('config').description("an extension's configuration (ADMIN); SECRET values are never shown");
+
+  config
+    .command('get <key>')
+    .description('every field, SECRET values masked')
+    .option('--json', 'print JSON')
+    .action(async (key: string, flags: { json?: boolean }, command: Command) => {
+      const { fields } = await clientOf(command).get<{ fields: FieldView[] }>(configPath(key));
+      if (flags.json) return printJson({ fields });
+      printTable(
+        fields,
+        [
+          { header: 'NAME', value: (field) => field.name },
+          { header: 'TYPE', value: (field) => field.type },
+          { header: 'VALUE', value: (field) => (field.set ? String(field.value) : '(not set)') },
+        ],
+        `(${key} has no configuration)`,
+      );
+    });
+
+  config
+    .command('set <key> <name> <value>')
+    .description('set a STRING, NUMBER or BOOLEAN field (for secrets use set-secret)')
+    .option('--type <type>', 'STRING, NUMBER or BOOLEAN (default: the field\'s current type, else STRING)')
+    .action(async (key: string, name: string, text: string, flags: { type?: string }, command: Command) => {
+      const client = clientOf(command);
+      const requested = flags.type?.toUpperCase();
+      if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
+      if (requested && !['STRING', 'NUMBER', 'BOOLEAN'].includes(requested)) throw usageError('--type is STRING, NUMBER or BOOLEAN');
+      const current = (await client.get<{ fields: FieldView[] }>(configPath(key))).fields.find((field) => field.name === name);
+      if (!requested && current?.type === 'SECRET') throw usageError(`${name} is a SECRET: use \`platform ext config set-secret\``);
+      const type = (requested ?? current?.type ?? 'STRING') as FieldType;
+      await client.put(configPath(key), { fields: [{ name, type, value: parseValue(type, text) }] });
+      printLine(`set ${key} ${name} (${type})`);
+    });
+
+  config
+    .command('set-secret <key> <name>')
+    .description('set a SECRET field from a hidden prompt, or from stdin without a terminal')
+    .action(async (key: string, name: string, _flags, command: Command) => {
+      const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin();
+      if (!value) throw usageError('the secret is empty');
+      await clientOf(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
+      printLine(`set ${key} ${name} (SECRET)`);
+    });
+}

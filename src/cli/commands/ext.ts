@@ -1,0 +1,336 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type {
+  AuditRecord,
+  CategoryCount,
+  ExtensionDetail,
+  ExtensionSummary,
+  VersionRecord,
+} from '../../daemon/catalog/types.js';
+import { createClient, type Client } from '../client.js';
+import { ApiError, usageError } from '../errors.js';
+import { printJson, printLine, printTable } from '../output.js';
+import { askText, confirm } from '../prompt.js';
+import { resolveUrl } from '../session.js';
+
+const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+
+const browsePath = (key: string) => `/api/marketplace/extensions/${encodeURIComponent(key)}`;
+const ADMIN_PATH = '/api/admin/marketplace/extensions';
+const adminPath = (key: string) => `${ADMIN_PATH}/${encodeURIComponent(key)}`;
+const versionPath = (key: string, version: string) => `${adminPath(key)}/versions/${encodeURIComponent(version)}`;
+
+/** What `ext publish` sends, from a file, flags and prompts: the API's own field names. */
+interface PublishFields {
+  extensionKey?: string;
+  name?: string;
+  description?: string;
+  category?: string;
+  permissions?: string[];
+  version?: string;
+  artifactUrl?: string;
+  manifestUrl?: string;
+  requiresPlatform?: string;
+  requiresSdk?: string;
+  changelog?: string;
+}
+
+interface ListFlags {
+  search?: string;
+  category?: string;
+  limit?: string;
+  offset?: string;
+  json?: boolean;
+}
+
+interface PublishFlags {
+  key?: string;
+  name?: string;
+  description?: string;
+  category?: string;
+  permission?: string[];
+  version?: string;
+  artifactUrl?: string;
+  manifestUrl?: string;
+  requiresPlatform?: string;
+  requiresSdk?: string;
+  changelog?: string;
+  json?: boolean;
+}
+
+const TEXT_FIELDS = [
+  'extensionKey',
+  'name',
+  'description',
+  'category',
+  'version',
+  'artifactUrl',
+  'manifestUrl',
+  'requiresPlatform',
+  'requiresSdk',
+  'changelog',
+] as const;
+
+/** Reads a publish file; its fields are checked for type here, for meaning by the daemon. */
+async function readPublishFile(file: string): Promise<PublishFields> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8'));
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? 'not valid JSON' : 'cannot be read';
+    throw usageError(`${file} ${reason}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`${file} must hold a JSON object`);
+  const fields: PublishFields = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    if (name === 'permissions') {
+      if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
+        throw usageError(`${file}: permissions must be an array of strings`);
+      }
+      fields.permissions = value as string[];
+    } else if ((TEXT_FIELDS as readonly string[]).includes(name)) {
+      if (value === null) continue;
+      if (typeof value !== 'string') throw usageError(`${file}: ${name} must be a string`);
+      fields[name as (typeof TEXT_FIELDS)[number]] = value;
+    } else {
+      throw usageError(`${file}: unknown field ${name} (known: ${[...TEXT_FIELDS, 'permissions'].join(', ')})`);
+    }
+  }
+  return fields;
+}
+
+/** Flags win over the file. */
+function fromFlags(flags: PublishFlags): PublishFields {
+  const fields: PublishFields = {
+    extensionKey: flags.key,
+    name: flags.name,
+    description: flags.description,
+    category: flags.category,
+    permissions: flags.permission,
+    version: flags.version,
+    artifactUrl: flags.artifactUrl,
+    manifestUrl: flags.manifestUrl,
+    requiresPlatform: flags.requiresPlatform,
+    requiresSdk: flags.requiresSdk,
+    changelog: flags.changelog,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+const required = (value: string | undefined, question: string, flag: string) => value ?? askText(question, flag);
+
+/**
+ * Publishes the version; when the daemon answers that the extension does not
+ * exist, creates it and publishes again. Trying the version first means a
+ * version the daemon refuses (400 comes before 404) creates nothing.
+ */
+async function publish(client: Client, fields: PublishFields): Promise<{ key: string; record: VersionRecord; created: boolean }> {
+  const key = await required(fields.extensionKey, 'Extension key', '--key');
+  const versionBody = {
+    version: await required(fields.version, 'Version', '--version'),
+    artifactUrl: await required(fields.artifactUrl, 'Artifact URL', '--artifact-url'),
+    manifestUrl: fields.manifestUrl,
+    requiresPlatform: fields.requiresPlatform,
+    requiresSdk: fields.requiresSdk,
+    changelog: fields.changelog,
+  };
+  const publishVersion = () => client.post<VersionRecord>(`${adminPath(key)}/versions`, versionBody);
+  try {
+    return { key, record: await publishVersion(), created: false };
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === 'NOT_FOUND')) throw error;
+  }
+  await client.post(ADMIN_PATH, {
+    extensionKey: key,
+    name: await required(fields.name, `Display name of the new extension ${key}`, '--name'),
+    description: fields.description,
+    category: fields.category,
+    permissions: fields.permissions,
+  });
+  return { key, record: await publishVersion(), created: true };
+}
+
+function printDetail(detail: ExtensionDetail): void {
+  printLine(`${detail.extensionKey}  ${detail.name}`);
+  if (detail.description) printLine(`  description:  ${detail.description}`);
+  printLine(`  category:     ${detail.category}`);
+  printLine(`  latest:       ${detail.latestVersion ?? '(no versions)'}`);
+  printLine(`  permissions:  ${detail.permissions.length > 0 ? detail.permissions.join(', ') : '(none)'}`);
+  printLine('');
+  printTable(
+    [...detail.versions],
+    [
+      { header: 'VERSION', value: (entry) => entry.version },
+      { header: 'DATE', value: (entry) => entry.releaseDate },
+      { header: 'YANKED', value: (entry) => (entry.yanked ? 'yes' : 'no') },
+    ],
+    '(no versions published)',
+  );
+}
+
+function describeAudit(record: AuditRecord): string {
+  if (record.reason) return record.reason;
+  if (record.changes) return Object.keys(record.changes).join(', ');
+  return '';
+}
+
+/** Returns the `ext` command, for the command groups that live under it (`ext config`). */
+export function registerExt(program: Command): Command {
+  const ext = program.command('ext').description('browse the marketplace; publish, update and yank extensions (ADMIN)');
+
+  ext
+    .command('list')
+    .description('list the extensions of the marketplace, sorted by name')
+    .option('--search <terms>', 'only extensions whose key, name or description contain every term')
+    .option('--category <category>', 'only this category')
+    .option('--limit <n>', 'at most this many (1-500; default 50)')
+    .option('--offset <n>', 'skip this many first')
+    .option('--json', 'print JSON')
+    .action(async (flags: ListFlags, command: Command) => {
+      const { data, meta } = await clientOf(command).request<ExtensionSummary[]>('GET', '/api/marketplace/extensions', {
+        query: { search: flags.search, category: flags.category, limit: flags.limit, offset: flags.offset },
+      });
+      if (flags.json) return printJson(data);
+      printTable(
+        data,
+        [
+          { header: 'KEY', value: (item) => item.extensionKey },
+          { header: 'NAME', value: (item) => item.name },
+          { header: 'CATEGORY', value: (item) => item.category },
+          { header: 'LATEST', value: (item) => item.latestVersion },
+          { header: 'AUTHOR', value: (item) => item.author },
+        ],
+        '(no extensions match)',
+      );
+      const total = Number(meta?.total ?? data.length);
+      const offset = Number(meta?.offset ?? 0);
+      if (data.length > 0 && data.length < total) {
+        printLine(`(${offset + 1}-${offset + data.length} of ${total}; see --limit and --offset)`);
+      }
+    });
+
+  ext
+    .command('show <key>')
+    .description('show an extension and its versions')
+    .option('--json', 'print JSON')
+    .action(async (key: string, flags: { json?: boolean }, command: Command) => {
+      const detail = await clientOf(command).get<ExtensionDetail>(browsePath(key));
+      if (flags.json) printJson(detail);
+      else printDetail(detail);
+    });
+
+  ext
+    .command('publish [file]')
+    .description('publish a version, creating the extension first if it does not exist (fields from flags or FILE.json)')
+    .option('--key <key>', 'extension key')
+    .option('--name <name>', 'display name (needed to create the extension)')
+    .option('--description <text>', 'short description (when creating)')
+    .option('--category <category>', 'category (when creating)')
+    .option('--permission <names...>', 'permissions such as crm.deals.read (when creating)')
+    .option('--version <version>', 'semantic version, e.g. 1.4.0 or 2.0.0-beta.1')
+    .option('--artifact-url <url>', 'http(s) URL of the artifact')
+    .option('--manifest-url <url>', 'http(s) URL of the manifest')
+    .option('--requires-platform <version>', 'lowest platform version it runs on')
+    .option('--requires-sdk <version>', 'lowest SDK version it needs')
+    .option('--changelog <text>', 'release notes')
+    .option('--json', 'print the published version record as JSON')
+    .action(async (file: string | undefined, flags: PublishFlags, command: Command) => {
+      const fields = { ...(file ? await readPublishFile(file) : {}), ...fromFlags(flags) };
+      const { key, record, created } = await publish(clientOf(command), fields);
+      if (flags.json) return printJson(record);
+      if (created) printLine(`created extension ${key}`);
+      printLine(`published ${key} ${record.version} (${record.releaseDate})`);
+    });
+
+  ext
+    .command('update <key>')
+    .description("change an extension's name, description, category or permissions")
+    .option('--name <name>', 'display name')
+    .option('--description <text>', 'short description')
+    .option('--category <category>', 'category')
+    .option('--permission <names...>', 'the full list of permissions, replacing the current one')
+    .option('--json', 'print the updated extension as JSON')
+    .action(
+      async (
+        key: string,
+        flags: { name?: string; description?: string; category?: string; permission?: string[]; json?: boolean },
+        command: Command,
+      ) => {
+        const body = {
+          name: flags.name,
+          description: flags.description,
+          category: flags.category,
+          permissions: flags.permission,
+        };
+        if (Object.values(body).every((value) => value === undefined)) {
+          throw usageError('nothing to update: pass --name, --description, --category or --permission');
+        }
+        const detail = await clientOf(command).put<ExtensionDetail>(adminPath(key), body);
+        if (flags.json) printJson(detail);
+        else printLine(`updated ${detail.extensionKey}`);
+      },
+    );
+
+  ext
+    .command('yank <key> <version>')
+    .description('yank a version: it can no longer be newly installed; existing installations keep it')
+    .option('--reason <text>', 'why; kept in the audit trail')
+    .option('--yes', 'do not ask for confirmation (required without a terminal)')
+    .action(async (key: string, version: string, flags: { reason?: string; yes?: boolean }, command: Command) => {
+      if (!flags.yes && !(await confirm(`Yank ${key} ${version}? New installations will refuse it.`, '--yes'))) {
+        printLine('nothing yanked');
+        return;
+      }
+      await clientOf(command).delete(versionPath(key, version), { reason: flags.reason });
+      printLine(`yanked ${key} ${version}`);
+    });
+
+  ext
+    .command('unyank <key> <version>')
+    .description('make a yanked version installable again')
+    .action(async (key: string, version: string, _flags, command: Command) => {
+      const record = await clientOf(command).put<VersionRecord>(`${versionPath(key, version)}/unyank`);
+      printLine(`${key} ${record.version} is available`);
+    });
+
+  ext
+    .command('audit [key]')
+    .description('show the audit trail of catalog changes, newest first (ADMIN)')
+    .option('--limit <n>', 'at most this many records (1-1000; default 50)')
+    .option('--json', 'print JSON')
+    .action(async (key: string | undefined, flags: { limit?: string; json?: boolean }, command: Command) => {
+      const records = await clientOf(command).get<AuditRecord[]>('/api/admin/audit', { extensionKey: key, limit: flags.limit });
+      if (flags.json) return printJson(records);
+      printTable(
+        records,
+        [
+          { header: 'TIME', value: (record) => record.at },
+          { header: 'ACTOR', value: (record) => record.actor.email },
+          { header: 'ACTION', value: (record) => record.action },
+          { header: 'EXTENSION', value: (record) => record.extensionKey },
+          { header: 'VERSION', value: (record) => record.version },
+          { header: 'DETAILS', value: describeAudit },
+        ],
+        '(no catalog changes recorded)',
+      );
+    });
+
+  ext
+    .command('categories')
+    .description('list the categories in use, with their number of extensions')
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const categories = await clientOf(command).get<CategoryCount[]>('/api/marketplace/categories');
+      if (flags.json) return printJson(categories);
+      printTable(
+        categories,
+        [
+          { header: 'CATEGORY', value: (item) => item.category },
+          { header: 'COUNT', value: (item) => item.count },
+        ],
+        '(no extensions yet)',
+      );
+    });
+
+  return ext;
+}

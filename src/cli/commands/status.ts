@@ -1,0 +1,30 @@
+import type { Command } from 'commander';
+import { createClient } from '../client.js';
+import { printJson, printLine } from '../output.js';
+import { resolveUrl } from '../session.js';
+
+interface Status {
+  version: string;
+  uptimeSeconds: number;
+  pendingDeliveries: number;
+  inFlightDeliveries: number;
+  oldestPendingAgeMs: number | null;
+  deadLetters: number;
+  eventsStored: number;
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description("the daemon's queues: pending and in-flight deliveries, dead letters, events (ADMIN)")
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const status = await createClient({ url: resolveUrl(command.optsWithGlobals().url) }).get<Status>('/api/admin/status');
+      if (flags.json) return printJson(status);
+      const oldest = status.oldestPendingAgeMs === null ? '-' : `${(status.oldestPendingAgeMs / 1000).toFixed(1)} s`;
+      printLine(`platform ${status.version}, up ${status.uptimeSeconds} s`);
+      printLine(`deliveries: ${status.pendingDeliveries} pending (oldest ${oldest}), ${status.inFlightDeliveries} in flight`);
+      printLine(`dead letters: ${status.deadLetters}`);
+      printLine(`events stored: ${status.eventsStored}`);
+    });
+}

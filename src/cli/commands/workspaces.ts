@@ -1,0 +1,204 @@
+import type { Command } from 'commander';
+import { createClient } from '../client.js';
+import { usageError } from '../errors.js';
+import { printJson, printLine, printTable } from '../output.js';
+import { resolveUrl } from '../session.js';
+import { findUser } from './users.js';
+
+interface Workspace {
+  id: string;
+  name: string;
+  members: string[];
+  createdAt: string;
+}
+
+interface Installation {
+  workspaceId: string;
+  extensionKey: string;
+  version: string;
+  enabled: boolean;
+  installedAt: string;
+}
+
+interface Subscription {
+  id: string;
+  eventKey: string;
+  extensionKey: string;
+  kind: string;
+  serviceBaseUrl: string | null;
+  createdAt: string;
+  signingSecret?: string;
+}
+
+const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+const path = (...segments: string[]) => segments.map(encodeURIComponent).join('/');
+
+/** KEY or KEY@VERSION. */
+function parseReference(reference: string): { extensionKey: string; version?: string } {
+  const at = reference.indexOf('@');
+  if (at === 0 || at === reference.length - 1) throw usageError(`expected KEY or KEY@VERSION, got ${reference}`);
+  return at < 0 ? { extensionKey: reference } : { extensionKey: reference.slice(0, at), version: reference.slice(at + 1) };
+}
+
+export function registerWorkspaces(program: Command): void {
+  const workspaces = program.command('workspaces').description('workspaces and their members');
+
+  workspaces
+    .command('create <id>')
+    .description('create a workspace (ADMIN)')
+    .requiredOption('--name <name>', 'display name')
+    .action(async (id: string, flags: { name: string }, command: Command) => {
+      const workspace = await clientOf(command).post<Workspace>('/api/admin/workspaces', { id, name: flags.name });
+      printLine(`created workspace ${workspace.id} (${workspace.name})`);
+    });
+
+  workspaces
+    .command('list')
+    .description('your workspaces (ADMIN: all)')
+    .option('--json', 'print JSON')
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const list = await clientOf(command).get<Workspace[]>('/api/workspaces');
+      if (flags.json) return printJson(list);
+      printTable(list, [
+        { header: 'ID', value: (workspace) => workspace.id },
+        { header: 'NAME', value: (workspace) => workspace.name },
+        { header: 'MEMBERS', value: (workspace) => workspace.members.length },
+        { header: 'CREATED', value: (workspace) => workspace.createdAt.slice(0, 10) },
+      ]);
+    });
+
+  for (const [name, method] of [
+    ['add-member', 'PUT'],
+    ['remove-member', 'DELETE'],
+  ] as const) {
+    workspaces
+      .command(`${name} <workspace> <user>`)
+      .description(`${name === 'add-member' ? 'add a user to' : 'remove a user from'} a workspace, by e-mail or id (ADMIN)`)
+      .action(async (workspace: string, who: string, _flags, command: Command) => {
+        const client = clientOf(command);
+        const user = await findUser(client, who);
+        await client.request(method, `/api/admin/workspaces/${path(workspace, 'members', user.id)}`);
+        printLine(`${name === 'add-member' ? 'added' : 'removed'} ${user.email} ${name === 'add-member' ? 'to' : 'from'} ${workspace}`);
+      });
+  }
+
+  program
+    .command('install <workspace> <extension>')
+    .description('install KEY or KEY@VERSION into a workspace (ADMIN); without a version, the latest')
+    .action(async (workspace: string, reference: string, _flags, command: Command) => {
+      const installation = await clientOf(command).post<Installation>(
+        `/api/workspaces/${path(workspace, 'extensions')}`,
+        parseReference(reference),
+      );
+      printLine(`installed ${installation.extensionKey}@${installation.version} in ${workspace}`);
+    });
+
+  const extensions = program.command('extensions').description('extensions installed in a workspace');
+
+  extensions
+    .command('list <workspace>')
+    .description('installed extensions')
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
+      const list = await clientOf(command).get<Installation[]>(`/api/workspaces/${path(workspace, 'extensions')}`);
+      if (flags.json) return printJson(list);
+      printTable(list, [
+        { header: 'EXTENSION', value: (installation) => installation.extensionKey },
+        { header: 'VERSION', value: (installation) => installation.version },
+        { header: 'ENABLED', value: (installation) => (installation.enabled ? 'yes' : 'no') },
+        { header: 'INSTALLED', value: (installation) => installation.installedAt.slice(0, 10) },
+      ]);
+    });
+
+  for (const [name, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
+    extensions
+      .command(`${name} <workspace> <key>`)
+      .description(`${name} an installed extension (ADMIN)${enabled ? '' : ': its subscriptions get no events'}`)
+      .action(async (workspace: string, key: string, _flags, command: Command) => {
+        await clientOf(command).patch(`/api/workspaces/${path(workspace, 'extensions', key)}`, { enabled });
+        printLine(`${name}d ${key} in ${workspace}`);
+      });
+  }
+
+  extensions
+    .command('upgrade <workspace> <extension>')
+    .description('move an installed extension to KEY@VERSION, or to the latest version (ADMIN)')
+    .action(async (workspace: string, reference: string, _flags, command: Command) => {
+      const client = clientOf(command);
+      const { extensionKey, version } = parseReference(reference);
+      const target =
+        version ??
+        (await client.get<{ latestVersion: string | null }>(`/api/marketplace/extensions/${path(extensionKey)}`)).latestVersion;
+      if (!target) throw usageError(`${extensionKey} has no version to upgrade to`);
+      const installation = await client.patch<Installation>(`/api/workspaces/${path(workspace, 'extensions', extensionKey)}`, {
+        version: target,
+      });
+      printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
+    });
+
+  extensions
+    .command('uninstall <workspace> <key>')
+    .description('remove an extension from a workspace (ADMIN)')
+    .action(async (workspace: string, key: string, _flags, command: Command) => {
+      await clientOf(command).delete(`/api/workspaces/${path(workspace, 'extensions', key)}`);
+      printLine(`uninstalled ${key} from ${workspace}`);
+    });
+
+  const subscriptions = program.command('subscriptions').description('which extensions receive which events');
+
+  subscriptions
+    .command('add <workspace>')
+    .description('subscribe an extension to an event key (ADMIN); prints the signing secret once')
+    .requiredOption('--event <eventKey>', 'event key, e.g. crm.deal.closed')
+    .requiredOption('--extension <key>', 'the subscribing extension')
+    .option('--service-url <url>', 'external service: events are POSTed to <url>/events')
+    .option('--in-process', "deliver to the extension's in-process plugin instead")
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        workspace: string,
+        flags: { event: string; extension: string; serviceUrl?: string; inProcess?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
+        const subscription = await clientOf(command).post<Subscription>(`/api/workspaces/${path(workspace, 'subscriptions')}`, {
+          eventKey: flags.event,
+          extensionKey: flags.extension,
+          kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
+          ...(flags.serviceUrl ? { serviceBaseUrl: flags.serviceUrl } : {}),
+        });
+        if (flags.json) return printJson(subscription);
+        printLine(`subscribed ${subscription.extensionKey} to ${subscription.eventKey} in ${workspace} (id ${subscription.id})`);
+        if (subscription.kind === 'EXTERNAL_SERVICE') {
+          printLine(`signing secret (shown only now; verify the webhook-signature header with it): ${subscription.signingSecret}`);
+        }
+      },
+    );
+
+  subscriptions
+    .command('list <workspace>')
+    .description('subscriptions of a workspace')
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
+      const list = await clientOf(command).get<Subscription[]>(`/api/workspaces/${path(workspace, 'subscriptions')}`);
+      if (flags.json) return printJson(list);
+      printTable(list, [
+        { header: 'ID', value: (subscription) => subscription.id },
+        { header: 'EVENT', value: (subscription) => subscription.eventKey },
+        { header: 'EXTENSION', value: (subscription) => subscription.extensionKey },
+        { header: 'KIND', value: (subscription) => subscription.kind },
+        { header: 'URL', value: (subscription) => subscription.serviceBaseUrl },
+      ]);
+    });
+
+  subscriptions
+    .command('remove <workspace> <id>')
+    .description('delete a subscription (ADMIN)')
+    .action(async (workspace: string, id: string, _flags, command: Command) => {
+      await clientOf(command).delete(`/api/workspaces/${path(workspace, 'subscriptions', id)}`);
+      printLine(`removed subscription ${id}`);
+    });
+}

@@ -1,0 +1,33 @@
+import * as v from 'valibot';
+import { QueryInt, Slug } from '../../validation.js';
+import { MESSAGES_PER_CHANNEL } from '../../chat/store.js';
+import type { RouteModule } from '../context.js';
+
+const WorkspaceParams = v.object({ id: Slug });
+const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
+const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50') });
+
+export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat } }) => {
+  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
+    workspaces.assertMember(caller.user, params.id);
+
+  routes.get(
+    '/api/workspaces/:id/chat/channels',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      handle: ({ params }) => chat.channels(params.id),
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/chat/channels/:channel/messages',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: ChannelParams,
+      query: MessagesQuery,
+      handle: ({ params, query }) => chat.messages(params.id, params.channel, query.limit),
+    }),
+  );
+};

@@ -1,0 +1,58 @@
+import * as v from 'valibot';
+import { toPublicDeadLetter } from '../../dispatch/dead-letters.js';
+import { EventKey } from '../../events/schemas.js';
+import { QueryInt, Slug, jsonObject } from '../../validation.js';
+import type { RouteModule } from '../context.js';
+import { Reply } from '../endpoint.js';
+
+const Filter = { workspaceId: v.optional(Slug), eventKey: v.optional(EventKey), extensionKey: v.optional(Slug) };
+const ListQuery = v.object({
+  ...Filter,
+  limit: v.optional(QueryInt(1, 500), '50'),
+  offset: v.optional(QueryInt(0, 1_000_000_000), '0'),
+});
+const DeadLetterParams = v.object({ id: v.pipe(v.string(), v.uuid('must be a dead letter id')) });
+const ReplayMatchingBody = jsonObject({ ...Filter, limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000))) });
+
+export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events } }) => {
+  routes.get(
+    '/api/admin/dead-letters',
+    endpoint({
+      access: 'admin',
+      query: ListQuery,
+      handle: ({ query: { limit, offset, ...filter } }) => {
+        const { items, total } = deadLetters.list(filter, { limit, offset });
+        return new Reply(items.map(toPublicDeadLetter), { total, limit, offset });
+      },
+    }),
+  );
+  routes.post(
+    '/api/admin/dead-letters/replay',
+    endpoint({
+      access: 'admin',
+      body: ReplayMatchingBody,
+      status: 202,
+      handle: ({ body: { limit, ...filter } }) => events.dispatcher.replayMatching(filter, limit ?? Number.MAX_SAFE_INTEGER),
+    }),
+  );
+  routes.get(
+    '/api/admin/dead-letters/:id',
+    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => toPublicDeadLetter(deadLetters.get(params.id)) }),
+  );
+  routes.post(
+    '/api/admin/dead-letters/:id/replay',
+    endpoint({
+      access: 'admin',
+      params: DeadLetterParams,
+      status: 202,
+      handle: async ({ params }) => {
+        await events.dispatcher.replay(params.id);
+        return null;
+      },
+    }),
+  );
+  routes.delete(
+    '/api/admin/dead-letters/:id',
+    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.dispatcher.discard(params.id) }),
+  );
+};

@@ -1,0 +1,37 @@
+import * as v from 'valibot';
+import { EventKey, PublishEventBody } from '../../events/schemas.js';
+import { QueryInt, Slug } from '../../validation.js';
+import type { RouteModule } from '../context.js';
+import { Reply } from '../endpoint.js';
+
+const WorkspaceParams = v.object({ id: Slug });
+const EventsQuery = v.object({ eventKey: v.optional(EventKey), limit: v.optional(QueryInt(1, 1000), '50') });
+
+export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
+  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
+    workspaces.assertMember(caller.user, params.id);
+
+  routes.post(
+    '/api/workspaces/:id/events/publish',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      body: PublishEventBody,
+      handle: async ({ params, body, caller }) => {
+        const { eventId } = await events.publish(params.id, body, { actor: caller.user.email, depth: 1 });
+        return new Reply(null, { eventId });
+      },
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/events',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      query: EventsQuery,
+      handle: ({ params, query }) => events.recent(params.id, query),
+    }),
+  );
+};

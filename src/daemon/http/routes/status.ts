@@ -1,0 +1,23 @@
+import type { RouteModule } from '../context.js';
+import { PLATFORM_VERSION } from '../../version.js';
+
+export const statusRoutes: RouteModule = (routes, { endpoint, services: { events, deadLetters, startedAt } }) => {
+  routes.get(
+    '/api/admin/status',
+    endpoint({
+      access: 'admin',
+      handle: () => {
+        const dispatch = events.dispatcher.stats();
+        return {
+          version: PLATFORM_VERSION,
+          uptimeSeconds: Math.floor((Date.now() - startedAt) / 1000),
+          pendingDeliveries: dispatch.pending,
+          inFlightDeliveries: dispatch.inFlight,
+          oldestPendingAgeMs: dispatch.oldestPendingAgeMs,
+          deadLetters: deadLetters.size,
+          eventsStored: events.storedEvents,
+        };
+      },
+    }),
+  );
+};

@@ -1,0 +1,130 @@
+import * as v from 'valibot';
+import { EventKey } from '../../events/schemas.js';
+import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
+import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
+import type { RouteModule } from '../context.js';
+
+const SemVerText = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
+const HttpUrl = v.pipe(
+  v.string(),
+  v.maxLength(2048),
+  v.url('must be an http(s) URL'),
+  v.regex(/^https?:\/\//i, 'must be an http(s) URL'),
+);
+
+const WorkspaceParams = v.object({ id: Slug });
+const MemberParams = v.object({ id: Slug, userId: v.pipe(v.string(), v.uuid('must be a user id')) });
+const InstallationParams = v.object({ id: Slug, key: Slug });
+const SubscriptionParams = v.object({ id: Slug, subscriptionId: v.pipe(v.string(), v.uuid('must be a subscription id')) });
+
+const CreateWorkspaceBody = jsonObject({ id: Slug, name: NonEmptyString(200) });
+const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(SemVerText) });
+const UpdateInstallationBody = v.pipe(
+  jsonObject({ enabled: v.optional(v.boolean()), version: v.optional(SemVerText) }),
+  v.check((body) => body.enabled !== undefined || body.version !== undefined, 'must change enabled or version'),
+);
+const SubscribeBody = jsonObject({
+  eventKey: EventKey,
+  extensionKey: Slug,
+  kind: v.picklist(SUBSCRIBER_KINDS, 'must be EXTERNAL_SERVICE or IN_PROCESS'),
+  serviceBaseUrl: v.optional(HttpUrl),
+});
+
+export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { workspaces } }) => {
+  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
+    workspaces.assertMember(caller.user, params.id);
+
+  routes.post(
+    '/api/admin/workspaces',
+    endpoint({ access: 'admin', body: CreateWorkspaceBody, status: 201, handle: ({ body }) => workspaces.create(body) }),
+  );
+  routes.get('/api/workspaces', endpoint({ access: 'user', handle: ({ caller }) => workspaces.visibleTo(caller.user) }));
+  routes.get(
+    '/api/workspaces/:id',
+    endpoint({ access: 'user', authorize: member, params: WorkspaceParams, handle: ({ params }) => workspaces.get(params.id) }),
+  );
+  routes.put(
+    '/api/admin/workspaces/:id/members/:userId',
+    endpoint({
+      access: 'admin',
+      params: MemberParams,
+      handle: ({ params }) => workspaces.addMember(params.id, params.userId),
+    }),
+  );
+  routes.delete(
+    '/api/admin/workspaces/:id/members/:userId',
+    endpoint({
+      access: 'admin',
+      params: MemberParams,
+      status: 204,
+      handle: ({ params }) => workspaces.removeMember(params.id, params.userId),
+    }),
+  );
+
+  routes.post(
+    '/api/workspaces/:id/extensions',
+    endpoint({
+      access: 'admin',
+      params: WorkspaceParams,
+      body: InstallBody,
+      status: 201,
+      handle: ({ params, body }) => workspaces.install(params.id, body),
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/extensions',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      handle: ({ params }) => workspaces.listInstallations(params.id),
+    }),
+  );
+  routes.patch(
+    '/api/workspaces/:id/extensions/:key',
+    endpoint({
+      access: 'admin',
+      params: InstallationParams,
+      body: UpdateInstallationBody,
+      handle: ({ params, body }) => workspaces.updateInstallation(params.id, params.key, body),
+    }),
+  );
+  routes.delete(
+    '/api/workspaces/:id/extensions/:key',
+    endpoint({
+      access: 'admin',
+      params: InstallationParams,
+      status: 204,
+      handle: ({ params }) => workspaces.uninstall(params.id, params.key),
+    }),
+  );
+
+  routes.post(
+    '/api/workspaces/:id/subscriptions',
+    endpoint({
+      access: 'admin',
+      params: WorkspaceParams,
+      body: SubscribeBody,
+      status: 201,
+      handle: ({ params, body }) => workspaces.subscribe(params.id, body),
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/subscriptions',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      handle: ({ params }) => workspaces.listSubscriptions(params.id),
+    }),
+  );
+  routes.delete(
+    '/api/workspaces/:id/subscriptions/:subscriptionId',
+    endpoint({
+      access: 'admin',
+      params: SubscriptionParams,
+      status: 204,
+      handle: ({ params }) => workspaces.unsubscribe(params.id, params.subscriptionId),
+    }),
+  );
+};

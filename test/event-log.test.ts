@@ -1,0 +1,176 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { PlatformEvent } from '../src/handlers/sdk.js';
+import { EventLog } from '../src/daemon/events/event-log.js';
+import { Outbox } from '../src/daemon/dispatch/outbox.js';
+import type { Delivery } from '../src/daemon/dispatch/types.js';
+import { AppendLog } from '../src/daemon/store/append-log.js';
+import { tempDir } from './helpers/temp.js';
+
+const DAY = 86_400_000;
+const NOW = Date.parse('2026-11-21T12:00:00.000Z');
+let sequence = 0;
+
+function event(workspace: string, ageMs: number, key = 'a.b'): PlatformEvent {
+  sequence += 1;
+  return {
+    id: `e${sequence}`,
+    eventKey: key,
+    tenantId: workspace,
+    actor: 'test',
+    payload: { n: sequence },
+    schemaVersion: null,
+    occurredAt: new Date(NOW - ageMs).toISOString(),
+  };
+}
+
+const segments = (dir: string) => readdirSync(dir).filter((name) => name.startsWith('segment-')).sort();
+const storedIds = (dir: string) =>
+  segments(dir).flatMap((name) =>
+    readFileSync(join(dir, name), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line).id as string),
+  );
+
+test('appends go to the newest segment, which rolls over at its size; a reopen sees everything', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 10, recentPerWorkspace: 5 });
+  const written = Array.from({ length: 25 }, () => event('w', 0));
+  for (const e of written) await log.append(e);
+  await log.close();
+  assert.equal(segments(dir), ['segment-000001.log', 'segment-000002.log', 'segment-000003.log']);
+  assert.equal(storedIds(dir), written.map((e) => e.id));
+
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 10, recentPerWorkspace: 5 });
+  assert.is(reopened.storedCount, 25);
+  const recent = reopened.recent('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW);
+  assert.equal(recent.map((e) => e.id), written.slice(-3).reverse().map((e) => e.id));
+  await reopened.close();
+});
+
+test('retention keeps per workspace only events within the age limit and among the newest N, whichever is fewer', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 4, recentPerWorkspace: 100 });
+  const old = [event('busy', 9 * DAY), event('quiet', 9 * DAY)];
+  const busy = Array.from({ length: 10 }, () => event('busy', DAY));
+  const quiet = [event('quiet', DAY), event('quiet', 0)];
+  for (const e of [...old, ...busy, ...quiet]) await log.append(e);
+  const policy = { maxAgeMs: 7 * DAY, maxPerWorkspace: 6 };
+
+  const { removedEvents } = await log.applyRetention(policy, NOW);
+  const kept = new Set(storedIds(dir));
+  assert.not.ok(kept.has(old[0]!.id) || kept.has(old[1]!.id), 'older than 7 days: gone');
+  assert.equal(
+    busy.filter((e) => kept.has(e.id)).map((e) => e.id),
+    busy.slice(-6).map((e) => e.id),
+    'busy keeps its newest 6',
+  );
+  assert.ok(quiet.every((e) => kept.has(e.id)), 'quiet keeps both young events');
+  assert.is(removedEvents, 2 + 4);
+  assert.is(log.storedCount, 8);
+  assert.equal(
+    log.recent('busy', { limit: 100 }, policy, NOW).map((e) => e.id),
+    busy.slice(-6).reverse().map((e) => e.id),
+    'reads apply the same policy',
+  );
+  await log.close();
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 4, recentPerWorkspace: 100 });
+  assert.is(reopened.storedCount, 8, 'retention is on disk');
+  await reopened.close();
+});
+
+test('fully expired segments are deleted; the segment being written is never touched', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 3, recentPerWorkspace: 10 });
+  for (let i = 0; i < 7; i += 1) await log.append(event('w', 30 * DAY));
+  await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW);
+  assert.equal(segments(dir), ['segment-000003.log'], 'two sealed segments deleted');
+  assert.is(log.storedCount, 1, 'the expired event in the active segment waits for its segment to be sealed');
+  assert.equal(log.recent('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW), [], 'but is not read');
+  await log.append(event('w', 0));
+  await log.close();
+});
+
+function delivery(id: string): Delivery {
+  return {
+    id,
+    event: event('w', 0),
+    depth: 1,
+    subscriber: { subscriptionId: 's', extensionKey: 'x', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://x.test' },
+    attempts: 0,
+    nextAttemptAt: NOW,
+    enqueuedAt: new Date(NOW).toISOString(),
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: 0,
+  };
+}
+
+test('outbox: a reopen has exactly the pending deliveries with their last attempt state', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, (error) => assert.unreachable(String(error)));
+  await outbox.add([delivery('a'), delivery('b'), delivery('c')]);
+  const b = [...outbox.values()].find((d) => d.id === 'b')!;
+  b.attempts = 2;
+  b.nextAttemptAt = NOW + 5000;
+  b.lastError = { message: 'subscriber answered HTTP 503', status: 503 };
+  outbox.rescheduled(b);
+  outbox.done([...outbox.values()].find((d) => d.id === 'a')!);
+  await outbox.close();
+
+  const reopened = await Outbox.open(file, (error) => assert.unreachable(String(error)));
+  const pending = [...reopened.values()];
+  assert.equal(pending.map((d) => d.id).sort(), ['b', 'c']);
+  const stored = pending.find((d) => d.id === 'b')!;
+  assert.equal([stored.attempts, stored.nextAttemptAt, stored.lastError], [2, NOW + 5000, b.lastError]);
+  await reopened.close();
+});
+
+test('outbox: the journal stays bounded: compacted to the pending set once it grows 10,000 records past it', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, (error) => assert.unreachable(String(error)));
+  const ids = Array.from({ length: 30_000 }, (_, i) => `d${i}`);
+  await outbox.add(ids.map(delivery));
+  for (let start = 0; start < 29_990; start += 500) {
+    const done = new Set(ids.slice(start, Math.min(start + 500, 29_990)));
+    for (const pending of [...outbox.values()].filter((d) => done.has(d.id))) outbox.done(pending);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await outbox.close();
+  const lines = readFileSync(file, 'utf8').trim().split('\n');
+  assert.ok(lines.length <= 10 + 10_000 + 500, `${lines.length} journal lines for 10 pending deliveries (59,990 records written)`);
+  const reopened = await Outbox.open(file, () => undefined);
+  assert.equal([...reopened.values()].map((d) => d.id), ids.slice(29_990));
+  await reopened.close();
+});
+
+test('outbox: a replay queued before its original run is marked done survives that done, also after a reopen', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, (error) => assert.unreachable(String(error)));
+  const original = delivery('x');
+  await outbox.add([original]);
+  const replayed = { ...delivery('x'), replayCount: 1 };
+  await outbox.add([replayed]);
+  outbox.done(original);
+  assert.ok(outbox.holds(replayed));
+  await outbox.close();
+  const reopened = await Outbox.open(file, () => undefined);
+  assert.equal([...reopened.values()].map((d) => [d.id, d.replayCount]), [['x', 1]]);
+  await reopened.close();
+});
+
+test('append log: appends made while a rewrite waits are kept after it, superseded ones are not', async () => {
+  const file = join(await tempDir(), 'race.log');
+  const log = await AppendLog.open<{ n: number }>(file, () => undefined);
+  const superseded = log.append({ n: 1 });
+  const rewrite = log.rewrite([{ n: 100 }]);
+  const later = log.append({ n: 2 });
+  await Promise.all([superseded, rewrite, later]);
+  await log.close();
+  assert.is(readFileSync(file, 'utf8'), '{"n":100}\n{"n":2}\n');
+});
+
+test.run();

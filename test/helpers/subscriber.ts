@@ -1,0 +1,97 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { waitFor } from './wait.js';
+
+export interface ReceivedDelivery {
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The raw body as received. */
+  body: string;
+  json: any;
+  /** What the subscriber answered; undefined while it hangs. */
+  status?: number;
+}
+
+/** What to answer the n-th request (0-based): a status (default 200), headers, or never answer. */
+export type Answer = { status?: number; headers?: Record<string, string>; hang?: boolean };
+
+export interface Subscriber {
+  url: string;
+  received: ReceivedDelivery[];
+  /** Event ids of the deliveries answered with a 2xx. */
+  deliveredEventIds(): Set<string>;
+  /** Changes the answers from now on. */
+  answer(script: (request: ReceivedDelivery, index: number) => Answer): void;
+  waitForCount(count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
+  close(): Promise<void>;
+}
+
+/** A real external service on a local port: it records every delivery and answers as scripted. */
+export async function startSubscriber(script: (request: ReceivedDelivery, index: number) => Answer = () => ({})): Promise<Subscriber> {
+  let current = script;
+  const received: ReceivedDelivery[] = [];
+  const hanging = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      const delivery: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body) };
+      const index = received.length;
+      received.push(delivery);
+      const answer = current(delivery, index);
+      if (answer.hang) {
+        hanging.add(res);
+        return;
+      }
+      delivery.status = answer.status ?? 200;
+      res.writeHead(delivery.status, answer.headers ?? {});
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    deliveredEventIds: () =>
+      new Set(received.filter((d) => d.status !== undefined && d.status < 300 && d.json).map((d) => d.json.id as string)),
+    answer(next) {
+      current = next;
+    },
+    waitForCount: (count, timeoutMs = 10_000) =>
+      waitFor(`${count} deliveries (have ${received.length})`, () => received.length >= count && received, timeoutMs),
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+function safeJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Verifies a delivery the way a receiver following Standard Webhooks would,
+ * written independently of the daemon's signing code.
+ */
+export function hasValidSignature(delivery: ReceivedDelivery, signingSecret: string): boolean {
+  const id = delivery.headers['webhook-id'];
+  const timestamp = delivery.headers['webhook-timestamp'];
+  const signatures = delivery.headers['webhook-signature'];
+  if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string') return false;
+  const key = Buffer.from(signingSecret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${delivery.body}`).digest();
+  return signatures.split(' ').some((entry) => {
+    const [version, value] = entry.split(',');
+    const given = Buffer.from(value ?? '', 'base64');
+    return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
