@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { buildRoutes } from '../src/daemon/http/index.js';
+import { startTestDaemon } from './helpers/daemon.js';
+
+/** "GET /api/x/:id/y" and "GET /api/x/{extensionKey}/y?limit=" both become "GET /api/x/{}/y". */
+const normalise = (route: string) => route.replace(/\?.*$/, '').replace(/(:[A-Za-z]+|\{[A-Za-z]+\})/g, '{}');
+
+test('docs/api.md documents every endpoint the daemon serves, and no other', async () => {
+  const t = await startTestDaemon();
+  try {
+    const served = buildRoutes(t.daemon.services, t.daemon.config).list().map(normalise).sort();
+    const doc = readFileSync(fileURLToPath(new URL('../docs/api.md', import.meta.url)), 'utf8');
+    const documented = [...doc.matchAll(/^### `((?:GET|POST|PUT|PATCH|DELETE) [^`]+)`/gm)].map((match) => normalise(match[1]!)).sort();
+    assert.equal(
+      served.filter((route) => !documented.includes(route)),
+      [],
+      'served but not documented',
+    );
+    assert.equal(
+      documented.filter((route) => !served.includes(route)),
+      [],
+      'documented but not served',
+    );
+    assert.ok(served.length >= 40, `${served.length} endpoints`);
+  } finally {
+    await t.destroy();
+  }
+});
+
+test.run();
