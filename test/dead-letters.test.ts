@@ -1,13 +1,11 @@
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { FAST_DISPATCH, pluginsDirWith, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
-import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 import { closedPort } from './helpers/ports.js';
 
@@ -20,13 +18,6 @@ async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<
   const started = await startSubscriber(...args);
   subscribers.push(started);
   return started;
-}
-
-async function pluginsDir(): Promise<string> {
-  const dir = join(await tempDir(), 'plugins');
-  mkdirSync(dir);
-  copyFileSync(fileURLToPath(new URL('./fixtures/plugins/recorder.mjs', import.meta.url)), join(dir, 'recorder.mjs'));
-  return dir;
 }
 
 const publish = (workspace: string, eventKey: string, payload: Record<string, unknown> = {}, client: Api = admin) =>
@@ -43,7 +34,7 @@ const waitForDeadLetters = (client: Api, workspace: string, count = 1) =>
   });
 
 test.before(async () => {
-  t = await startTestDaemon({ dispatch: FAST_DISPATCH, pluginsDir: await pluginsDir() });
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH, pluginsDir: await pluginsDirWith('recorder.mjs') });
   admin = await t.admin();
   await publishExtension(admin, 'crm');
   await publishExtension(admin, 'recorder');
@@ -258,7 +249,7 @@ test('in-process: a throwing synchronous handler is dead-lettered at once, the p
 });
 
 test('in-process: a throwing asynchronous handler is retried like an external one; a hanging one times out', async () => {
-  const daemon = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, handlerTimeoutMs: 50 }, pluginsDir: await pluginsDir() });
+  const daemon = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, handlerTimeoutMs: 50 }, pluginsDir: await pluginsDirWith('recorder.mjs') });
   extra.push(daemon);
   const other = await daemon.admin();
   await publishExtension(other, 'recorder');

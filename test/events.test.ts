@@ -1,13 +1,9 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, createWorkspace, install, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { FAST_DISPATCH, pluginsDirWith, createWorkspace, install, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
 import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
-import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
 type Call = { handler: string; eventId: string; payload?: unknown };
@@ -24,18 +20,11 @@ async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<
   return started;
 }
 
-async function withPlugins(): Promise<string> {
-  const dir = join(await tempDir(), 'plugins');
-  mkdirSync(dir);
-  copyFileSync(fileURLToPath(new URL('./fixtures/plugins/recorder.mjs', import.meta.url)), join(dir, 'recorder.mjs'));
-  return dir;
-}
-
 const publish = (workspace: string, body: Record<string, unknown>, client: Api = admin) =>
   client.post(`/api/workspaces/${workspace}/events/publish`, body);
 
 test.before(async () => {
-  t = await startTestDaemon({ dispatch: FAST_DISPATCH, pluginsDir: await withPlugins() });
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH, pluginsDir: await pluginsDirWith('recorder.mjs') });
   admin = await t.admin();
   await publishExtension(admin, 'crm');
   await publishExtension(admin, 'recorder');

@@ -75,7 +75,11 @@ test('the documented example plugin works as the documentation says', async () =
       return list.length > 0 && list;
     });
     assert.equal([messages[0].message, messages[0].sender], ['Deal D-17 closed: 1200', 'deal-desk']);
-    const events = (await admin.get('/api/workspaces/acme/events')).body.data.map((e: { eventKey: string }) => e.eventKey);
+    // The chat plugin announces the message right after posting it.
+    const events = await waitFor('chat.message.received', async () => {
+      const keys = (await admin.get('/api/workspaces/acme/events')).body.data.map((e: { eventKey: string }) => e.eventKey);
+      return keys.length === 3 && keys;
+    });
     assert.equal(events, ['chat.message.received', 'platform.notification', 'crm.deal.closed']);
     assert.is(accepted.body.data.eventId, (await admin.get('/api/workspaces/acme/events?eventKey=crm.deal.closed')).body.data[0].id);
   } finally {

@@ -1,14 +1,10 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, createWorkspace, publishExtension } from './helpers/fixtures.js';
+import { FAST_DISPATCH, createWorkspace, pluginsDirWith, publishExtension } from './helpers/fixtures.js';
 import { call, type Api, type HttpResult } from './helpers/http.js';
-import { tempDir } from './helpers/temp.js';
 
 type Seen = { headers: Record<string, string>; raw: string; body: unknown; config: Record<string, unknown> };
 const seen = ((globalThis as { __hookRequests?: Seen[] }).__hookRequests ??= []);
@@ -45,10 +41,7 @@ function assertRejected(result: HttpResult, why: string): void {
 }
 
 test.before(async () => {
-  const plugins = join(await tempDir(), 'plugins');
-  mkdirSync(plugins);
-  copyFileSync(fileURLToPath(new URL('./fixtures/plugins/hooks.mjs', import.meta.url)), join(plugins, 'hooks.mjs'));
-  t = await startTestDaemon({ pluginsDir: plugins, maxBodyBytes: 4096, dispatch: { ...FAST_DISPATCH, handlerTimeoutMs: 200 } });
+  t = await startTestDaemon({ pluginsDir: await pluginsDirWith('hooks.mjs'), maxBodyBytes: 4096, dispatch: { ...FAST_DISPATCH, handlerTimeoutMs: 200 } });
   admin = await t.admin();
   await createWorkspace(admin, 'inbox');
 });

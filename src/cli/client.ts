@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import { ofetch, type FetchOptions } from 'ofetch';
 import { ApiError, CliError, EXIT } from './errors.js';
 import { resolveToken, resolveUrl } from './session.js';
@@ -83,3 +84,9 @@ export function createClient(options: { url?: string; token?: string | null } = 
     delete: (path, query) => dataOf(request('DELETE', path, { query })),
   };
 }
+
+/** The client for a command: --url (a global option) or the usual resolution. */
+export const clientFor = (command: Command): Client => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+
+/** URL path segments, each encoded: a workspace or key can never change the path's shape. */
+export const urlPath = (...segments: string[]): string => segments.map(encodeURIComponent).join('/');

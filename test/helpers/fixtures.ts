@@ -1,6 +1,10 @@
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as assert from 'uvu/assert';
 import type { DaemonConfig } from '../../src/daemon/config.js';
 import type { Api } from './http.js';
+import { tempDir } from './temp.js';
 
 /** Retries in milliseconds, so that a whole ladder runs while a test waits for its outcome. */
 export const FAST_DISPATCH: DaemonConfig['dispatch'] = {
@@ -67,4 +71,12 @@ export async function workspaceWith(admin: Api, workspace: string, extensionKey:
   if (existing.status === 404) await publishExtension(admin, extensionKey);
   await createWorkspace(admin, workspace);
   await install(admin, workspace, extensionKey);
+}
+
+/** A fresh plugins folder holding copies of the named test plugins (test/fixtures/plugins). */
+export async function pluginsDirWith(...names: string[]): Promise<string> {
+  const dir = join(await tempDir(), 'plugins');
+  mkdirSync(dir);
+  for (const name of names) copyFileSync(fileURLToPath(new URL(`../fixtures/plugins/${name}`, import.meta.url)), join(dir, name));
+  return dir;
 }

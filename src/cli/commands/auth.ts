@@ -1,17 +1,10 @@
 import type { Command } from 'commander';
-import { createClient } from '../client.js';
+import { clientFor, createClient } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson, printLine } from '../output.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
-
-interface PublicUser {
-  id: string;
-  email: string;
-  fullName: string;
-  roles: string[];
-  active: boolean;
-}
+import type { PublicUser } from './users.js';
 
 /** The login answer carries the token only in its Set-Cookie header, as the contract says. */
 function tokenFromSetCookie(headers: Headers): string {
@@ -62,7 +55,7 @@ export function registerAuth(program: Command): void {
     .description('show the user of the current session')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const user = await createClient({ url: resolveUrl(command.optsWithGlobals().url) }).get<PublicUser>('/api/auth/me');
+      const user = await clientFor(command).get<PublicUser>('/api/auth/me');
       if (flags.json) printJson(user);
       else printLine(`${describe(user)}${user.active ? '' : ' [disabled]'}`);
     });

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { createClient, type Client } from '../client.js';
+import { type Client, clientFor } from '../client.js';
 import { usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { resolveUrl } from '../session.js';
 
 interface DeadLetter {
   id: string;
@@ -22,7 +21,6 @@ interface FilterFlags {
   extension?: string;
 }
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
 const filterOf = (flags: FilterFlags) => ({ workspaceId: flags.workspace, eventKey: flags.event, extensionKey: flags.extension });
 
 const withFilters = (command: Command) =>
@@ -66,7 +64,7 @@ export function registerDlq(program: Command): void {
     .option('--limit <n>', 'how many (default 50)')
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags & { limit?: string; json?: boolean }, command: Command) => {
-      const response = await clientOf(command).request<DeadLetter[]>('GET', '/api/admin/dead-letters', {
+      const response = await clientFor(command).request<DeadLetter[]>('GET', '/api/admin/dead-letters', {
         query: { ...filterOf(flags), limit: flags.limit },
       });
       if (flags.json) return printJson(response.data);
@@ -89,7 +87,7 @@ export function registerDlq(program: Command): void {
     .description('one dead letter in full')
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
-      const letter = await clientOf(command).get<DeadLetter>(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
+      const letter = await clientFor(command).get<DeadLetter>(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
       if (flags.json) return printJson(letter);
       printLine(`dead letter ${letter.id} (delivery ${letter.deliveryId})`);
       printLine(`event:      ${letter.event.eventKey} ${letter.event.id} in ${letter.event.tenantId}, ${letter.event.occurredAt}`);
@@ -102,7 +100,7 @@ export function registerDlq(program: Command): void {
   withFilters(dlq.command('replay [ids...]').description('send dead letters again, to their one subscriber'))
     .option('--all', 'every dead letter matching the filters')
     .action(async (ids: string[], flags: FilterFlags & { all?: boolean }, command: Command) => {
-      const client = clientOf(command);
+      const client = clientFor(command);
       if (flags.all) {
         if (ids.length > 0) throw usageError('give ids or --all, not both');
         return replayAll(client, flags);
@@ -118,7 +116,7 @@ export function registerDlq(program: Command): void {
     .command('discard <ids...>')
     .description('delete dead letters for good')
     .action(async (ids: string[], _flags, command: Command) => {
-      const client = clientOf(command);
+      const client = clientFor(command);
       for (const id of ids) {
         await client.delete(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
         printLine(`discarded ${id}`);

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { createClient } from '../client.js';
+import { clientFor, urlPath } from '../client.js';
 import { usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { readStdin } from '../prompt.js';
-import { resolveUrl } from '../session.js';
 
 interface PlatformEvent {
   id: string;
@@ -21,8 +20,6 @@ interface ChatMessage {
   postedAt: string;
 }
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
-const path = (...segments: string[]) => segments.map(encodeURIComponent).join('/');
 
 /** --payload, else --payload-file, else stdin when it is not a terminal; none of them: no payload. */
 async function readPayload(flags: { payload?: string; payloadFile?: string }): Promise<unknown> {
@@ -65,7 +62,7 @@ export function registerEvents(program: Command): void {
         command: Command,
       ) => {
         const payload = await readPayload(flags);
-        const response = await clientOf(command).request('POST', `/api/workspaces/${path(workspace, 'events', 'publish')}`, {
+        const response = await clientFor(command).request('POST', `/api/workspaces/${urlPath(workspace, 'events', 'publish')}`, {
           body: {
             eventKey,
             ...(payload === undefined ? {} : { payload }),
@@ -86,7 +83,7 @@ export function registerEvents(program: Command): void {
     .option('--limit <n>', 'how many (default 50)')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { event?: string; limit?: string; json?: boolean }, command: Command) => {
-      const list = await clientOf(command).get<PlatformEvent[]>(`/api/workspaces/${path(workspace, 'events')}`, {
+      const list = await clientFor(command).get<PlatformEvent[]>(`/api/workspaces/${urlPath(workspace, 'events')}`, {
         eventKey: flags.event,
         limit: flags.limit,
       });
@@ -107,8 +104,8 @@ export function registerEvents(program: Command): void {
     .option('--limit <n>', 'how many (default 50, at most 1000)')
     .option('--json', 'print JSON')
     .action(async (workspace: string, channel: string, flags: { limit?: string; json?: boolean }, command: Command) => {
-      const messages = await clientOf(command).get<ChatMessage[]>(
-        `/api/workspaces/${path(workspace, 'chat', 'channels', channel, 'messages')}`,
+      const messages = await clientFor(command).get<ChatMessage[]>(
+        `/api/workspaces/${urlPath(workspace, 'chat', 'channels', channel, 'messages')}`,
         { limit: flags.limit },
       );
       if (flags.json) return printJson(messages);

@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { createClient } from '../client.js';
+import { clientFor } from '../client.js';
 import { usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, isInteractive, readStdin } from '../prompt.js';
-import { resolveUrl } from '../session.js';
 
 type FieldType = 'STRING' | 'NUMBER' | 'BOOLEAN' | 'SECRET';
 
@@ -14,7 +13,6 @@ interface FieldView {
   set: boolean;
 }
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
 const configPath = (key: string) => `/api/admin/marketplace/extensions/${encodeURIComponent(key)}/config`;
 
 function parseValue(type: FieldType, text: string): string | number | boolean {
@@ -39,7 +37,7 @@ export function registerExtConfig(ext: Command): void {
     .description('every field, SECRET values masked')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
-      const { fields } = await clientOf(command).get<{ fields: FieldView[] }>(configPath(key));
+      const { fields } = await clientFor(command).get<{ fields: FieldView[] }>(configPath(key));
       if (flags.json) return printJson({ fields });
       printTable(
         fields,
@@ -57,7 +55,7 @@ export function registerExtConfig(ext: Command): void {
     .description('set a STRING, NUMBER or BOOLEAN field (for secrets use set-secret)')
     .option('--type <type>', 'STRING, NUMBER or BOOLEAN (default: the field\'s current type, else STRING)')
     .action(async (key: string, name: string, text: string, flags: { type?: string }, command: Command) => {
-      const client = clientOf(command);
+      const client = clientFor(command);
       const requested = flags.type?.toUpperCase();
       if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
       if (requested && !['STRING', 'NUMBER', 'BOOLEAN'].includes(requested)) throw usageError('--type is STRING, NUMBER or BOOLEAN');
@@ -74,7 +72,7 @@ export function registerExtConfig(ext: Command): void {
     .action(async (key: string, name: string, _flags, command: Command) => {
       const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin();
       if (!value) throw usageError('the secret is empty');
-      await clientOf(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
+      await clientFor(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
       printLine(`set ${key} ${name} (SECRET)`);
     });
 }

@@ -7,13 +7,11 @@ import type {
   ExtensionSummary,
   VersionRecord,
 } from '../../daemon/catalog/types.js';
-import { createClient, type Client } from '../client.js';
+import { type Client, clientFor } from '../client.js';
 import { ApiError, usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askText, confirm } from '../prompt.js';
-import { resolveUrl } from '../session.js';
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
 
 const browsePath = (key: string) => `/api/marketplace/extensions/${encodeURIComponent(key)}`;
 const ADMIN_PATH = '/api/admin/marketplace/extensions';
@@ -187,7 +185,7 @@ export function registerExt(program: Command): Command {
     .option('--offset <n>', 'skip this many first')
     .option('--json', 'print JSON')
     .action(async (flags: ListFlags, command: Command) => {
-      const { data, meta } = await clientOf(command).request<ExtensionSummary[]>('GET', '/api/marketplace/extensions', {
+      const { data, meta } = await clientFor(command).request<ExtensionSummary[]>('GET', '/api/marketplace/extensions', {
         query: { search: flags.search, category: flags.category, limit: flags.limit, offset: flags.offset },
       });
       if (flags.json) return printJson(data);
@@ -214,7 +212,7 @@ export function registerExt(program: Command): Command {
     .description('show an extension and its versions')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
-      const detail = await clientOf(command).get<ExtensionDetail>(browsePath(key));
+      const detail = await clientFor(command).get<ExtensionDetail>(browsePath(key));
       if (flags.json) printJson(detail);
       else printDetail(detail);
     });
@@ -236,7 +234,7 @@ export function registerExt(program: Command): Command {
     .option('--json', 'print the published version record as JSON')
     .action(async (file: string | undefined, flags: PublishFlags, command: Command) => {
       const fields = { ...(file ? await readPublishFile(file) : {}), ...fromFlags(flags) };
-      const { key, record, created } = await publish(clientOf(command), fields);
+      const { key, record, created } = await publish(clientFor(command), fields);
       if (flags.json) return printJson(record);
       if (created) printLine(`created extension ${key}`);
       printLine(`published ${key} ${record.version} (${record.releaseDate})`);
@@ -265,7 +263,7 @@ export function registerExt(program: Command): Command {
         if (Object.values(body).every((value) => value === undefined)) {
           throw usageError('nothing to update: pass --name, --description, --category or --permission');
         }
-        const detail = await clientOf(command).put<ExtensionDetail>(adminPath(key), body);
+        const detail = await clientFor(command).put<ExtensionDetail>(adminPath(key), body);
         if (flags.json) printJson(detail);
         else printLine(`updated ${detail.extensionKey}`);
       },
@@ -281,7 +279,7 @@ export function registerExt(program: Command): Command {
         printLine('nothing yanked');
         return;
       }
-      await clientOf(command).delete(versionPath(key, version), { reason: flags.reason });
+      await clientFor(command).delete(versionPath(key, version), { reason: flags.reason });
       printLine(`yanked ${key} ${version}`);
     });
 
@@ -289,7 +287,7 @@ export function registerExt(program: Command): Command {
     .command('unyank <key> <version>')
     .description('make a yanked version installable again')
     .action(async (key: string, version: string, _flags, command: Command) => {
-      const record = await clientOf(command).put<VersionRecord>(`${versionPath(key, version)}/unyank`);
+      const record = await clientFor(command).put<VersionRecord>(`${versionPath(key, version)}/unyank`);
       printLine(`${key} ${record.version} is available`);
     });
 
@@ -299,7 +297,7 @@ export function registerExt(program: Command): Command {
     .option('--limit <n>', 'at most this many records (1-1000; default 50)')
     .option('--json', 'print JSON')
     .action(async (key: string | undefined, flags: { limit?: string; json?: boolean }, command: Command) => {
-      const records = await clientOf(command).get<AuditRecord[]>('/api/admin/audit', { extensionKey: key, limit: flags.limit });
+      const records = await clientFor(command).get<AuditRecord[]>('/api/admin/audit', { extensionKey: key, limit: flags.limit });
       if (flags.json) return printJson(records);
       printTable(
         records,
@@ -320,7 +318,7 @@ export function registerExt(program: Command): Command {
     .description('list the categories in use, with their number of extensions')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const categories = await clientOf(command).get<CategoryCount[]>('/api/marketplace/categories');
+      const categories = await clientFor(command).get<CategoryCount[]>('/api/marketplace/categories');
       if (flags.json) return printJson(categories);
       printTable(
         categories,

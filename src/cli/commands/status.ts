@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { createClient } from '../client.js';
+import { clientFor } from '../client.js';
 import { printJson, printLine } from '../output.js';
-import { resolveUrl } from '../session.js';
 
 interface Status {
   version: string;
@@ -19,7 +18,7 @@ export function registerStatus(program: Command): void {
     .description("the daemon's queues: pending and in-flight deliveries, dead letters, events (ADMIN)")
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const status = await createClient({ url: resolveUrl(command.optsWithGlobals().url) }).get<Status>('/api/admin/status');
+      const status = await clientFor(command).get<Status>('/api/admin/status');
       if (flags.json) return printJson(status);
       const oldest = status.oldestPendingAgeMs === null ? '-' : `${(status.oldestPendingAgeMs / 1000).toFixed(1)} s`;
       printLine(`platform ${status.version}, up ${status.uptimeSeconds} s`);

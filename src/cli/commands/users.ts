@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import { createClient, type Client } from '../client.js';
+import { type Client, clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, readStdin } from '../prompt.js';
-import { resolveUrl } from '../session.js';
 
-interface PublicUser {
+/** The User resource of the API. */
+export interface PublicUser {
   id: string;
   email: string;
   fullName: string;
@@ -13,7 +13,6 @@ interface PublicUser {
   active: boolean;
 }
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
 
 /** Accepts an e-mail (case-insensitive) or a user id. */
 export async function findUser(client: Client, who: string): Promise<PublicUser> {
@@ -41,7 +40,7 @@ export function registerUsers(program: Command): void {
         if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
       }
       const roles = flags.role?.map((role) => role.toUpperCase());
-      const user = await clientOf(command).post<PublicUser>('/api/admin/users', {
+      const user = await clientFor(command).post<PublicUser>('/api/admin/users', {
         email: flags.email,
         fullName: flags.fullName,
         password,
@@ -55,7 +54,7 @@ export function registerUsers(program: Command): void {
     .description('list users')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientOf(command).get<PublicUser[]>('/api/admin/users');
+      const list = await clientFor(command).get<PublicUser[]>('/api/admin/users');
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'EMAIL', value: (user) => user.email },
@@ -74,7 +73,7 @@ export function registerUsers(program: Command): void {
       .command(`${name} <user>`)
       .description(`${name} an account, by e-mail or id${active ? '' : ' (its requests get 403 ACCOUNT_DISABLED)'}`)
       .action(async (who: string, _flags, command: Command) => {
-        const client = clientOf(command);
+        const client = clientFor(command);
         const user = await findUser(client, who);
         await client.patch(`/api/admin/users/${user.id}`, { active });
         printLine(`${name}d ${user.email}`);

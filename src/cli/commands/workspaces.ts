@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { createClient } from '../client.js';
+import { clientFor, urlPath } from '../client.js';
 import { usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { resolveUrl } from '../session.js';
 import { findUser } from './users.js';
 
 interface Workspace {
@@ -30,8 +29,6 @@ interface Subscription {
   signingSecret?: string;
 }
 
-const clientOf = (command: Command) => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
-const path = (...segments: string[]) => segments.map(encodeURIComponent).join('/');
 
 /** KEY or KEY@VERSION. */
 function parseReference(reference: string): { extensionKey: string; version?: string } {
@@ -48,7 +45,7 @@ export function registerWorkspaces(program: Command): void {
     .description('create a workspace (ADMIN)')
     .requiredOption('--name <name>', 'display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
-      const workspace = await clientOf(command).post<Workspace>('/api/admin/workspaces', { id, name: flags.name });
+      const workspace = await clientFor(command).post<Workspace>('/api/admin/workspaces', { id, name: flags.name });
       printLine(`created workspace ${workspace.id} (${workspace.name})`);
     });
 
@@ -57,7 +54,7 @@ export function registerWorkspaces(program: Command): void {
     .description('your workspaces (ADMIN: all)')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientOf(command).get<Workspace[]>('/api/workspaces');
+      const list = await clientFor(command).get<Workspace[]>('/api/workspaces');
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'ID', value: (workspace) => workspace.id },
@@ -75,9 +72,9 @@ export function registerWorkspaces(program: Command): void {
       .command(`${name} <workspace> <user>`)
       .description(`${name === 'add-member' ? 'add a user to' : 'remove a user from'} a workspace, by e-mail or id (ADMIN)`)
       .action(async (workspace: string, who: string, _flags, command: Command) => {
-        const client = clientOf(command);
+        const client = clientFor(command);
         const user = await findUser(client, who);
-        await client.request(method, `/api/admin/workspaces/${path(workspace, 'members', user.id)}`);
+        await client.request(method, `/api/admin/workspaces/${urlPath(workspace, 'members', user.id)}`);
         printLine(`${name === 'add-member' ? 'added' : 'removed'} ${user.email} ${name === 'add-member' ? 'to' : 'from'} ${workspace}`);
       });
   }
@@ -86,8 +83,8 @@ export function registerWorkspaces(program: Command): void {
     .command('install <workspace> <extension>')
     .description('install KEY or KEY@VERSION into a workspace (ADMIN); without a version, the latest')
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
-      const installation = await clientOf(command).post<Installation>(
-        `/api/workspaces/${path(workspace, 'extensions')}`,
+      const installation = await clientFor(command).post<Installation>(
+        `/api/workspaces/${urlPath(workspace, 'extensions')}`,
         parseReference(reference),
       );
       printLine(`installed ${installation.extensionKey}@${installation.version} in ${workspace}`);
@@ -100,7 +97,7 @@ export function registerWorkspaces(program: Command): void {
     .description('installed extensions')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientOf(command).get<Installation[]>(`/api/workspaces/${path(workspace, 'extensions')}`);
+      const list = await clientFor(command).get<Installation[]>(`/api/workspaces/${urlPath(workspace, 'extensions')}`);
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'EXTENSION', value: (installation) => installation.extensionKey },
@@ -118,7 +115,7 @@ export function registerWorkspaces(program: Command): void {
       .command(`${name} <workspace> <key>`)
       .description(`${name} an installed extension (ADMIN)${enabled ? '' : ': its subscriptions get no events'}`)
       .action(async (workspace: string, key: string, _flags, command: Command) => {
-        await clientOf(command).patch(`/api/workspaces/${path(workspace, 'extensions', key)}`, { enabled });
+        await clientFor(command).patch(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`, { enabled });
         printLine(`${name}d ${key} in ${workspace}`);
       });
   }
@@ -127,13 +124,13 @@ export function registerWorkspaces(program: Command): void {
     .command('upgrade <workspace> <extension>')
     .description('move an installed extension to KEY@VERSION, or to the latest version (ADMIN)')
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
-      const client = clientOf(command);
+      const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
       const target =
         version ??
-        (await client.get<{ latestVersion: string | null }>(`/api/marketplace/extensions/${path(extensionKey)}`)).latestVersion;
+        (await client.get<{ latestVersion: string | null }>(`/api/marketplace/extensions/${urlPath(extensionKey)}`)).latestVersion;
       if (!target) throw usageError(`${extensionKey} has no version to upgrade to`);
-      const installation = await client.patch<Installation>(`/api/workspaces/${path(workspace, 'extensions', extensionKey)}`, {
+      const installation = await client.patch<Installation>(`/api/workspaces/${urlPath(workspace, 'extensions', extensionKey)}`, {
         version: target,
       });
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
@@ -143,7 +140,7 @@ export function registerWorkspaces(program: Command): void {
     .command('uninstall <workspace> <key>')
     .description('remove an extension from a workspace (ADMIN)')
     .action(async (workspace: string, key: string, _flags, command: Command) => {
-      await clientOf(command).delete(`/api/workspaces/${path(workspace, 'extensions', key)}`);
+      await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`);
       printLine(`uninstalled ${key} from ${workspace}`);
     });
 
@@ -164,7 +161,7 @@ export function registerWorkspaces(program: Command): void {
         command: Command,
       ) => {
         if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
-        const subscription = await clientOf(command).post<Subscription>(`/api/workspaces/${path(workspace, 'subscriptions')}`, {
+        const subscription = await clientFor(command).post<Subscription>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`, {
           eventKey: flags.event,
           extensionKey: flags.extension,
           kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
@@ -183,7 +180,7 @@ export function registerWorkspaces(program: Command): void {
     .description('subscriptions of a workspace')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientOf(command).get<Subscription[]>(`/api/workspaces/${path(workspace, 'subscriptions')}`);
+      const list = await clientFor(command).get<Subscription[]>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`);
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'ID', value: (subscription) => subscription.id },
@@ -198,7 +195,7 @@ export function registerWorkspaces(program: Command): void {
     .command('remove <workspace> <id>')
     .description('delete a subscription (ADMIN)')
     .action(async (workspace: string, id: string, _flags, command: Command) => {
-      await clientOf(command).delete(`/api/workspaces/${path(workspace, 'subscriptions', id)}`);
+      await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'subscriptions', id)}`);
       printLine(`removed subscription ${id}`);
     });
 }

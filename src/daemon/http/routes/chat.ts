@@ -2,14 +2,14 @@ import * as v from 'valibot';
 import { QueryInt, Slug } from '../../validation.js';
 import { MESSAGES_PER_CHANNEL } from '../../chat/store.js';
 import type { RouteModule } from '../context.js';
+import { workspaceMember } from './access.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
 const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50') });
 
 export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat } }) => {
-  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
-    workspaces.assertMember(caller.user, params.id);
+  const member = workspaceMember(workspaces);
 
   routes.get(
     '/api/workspaces/:id/chat/channels',

@@ -2,14 +2,14 @@ import * as v from 'valibot';
 import { EventKey, PublishEventBody } from '../../events/schemas.js';
 import { QueryInt, Slug } from '../../validation.js';
 import type { RouteModule } from '../context.js';
+import { workspaceMember } from './access.js';
 import { Reply } from '../endpoint.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const EventsQuery = v.object({ eventKey: v.optional(EventKey), limit: v.optional(QueryInt(1, 1000), '50') });
 
 export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
-  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
-    workspaces.assertMember(caller.user, params.id);
+  const member = workspaceMember(workspaces);
 
   routes.post(
     '/api/workspaces/:id/events/publish',

@@ -3,6 +3,7 @@ import { EventKey } from '../../events/schemas.js';
 import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
 import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
 import type { RouteModule } from '../context.js';
+import { workspaceMember } from './access.js';
 
 const SemVerText = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
 const HttpUrl = v.pipe(
@@ -31,8 +32,7 @@ const SubscribeBody = jsonObject({
 });
 
 export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { workspaces } }) => {
-  const member = (caller: { user: Parameters<typeof workspaces.assertMember>[0] }, params: Record<string, string>) =>
-    workspaces.assertMember(caller.user, params.id);
+  const member = workspaceMember(workspaces);
 
   routes.post(
     '/api/admin/workspaces',
