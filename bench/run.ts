@@ -1,0 +1,580 @@
+/**
+ * npm run bench [-- --quick]
+ *
+ * Starts the daemon as built for production (dist/, via bin/platform) on a
+ * fresh temp data directory, pinned to core 0 where taskset exists; this
+ * harness (load generator and test subscribers) pins itself to core 1. Every
+ * throughput is also given as a ratio to a bare h3 route measured in the same
+ * run, because absolute figures drift between runs on shared machines.
+ * Prints a Markdown table and writes bench/results.json.
+ */
+import autocannon from 'autocannon';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const QUICK = process.argv.includes('--quick');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'bin', 'platform');
+const ADMIN = { email: 'bench@example.test', password: 'bench-password-1' };
+const SECONDS = QUICK ? 3 : 10;
+const PUBLISH_SECONDS = QUICK ? 5 : 30;
+
+function hasTaskset(): boolean {
+  return spawnSync('taskset', ['--version']).status === 0 && cpus().length >= 2;
+}
+const PINNED = hasTaskset();
+if (PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+
+interface Row {
+  scenario: string;
+  value: number;
+  unit: string;
+  p50: number | null;
+  p99: number | null;
+  ratio: number | null;
+  rssMb: number | null;
+  target: string;
+  met: boolean;
+  note?: string;
+}
+const rows: Row[] = [];
+
+// ---------- processes ----------
+
+interface Started {
+  url: string;
+  child: ChildProcess;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+async function startProcess(command: string[], marker: RegExp, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; logFile: string }> {
+  const logFile = join(mkdtempSync(join(tmpdir(), 'platform-bench-log-')), 'out.log');
+  const out = openSync(logFile, 'w');
+  const argv = PINNED ? ['taskset', '-c', '0', ...command] : command;
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const text = readFileSync(logFile, 'utf8');
+    const url = marker.exec(text)?.[1];
+    if (url) return { url, child, logFile };
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${command.join(' ')} did not start:\n${text}`);
+    await sleep(20);
+  }
+}
+
+async function startDaemon(dataDir?: string, extraEnv: Record<string, string> = {}): Promise<Started> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'platform-bench-'));
+  const { url, child } = await startProcess(
+    [process.execPath, BIN, 'serve', '--port', '0', '--data-dir', dir],
+    /listening on (http:\/\/\S+)/,
+    { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, ...extraEnv },
+  );
+  return { url, child, dataDir: dir, stop: () => stopChild(child) };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+const rssMb = (pid: number): number => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : NaN;
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------- the API ----------
+
+async function api(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(base + path, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+async function login(base: string): Promise<string> {
+  const response = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ADMIN),
+  });
+  const cookie = response.headers.getSetCookie().find((value) => value.startsWith('platform_token='));
+  if (!cookie) throw new Error(`login failed: ${response.status}`);
+  return cookie.slice('platform_token='.length).split(';', 1)[0]!;
+}
+
+/** Runs tasks with at most `width` in flight. */
+async function pool<T>(items: T[], width: number, task: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await task(items[next++]!);
+    }),
+  );
+}
+
+const WORDS = ['invoice', 'ledger', 'calendar', 'weather', 'mailer', 'pipeline', 'tracker', 'survey', 'payroll', 'inventory', 'chat', 'vault', 'report', 'forecast', 'backup', 'deploy', 'translate', 'support', 'analytics', 'crm'];
+const CATEGORIES = ['sales', 'billing', 'productivity', 'communication', 'security', 'storage', 'analytics', 'support'];
+
+/** `count` extensions named ext-00000…, with `versions` versions each. */
+async function seedCatalog(base: string, token: string, from: number, count: number, versions: number): Promise<void> {
+  const keys = Array.from({ length: count }, (_, i) => from + i);
+  await pool(keys, 16, async (n) => {
+    const key = `ext-${String(n).padStart(5, '0')}`;
+    const words = [WORDS[n % WORDS.length], WORDS[(n * 7) % WORDS.length], WORDS[(n * 13) % WORDS.length]];
+    await api(base, token, 'POST', '/api/admin/marketplace/extensions', {
+      extensionKey: key,
+      name: `${words[0]![0]!.toUpperCase()}${words[0]!.slice(1)} ${n}`,
+      description: `A ${words[1]} and ${words[2]} extension, number ${n}, for teams that need ${words[0]}.`,
+      category: CATEGORIES[n % CATEGORIES.length],
+    });
+    for (let v = 0; v < versions; v += 1) {
+      await api(base, token, 'POST', `/api/admin/marketplace/extensions/${key}/versions`, {
+        version: `1.${v}.0`,
+        artifactUrl: `https://artifacts.example.test/${key}/${key}-1.${v}.0.jar`,
+        requiresPlatform: '0.1.0',
+      });
+    }
+  });
+}
+
+// ---------- load ----------
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  errors: number;
+}
+
+function load(options: autocannon.Options): Promise<Load> {
+  return new Promise((resolve, reject) => {
+    autocannon(options, (error, result) => {
+      if (error) return reject(error);
+      const ok = result['2xx'];
+      resolve({
+        rps: Math.round(result.requests.average),
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        ok,
+        errors: result.errors + result.timeouts + result.non2xx,
+      });
+    });
+  });
+}
+
+// ---------- the subscriber ----------
+
+interface Subscriber {
+  url: string;
+  server: Server;
+  received: number;
+  latencies: number[];
+  lastAt: number;
+}
+
+async function startSubscriber(): Promise<Subscriber> {
+  const subscriber: Subscriber = { url: '', server: undefined as unknown as Server, received: 0, latencies: [], lastAt: 0 };
+  subscriber.server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      subscriber.received += 1;
+      subscriber.lastAt = performance.now();
+      const sentAt = /"sentAt":(\d+)/.exec(Buffer.concat(chunks).toString('latin1'))?.[1];
+      if (sentAt) subscriber.latencies.push(Date.now() - Number(sentAt));
+      res.statusCode = 204;
+      res.end();
+    });
+  });
+  subscriber.server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => subscriber.server.listen(0, '127.0.0.1', resolve));
+  subscriber.url = `http://127.0.0.1:${(subscriber.server.address() as { port: number }).port}`;
+  return subscriber;
+}
+
+const percentile = (values: number[], p: number) => {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+// ---------- scenarios ----------
+
+async function baseline(): Promise<Load> {
+  const { url, child } = await startProcess([process.execPath, join(ROOT, 'bench', 'baseline.mjs')], /baseline listening on (\S+)/);
+  try {
+    await load({ url: `${url}/baseline`, connections: 50, duration: 1 });
+    return await load({ url: `${url}/baseline`, connections: 50, duration: SECONDS });
+  } finally {
+    await stopChild(child);
+  }
+}
+
+function record(row: Row): void {
+  rows.push(row);
+  const ratio = row.ratio === null ? '' : `, ${(row.ratio * 100).toFixed(0)} % of baseline`;
+  console.error(`  ${row.met ? 'met ' : 'MISS'} ${row.scenario}: ${row.value} ${row.unit}${ratio} (target ${row.target})`);
+}
+
+async function main(): Promise<void> {
+  console.error(`platform bench${QUICK ? ' (quick)' : ''}: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}${PINNED ? ', daemon on core 0, load on core 1' : ', not pinned (no taskset)'}`);
+
+  const base = await baseline();
+  console.error(`  baseline: ${base.rps} req/s, p99 ${base.p99} ms`);
+
+  // Catalog: 1,000 extensions of 5 versions for detail reads, 10,000 in all for search and memory.
+  const daemon = await startDaemon();
+  const token = await login(daemon.url);
+  await seedCatalog(daemon.url, token, 0, 1000, 5);
+  await seedCatalog(daemon.url, token, 1000, 9000, 1);
+
+  const detailOptions = { url: `${daemon.url}/api/marketplace/extensions/ext-00042`, connections: 50, duration: SECONDS };
+  await load({ ...detailOptions, duration: 1 });
+  const detail = await load(detailOptions);
+  record({
+    scenario: '1. catalog detail GET (1,000 ext. x 5 versions, 50 conn.)',
+    value: detail.rps,
+    unit: 'req/s',
+    p50: detail.p50,
+    p99: detail.p99,
+    ratio: detail.rps / base.rps,
+    rssMb: rssMb(daemon.child.pid!),
+    target: '>= 25,000 req/s and >= 60 % of baseline',
+    met: detail.rps >= 25_000 && detail.rps / base.rps >= 0.6 && detail.errors === 0,
+  });
+
+  const search = await load({ url: `${daemon.url}/api/marketplace/extensions?search=ledger%20payroll&limit=20`, connections: 50, duration: SECONDS });
+  record({
+    scenario: '2. search over 10,000 extensions, limit 20',
+    value: search.rps,
+    unit: 'req/s',
+    p50: search.p50,
+    p99: search.p99,
+    ratio: search.rps / base.rps,
+    rssMb: rssMb(daemon.child.pid!),
+    target: '>= 5,000 req/s',
+    met: search.rps >= 5_000 && search.errors === 0,
+  });
+
+  const publishTimes: number[] = [];
+  for (let n = 0; n < (QUICK ? 100 : 500); n += 1) {
+    const started = performance.now();
+    await api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/ext-00007/versions', {
+      version: `2.0.${n}`,
+      artifactUrl: `https://artifacts.example.test/ext-00007/2.0.${n}.jar`,
+    });
+    publishTimes.push(performance.now() - started);
+  }
+  const publishMedian = percentile(publishTimes, 50);
+  record({
+    scenario: '3. sequential version publishes (10,000 ext. catalog)',
+    value: Number(publishMedian.toFixed(2)),
+    unit: 'ms median',
+    p50: Number(publishMedian.toFixed(2)),
+    p99: Number(percentile(publishTimes, 99).toFixed(2)),
+    ratio: null,
+    rssMb: rssMb(daemon.child.pid!),
+    target: '<= 5 ms median',
+    met: publishMedian <= 5,
+  });
+
+  // 7. Logins next to catalog reads: 20 logins per second at bcrypt cost 10.
+  let logins = 0;
+  let loginFailures = 0;
+  const loginTimer = setInterval(() => {
+    login(daemon.url).then(
+      () => (logins += 1),
+      () => (loginFailures += 1),
+    );
+  }, 50);
+  const detailWithLogins = await load(detailOptions);
+  clearInterval(loginTimer);
+  await sleep(200);
+  record({
+    scenario: '7. scenario 1 with 20 logins/s running',
+    value: detailWithLogins.p99,
+    unit: 'ms p99',
+    p50: detailWithLogins.p50,
+    p99: detailWithLogins.p99,
+    ratio: detailWithLogins.rps / base.rps,
+    rssMb: rssMb(daemon.child.pid!),
+    target: `p99 <= 2x scenario 1's (${detail.p99} ms)`,
+    met: detailWithLogins.p99 <= Math.max(2 * detail.p99, 1),
+    note: `${logins} logins completed in ${SECONDS} s, ${loginFailures} refused`,
+  });
+
+  // Idle: no request for 12 s, so that the password workers (stopped after 10 s idle) are gone.
+  await sleep(12_000);
+  const idleRss = rssMb(daemon.child.pid!);
+  record({
+    scenario: '8a. RSS idle with 10,000 extensions',
+    value: idleRss,
+    unit: 'MB',
+    p50: null,
+    p99: null,
+    ratio: null,
+    rssMb: idleRss,
+    target: '<= 100 MB',
+    met: idleRss <= 100,
+  });
+
+  // 9. CLI start.
+  const timeCli = (args: string[], env: Record<string, string> = {}) => {
+    const times: number[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const started = performance.now();
+      const result = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: 'ignore' });
+      if (result.status !== 0) throw new Error(`platform ${args.join(' ')} exited ${result.status}`);
+      times.push(performance.now() - started);
+    }
+    return percentile(times, 50);
+  };
+  const help = timeCli(['--help']);
+  const list = timeCli(['ext', 'list', '--limit', '20'], { PLATFORM_URL: daemon.url, PLATFORM_TOKEN: token, XDG_CONFIG_HOME: '/nonexistent' });
+  record({
+    scenario: '9a. CLI start: platform --help',
+    value: Math.round(help),
+    unit: 'ms median of 10',
+    p50: Math.round(help),
+    p99: null,
+    ratio: null,
+    rssMb: null,
+    target: '<= 150 ms',
+    met: help <= 150,
+  });
+  record({
+    scenario: '9b. CLI: platform ext list against the daemon',
+    value: Math.round(list),
+    unit: 'ms median of 10',
+    p50: Math.round(list),
+    p99: null,
+    ratio: null,
+    rssMb: null,
+    target: '<= 250 ms',
+    met: list <= 250,
+  });
+  await daemon.stop();
+  rmSync(daemon.dataDir, { recursive: true, force: true });
+
+  // 4, 5, 8b. Events to one external subscriber, every acknowledgement after fsync.
+  const events = await startDaemon();
+  const eventsToken = await login(events.url);
+  const subscriber = await startSubscriber();
+  await api(events.url, eventsToken, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
+  await api(events.url, eventsToken, 'POST', '/api/admin/marketplace/extensions/sink/versions', { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
+  await api(events.url, eventsToken, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
+  await api(events.url, eventsToken, 'POST', '/api/workspaces/bench/extensions', { extensionKey: 'sink' });
+  await api(events.url, eventsToken, 'POST', '/api/workspaces/bench/subscriptions', {
+    eventKey: 'bench.tick',
+    extensionKey: 'sink',
+    kind: 'EXTERNAL_SERVICE',
+    serviceBaseUrl: subscriber.url,
+  });
+  const publishOptions = {
+    url: `${events.url}/api/workspaces/bench/events/publish`,
+    method: 'POST' as const,
+    headers: { authorization: `Bearer ${eventsToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ eventKey: 'bench.tick', payload: { dealId: 'D-1', amount: 1200, currency: 'EUR' } }),
+    connections: 50,
+  };
+  await load({ ...publishOptions, duration: 1 });
+  await waitUntil(() => false, 500);
+  const before = subscriber.received;
+  let peakRss = 0;
+  const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, rssMb(events.child.pid!))), 250);
+  const started = performance.now();
+  const published = await load({ ...publishOptions, duration: PUBLISH_SECONDS });
+  const drained = await waitUntil(() => subscriber.received - before >= published.ok, 60_000);
+  const elapsed = ((drained ? subscriber.lastAt : performance.now()) - started) / 1000;
+  clearInterval(rssTimer);
+  const delivered = subscriber.received - before;
+  const deliveredRate = Math.round(delivered / elapsed);
+  record({
+    scenario: `4. publish + deliver to 1 subscriber, ${PUBLISH_SECONDS} s, 50 conn.`,
+    value: deliveredRate,
+    unit: 'events/s',
+    p50: published.p50,
+    p99: published.p99,
+    ratio: published.rps / base.rps,
+    rssMb: peakRss,
+    target: '>= 7,000 events/s published and delivered, none lost',
+    met: deliveredRate >= 7_000 && drained && published.errors === 0,
+    note: `${published.ok} acknowledged, ${delivered} delivered${drained ? '' : ' (NOT all delivered within 60 s)'}; published at ${published.rps}/s`,
+  });
+  record({
+    scenario: '8b. RSS during scenario 4 (peak)',
+    value: peakRss,
+    unit: 'MB',
+    p50: null,
+    p99: null,
+    ratio: null,
+    rssMb: peakRss,
+    target: '<= 200 MB',
+    met: peakRss <= 200,
+  });
+
+  subscriber.latencies.length = 0;
+  const pacedBefore = subscriber.received;
+  const paced = await load({
+    ...publishOptions,
+    connections: 20,
+    duration: QUICK ? 5 : 15,
+    overallRate: 2000,
+    requests: [
+      {
+        setupRequest: (request) => ({
+          ...request,
+          body: JSON.stringify({ eventKey: 'bench.tick', payload: { sentAt: Date.now(), dealId: 'D-2' } }),
+        }),
+      },
+    ],
+  });
+  await waitUntil(() => subscriber.received - pacedBefore >= paced.ok, 30_000);
+  const pacedP99 = percentile(subscriber.latencies, 99);
+  record({
+    scenario: '5. paced 2,000 events/s: publish-to-delivery latency',
+    value: pacedP99,
+    unit: 'ms p99',
+    p50: percentile(subscriber.latencies, 50),
+    p99: pacedP99,
+    ratio: null,
+    rssMb: rssMb(events.child.pid!),
+    target: '<= 25 ms p99',
+    met: pacedP99 <= 25,
+    note: `${subscriber.latencies.length} deliveries timed`,
+  });
+  await events.stop();
+  subscriber.server.close();
+  subscriber.server.closeAllConnections();
+  rmSync(events.dataDir, { recursive: true, force: true });
+
+  // 6. Flat cost: publishing with 1,000,000 events already recorded vs an empty log.
+  const recorded = QUICK ? 200_000 : 1_000_000;
+  const empty = await measurePublishOnly(null);
+  const full = await measurePublishOnly(recorded);
+  record({
+    scenario: `6. publish throughput with ${recorded.toLocaleString('en')} events recorded`,
+    value: full.rps,
+    unit: 'events/s',
+    p50: full.p50,
+    p99: full.p99,
+    ratio: full.rps / base.rps,
+    rssMb: full.rss,
+    target: `>= 90 % of an empty log's (${empty.rps} events/s)`,
+    met: full.rps >= 0.9 * empty.rps,
+    note: `${((full.rps / empty.rps) * 100).toFixed(0)} % of the empty log's rate`,
+  });
+
+  report(base);
+}
+
+/** Publish-only throughput (no subscribers), on an empty log or one holding `preload` events. */
+async function measurePublishOnly(preload: number | null): Promise<Load & { rss: number }> {
+  let daemon = await startDaemon();
+  let token = await login(daemon.url);
+  await api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
+  if (preload !== null) {
+    await daemon.stop();
+    writeEventLog(join(daemon.dataDir, 'events'), preload);
+    daemon = await startDaemon(daemon.dataDir);
+    token = await login(daemon.url);
+  }
+  const options = {
+    url: `${daemon.url}/api/workspaces/bench/events/publish`,
+    method: 'POST' as const,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ eventKey: 'bench.tick', payload: { dealId: 'D-1', amount: 1200 } }),
+    connections: 50,
+  };
+  await load({ ...options, duration: 1 });
+  const result = await load({ ...options, duration: SECONDS });
+  const rss = rssMb(daemon.child.pid!);
+  await daemon.stop();
+  rmSync(daemon.dataDir, { recursive: true, force: true });
+  return { ...result, rss };
+}
+
+/** Writes `count` recent events over ten workspaces as full segments, the way the daemon would. */
+function writeEventLog(dir: string, count: number): void {
+  for (const name of ['segment-000001.log']) {
+    try {
+      unlinkSync(join(dir, name));
+    } catch {
+      // not there
+    }
+  }
+  const perSegment = 100_000;
+  const now = Date.now();
+  for (let segment = 0; segment * perSegment < count; segment += 1) {
+    const lines: string[] = [];
+    for (let i = 0; i < perSegment && segment * perSegment + i < count; i += 1) {
+      const n = segment * perSegment + i;
+      lines.push(
+        JSON.stringify({
+          id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+          eventKey: 'history.recorded',
+          tenantId: `history-${n % 10}`,
+          actor: 'bench',
+          payload: { n, note: 'an event recorded before the measurement' },
+          schemaVersion: null,
+          occurredAt: new Date(now - (count - n) * 10).toISOString(),
+        }),
+      );
+    }
+    const file = join(dir, `segment-${String(segment + 1).padStart(6, '0')}.log`);
+    writeFileSync(`${file}.tmp`, lines.join('\n') + '\n');
+    renameSync(`${file}.tmp`, file);
+  }
+}
+
+function report(base: Load): void {
+  const format = (value: number | null, digits = 0) => (value === null || Number.isNaN(value) ? '' : value.toLocaleString('en', { maximumFractionDigits: digits }));
+  const lines = [
+    `| scenario | result | p50 ms | p99 ms | vs baseline | RSS MB | target | met |`,
+    `|---|---|---|---|---|---|---|---|`,
+    `| 0. bare h3 route (baseline) | ${format(base.rps)} req/s | ${base.p50} | ${base.p99} | 100 % | | | |`,
+    ...rows.map(
+      (row) =>
+        `| ${row.scenario} | ${format(row.value, 2)} ${row.unit} | ${format(row.p50, 2)} | ${format(row.p99, 2)} | ${row.ratio === null ? '' : `${(row.ratio * 100).toFixed(0)} %`} | ${format(row.rssMb)} | ${row.target} | ${row.met ? 'yes' : '**no**'} |`,
+    ),
+  ];
+  console.log(lines.join('\n'));
+  for (const row of rows) if (row.note) console.log(`- ${row.scenario}: ${row.note}`);
+  const results = {
+    date: new Date().toISOString(),
+    quick: QUICK,
+    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.version, pinned: PINNED },
+    baseline: base,
+    scenarios: rows,
+  };
+  writeFileSync(join(ROOT, 'bench', 'results.json'), JSON.stringify(results, null, 2) + '\n');
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
