@@ -7,6 +7,7 @@ import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { Outbox } from './outbox.js';
 import { withJitter } from './retry.js';
+import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
 import type { DeadLetterFilter, Delivery, DeliveryError } from './types.js';
 
 export interface DispatchSettings {
@@ -120,7 +121,8 @@ export class Dispatcher {
   private readonly limits: Record<Lane, number>;
   private readonly scheduled = new Schedule();
   private readonly running = new Set<Promise<void>>();
-  private readonly stopping = new AbortController();
+  private stopping = false;
+  private readonly transport: DeliveryTransport;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
   private started = false;
@@ -131,6 +133,7 @@ export class Dispatcher {
     this.now = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
     this.limits = { external: deps.settings.deliveryConcurrency, handler: deps.settings.handlerConcurrency };
+    this.transport = createDeliveryTransport(deps.settings.deliveryConcurrency, deps.settings.deliveryTimeoutMs);
   }
 
   /** Resumes every delivery the outbox holds. */
@@ -169,8 +172,9 @@ export class Dispatcher {
    */
   async stop(graceMs: number): Promise<void> {
     this.started = false;
+    this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
-    this.stopping.abort();
+    this.transport.close();
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.running]),
@@ -339,7 +343,7 @@ export class Dispatcher {
     }
     return postEvent(
       { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKey },
-      { timeoutMs: this.deps.settings.deliveryTimeoutMs, stopSignal: this.stopping.signal, now },
+      { transport: this.transport, timeoutMs: this.deps.settings.deliveryTimeoutMs, isStopping: () => this.stopping, now },
     );
   }
 

@@ -1,7 +1,7 @@
-import { ofetch } from 'ofetch';
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import { standardWebhooksDigest } from '../../handlers/webhooks/standard-webhooks.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
+import type { DeliveryTransport } from './transport.js';
 import type { DeliveryError } from './types.js';
 
 export type AttemptOutcome =
@@ -39,17 +39,16 @@ export const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/
 /**
  * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here
  * (the dispatcher owns them), a timeout, and the answer's body is never read
- * beyond what is needed: a subscriber cannot make us buffer megabytes.
+ * beyond a small cap (see transport.ts).
  */
 export async function postEvent(
   delivery: ExternalDelivery,
-  options: { timeoutMs: number; stopSignal: AbortSignal; now: number },
+  options: { transport: DeliveryTransport; timeoutMs: number; isStopping: () => boolean; now: number },
 ): Promise<AttemptOutcome> {
   const body = deliveryBody(delivery.event);
   const timestamp = Math.floor(options.now / 1000);
-  const timeout = AbortSignal.timeout(options.timeoutMs);
   try {
-    const response = await ofetch.raw(eventsUrl(delivery.serviceBaseUrl), {
+    const response = await options.transport.ofetch.raw(eventsUrl(delivery.serviceBaseUrl), {
       method: 'POST',
       body,
       headers: {
@@ -58,14 +57,10 @@ export async function postEvent(
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signature(delivery.signingKey, delivery.deliveryId, timestamp, body),
       },
-      // ofetch's own timeout is ignored when a signal is given: combine both here.
-      signal: AbortSignal.any([options.stopSignal, timeout]),
       retry: 0,
       redirect: 'manual',
-      responseType: 'stream',
       ignoreResponseError: true,
     });
-    await (response._data as ReadableStream | undefined)?.cancel().catch(() => undefined);
     const status = response.status;
     if (status >= 200 && status < 300) return { ok: true };
     return {
@@ -75,17 +70,23 @@ export async function postEvent(
       retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(response.headers.get('retry-after'), options.now) : null,
     };
   } catch (error) {
-    if (options.stopSignal.aborted) return { ok: false, aborted: true };
-    if (timeout.aborted) {
+    if (options.isStopping()) return { ok: false, aborted: true };
+    if (causes(error).some((cause) => cause.name === 'TimeoutError')) {
       return { ok: false, retryable: true, error: { message: `no answer within ${options.timeoutMs} ms`, status: null } };
     }
     return { ok: false, retryable: true, error: { message: `network error: ${networkReason(error)}`, status: null } };
   }
 }
 
+type Cause = { name?: string; code?: string; message?: string; cause?: unknown };
+
+function causes(error: unknown): Cause[] {
+  const chain: Cause[] = [];
+  for (let cause = error as Cause | undefined; cause && chain.length < 8; cause = cause.cause as Cause | undefined) chain.push(cause);
+  return chain;
+}
+
 function networkReason(error: unknown): string {
-  type Cause = { code?: string; message?: string; cause?: Cause };
-  let cause = error as Cause | undefined;
-  while (cause?.cause) cause = cause.cause;
-  return cause?.code ?? cause?.message ?? 'request failed';
+  const innermost = causes(error).at(-1);
+  return innermost?.code ?? innermost?.message ?? 'request failed';
 }
