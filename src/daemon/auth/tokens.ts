@@ -21,11 +21,17 @@ interface RevocationsDocument {
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
+/** Verified tokens remembered, so that a session's requests do not each pay for an HMAC check through WebCrypto. */
+const VERIFIED_CACHE_SIZE = 5_000;
+
 /**
  * HS256 JWTs and their revocation list. A token is only a claim of identity:
  * roles and `active` are always read from the user store by the caller.
  */
 export class TokenService {
+  /** token → its verified claims; insertion order makes the oldest the first evicted. */
+  private readonly verified = new Map<string, TokenClaims>();
+
   private constructor(
     private readonly key: KeyObject,
     readonly ttlSeconds: number,
@@ -54,8 +60,22 @@ export class TokenService {
     return { token, claims };
   }
 
-  /** Signature, algorithm, expiry, shape and revocation; throws 401 otherwise. */
+  /**
+   * Signature, algorithm, expiry, shape and revocation; throws 401 otherwise.
+   * The signature and shape of a token never change, so they are checked once;
+   * expiry and revocation are checked on every call.
+   */
   async verify(token: string): Promise<TokenClaims> {
+    const claims = this.verified.get(token) ?? (await this.verifySignature(token));
+    if (claims.exp <= nowSeconds()) {
+      this.verified.delete(token);
+      throw unauthorized('the session token is invalid or expired; log in again');
+    }
+    if (Object.hasOwn(this.revocations.data.revoked, claims.jti)) throw unauthorized('the session token has been revoked; log in again');
+    return claims;
+  }
+
+  private async verifySignature(token: string): Promise<TokenClaims> {
     let payload: Record<string, unknown>;
     try {
       ({ payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'] }));
@@ -72,8 +92,10 @@ export class TokenService {
     ) {
       throw unauthorized('the session token is invalid or expired; log in again');
     }
-    if (Object.hasOwn(this.revocations.data.revoked, jti)) throw unauthorized('the session token has been revoked; log in again');
-    return { sub, jti, tv: tv as number, iat, exp };
+    const claims: TokenClaims = { sub, jti, tv: tv as number, iat, exp };
+    this.verified.set(token, claims);
+    if (this.verified.size > VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    return claims;
   }
 
   async revoke(claims: TokenClaims): Promise<void> {
