@@ -119,6 +119,6 @@ export class Outbox {
 
   private journal(record: OutboxRecord): void {
     this.records += 1;
-    this.log.append(record).catch(this.reportError);
+    this.log.appendLazily(record, this.reportError);
   }
 }

@@ -5,6 +5,9 @@ import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
 import { dirname } from 'node:path';
 
+/** How long a lazily appended record may wait for a group to join before it is written alone. */
+const LAZY_FLUSH_MS = 20;
+
 interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -23,6 +26,8 @@ export class AppendLog<R> {
   private lines: string[] = [];
   private waiters: Waiter[] = [];
   private scheduled = false;
+  /** Set while lines appended lazily wait for a group to join. */
+  private lazyTimer: NodeJS.Timeout | null = null;
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
@@ -52,14 +57,38 @@ export class AppendLog<R> {
     this.lines.push(JSON.stringify(record));
     return new Promise<void>((resolve, reject) => {
       this.waiters.push({ resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        // setImmediate lets every append of the current turn join this write.
-        setImmediate(() => {
-          this.scheduled = false;
-          void this.enqueue(() => this.writeGroup());
-        });
-      }
+      this.scheduleGroup();
+    });
+  }
+
+  /**
+   * For records nobody waits for: they join the next group written for a
+   * durable append, or are written within LAZY_FLUSH_MS, so that they never
+   * cost a write and an fsync of their own while durable appends flow.
+   * A failed write is reported through `onError`.
+   */
+  appendLazily(record: R, onError: (error: unknown) => void): void {
+    if (this.closed) return onError(new Error(`append log ${this.file} is closed`));
+    this.lines.push(JSON.stringify(record));
+    this.waiters.push({ resolve: () => undefined, reject: onError });
+    if (this.scheduled || this.lazyTimer) return;
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = null;
+      this.scheduleGroup();
+    }, LAZY_FLUSH_MS);
+  }
+
+  private scheduleGroup(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    if (this.lazyTimer) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = null;
+    }
+    // setImmediate lets every append of the current turn join this write.
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.enqueue(() => this.writeGroup());
     });
   }
 
@@ -93,6 +122,7 @@ export class AppendLog<R> {
 
   /** Resolves once everything appended so far has been written (or has failed). */
   async drain(): Promise<void> {
+    if (this.lazyTimer) this.scheduleGroup();
     while (this.scheduled || this.waiters.length > 0) {
       await new Promise((resolve) => setImmediate(resolve));
       await this.chain;
