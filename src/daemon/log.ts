@@ -39,14 +39,26 @@ export function createLogger(sink: LogSink = processSink): Logger {
     }
   };
 
+  // Many lines share a millisecond under load: format each millisecond once.
+  let stampedAt = 0;
+  let stamp = '';
+  const timestamp = () => {
+    const now = Date.now();
+    if (now !== stampedAt) {
+      stampedAt = now;
+      stamp = new Date(now).toISOString();
+    }
+    return stamp;
+  };
+
   return {
-    info: (message) => write(`${new Date().toISOString()} ${message}\n`),
+    info: (message) => write(`${timestamp()} ${message}\n`),
     error: (message) => {
       flush();
-      sink.err(`${new Date().toISOString()} error: ${message}\n`);
+      sink.err(`${timestamp()} error: ${message}\n`);
     },
     access: (method, path, status, ms) =>
-      write(`${new Date().toISOString()} ${method} ${path} ${status} ${ms.toFixed(1)}ms\n`),
+      write(`${timestamp()} ${method} ${path} ${status} ${ms.toFixed(1)}ms\n`),
     flush,
   };
 }

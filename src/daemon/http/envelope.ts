@@ -60,14 +60,50 @@ export function sendEnvelope(
     meta: body.meta,
     timestamp: new Date().toISOString(),
   });
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(json));
+  writeJson(res, status, json);
+}
+
+function writeJson(res: ServerResponse, status: number, json: string): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  // One writeHead with the fixed headers: cheaper than a setHeader each, on every answer.
+  res.writeHead(status, [
+    'x-content-type-options', 'nosniff',
+    'cache-control', 'no-store',
+    'content-type', 'application/json; charset=utf-8',
+    'content-length', String(Buffer.byteLength(json)),
+  ]);
   res.end(json);
 }
 
+/**
+ * JSON of frozen values, by identity. Domain code hands out frozen objects only
+ * when they are immutable all the way down (the catalog's summaries and
+ * details), so their serialisation can be reused until they are replaced.
+ */
+const serialized = new WeakMap<object, string>();
+
+function toJson(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value ?? null);
+  if (Object.isFrozen(value)) {
+    let json = serialized.get(value);
+    if (json === undefined) {
+      json = JSON.stringify(value);
+      serialized.set(value, json);
+    }
+    return json;
+  }
+  if (Array.isArray(value) && value.every((item) => typeof item === 'object' && item !== null && Object.isFrozen(item))) {
+    return `[${value.map(toJson).join(',')}]`;
+  }
+  return JSON.stringify(value);
+}
+
 export function sendSuccess(res: ServerResponse, status: number, data: unknown, meta: Record<string, unknown> | null = null): void {
-  sendEnvelope(res, status, { code: 'SUCCESS', message: null, data, meta });
+  const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${new Date().toISOString()}"}`;
+  writeJson(res, status, json);
 }
 
 /**

@@ -13,6 +13,8 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
+type TimedResponse = ServerResponse & { startedAt: number };
+
 const pathOnly = (url: string | undefined) => {
   const path = url ?? '/';
   const query = path.indexOf('?');
@@ -23,9 +25,14 @@ export async function startHttpServer(app: App, options: { host: string; port: n
   const handle = toNodeListener(app);
   let draining = false;
 
+  // One shared listener rather than a closure (and a once wrapper) per request.
+  function logAccess(this: TimedResponse) {
+    logger.access(this.req.method ?? '-', pathOnly(this.req.url), this.statusCode, performance.now() - this.startedAt);
+  }
+
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    const started = performance.now();
-    res.once('close', () => logger.access(req.method ?? '-', pathOnly(req.url), res.statusCode, performance.now() - started));
+    (res as TimedResponse).startedAt = performance.now();
+    res.on('close', logAccess);
     if (draining) {
       res.setHeader('connection', 'close');
       sendEnvelope(res, 503, { code: 'UNAVAILABLE', message: 'the daemon is shutting down', data: null, meta: null });
