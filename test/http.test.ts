@@ -131,13 +131,9 @@ test('arrays, unknown fields and missing bodies are refused where an object is e
 
 test('an unexpected fault is 500 INTERNAL_ERROR without stack, path or detail, and is logged', async () => {
   const admin = await t.admin();
-  // Make the next users.json replacement fail: the rename target becomes a non-empty directory.
-  const usersFile = join(t.dataDir, 'users.json');
-  const moved = `${usersFile}.moved`;
-  rmSync(moved, { force: true });
-  const { renameSync } = await import('node:fs');
-  renameSync(usersFile, moved);
-  mkdirSync(join(usersFile, 'blocker'), { recursive: true });
+  // Make the next users.json write fail: its temp file path is taken by a directory.
+  const blocker = join(t.dataDir, 'users.json.tmp');
+  mkdirSync(join(blocker, 'inside'), { recursive: true });
   try {
     const result = await admin.post('/api/admin/users', { email: 'fault@example.test', fullName: 'F', password: 'password-123' });
     assertEnvelope(result, 500, 'INTERNAL_ERROR');
@@ -146,8 +142,7 @@ test('an unexpected fault is 500 INTERNAL_ERROR without stack, path or detail, a
     assert.not.match(result.text, 'at ');
     assert.ok(t.logs.some((line) => line.includes('error:')), 'the fault is in the log');
   } finally {
-    rmSync(usersFile, { recursive: true });
-    renameSync(moved, usersFile);
+    rmSync(blocker, { recursive: true });
   }
   const list = await admin.get('/api/admin/users');
   assert.not.ok(

@@ -32,8 +32,6 @@ class CoalescingFileAdapter<T> implements Adapter<T> {
   private queued: Waiter[] = [];
   private flushing = false;
   physicalWrites = 0;
-  /** The text last read from or written to disk: what a failed write reverts to, without reading the disk. */
-  lastDurable: string | null = null;
 
   constructor(
     private readonly file: string,
@@ -41,10 +39,7 @@ class CoalescingFileAdapter<T> implements Adapter<T> {
   ) {}
 
   async read(): Promise<T | null> {
-    const text = readText(this.file);
-    if (text === null) return null;
-    this.lastDurable = text;
-    return parseDocument<T>(this.file, text);
+    return readDocument<T>(this.file);
   }
 
   write(data: T): Promise<void> {
@@ -69,9 +64,7 @@ class CoalescingFileAdapter<T> implements Adapter<T> {
       const batch = this.queued;
       this.queued = [];
       try {
-        const text = JSON.stringify(this.latest);
-        await writeFileDurably(this.file, text);
-        this.lastDurable = text;
+        await writeFileDurably(this.file, JSON.stringify(this.latest));
         this.physicalWrites += 1;
         for (const waiter of batch) waiter.resolve();
       } catch (error) {
@@ -88,16 +81,14 @@ class CoalescingFileAdapter<T> implements Adapter<T> {
   }
 }
 
-function readText(file: string): string | null {
+function readDocument<T>(file: string): T | null {
+  let text: string;
   try {
-    return readFileSync(file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (error) {
     if (isMissing(error)) return null;
     throw error;
   }
-}
-
-function parseDocument<T>(file: string, text: string): T {
   try {
     return JSON.parse(text) as T;
   } catch {
@@ -162,8 +153,19 @@ export class Collection<T extends Document> {
     return this.adapter.drain();
   }
 
+  /**
+   * The file still holds the last good state (writes replace it atomically).
+   * Reading it back, rather than keeping a copy of every document's text,
+   * costs nothing until a write fails. Should the disk refuse even that read,
+   * memory stays as it is and the next write tries again.
+   */
   private revertToDisk(): void {
-    if (this.adapter.lastDurable !== null) this.low.data = JSON.parse(this.adapter.lastDurable) as T;
+    try {
+      const stored = readDocument<T>(this.file);
+      if (stored !== null) this.low.data = stored;
+    } catch {
+      return;
+    }
     for (const listener of this.resetListeners) listener();
   }
 }
