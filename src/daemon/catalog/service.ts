@@ -109,6 +109,7 @@ export class CatalogService {
     const audit = await AuditTrail.open(join(dataDir, 'audit.log'));
     const catalog = new CatalogService(dir, audit, options.fullNameOf);
     for (const shard of shards) catalog.add(shard);
+    catalog.index.trim();
     return catalog;
   }
 
