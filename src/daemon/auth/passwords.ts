@@ -49,21 +49,30 @@ type Job = PasswordJob extends infer J ? (J extends { id: number } ? Omit<J, 'id
 /** More queued hashes than this are refused (503) instead of growing the queue without end. */
 const MAX_QUEUED = 256;
 
+/** A worker thread costs about 9 MB: they start with the first job and stop after this long without one. */
+const IDLE_MS = 10_000;
+
 /**
  * bcrypt (bcryptjs) on worker threads. Both hashing and comparison run off the
- * event loop, so a burst of logins delays only other logins.
+ * event loop, so a burst of logins delays only other logins. Workers start on
+ * demand, up to `size`, and all stop once idle.
  */
 export class PasswordHasher {
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly cost: number,
-    size = Math.max(1, Math.min(4, availableParallelism())),
-  ) {
-    for (let i = 0; i < size; i += 1) this.spawn();
+    private readonly size = Math.max(1, Math.min(4, availableParallelism())),
+    private readonly idleMs = IDLE_MS,
+  ) {}
+
+  /** Worker threads running now. */
+  get threads(): number {
+    return this.workers.length;
   }
 
   hash(password: string): Promise<string> {
@@ -76,6 +85,7 @@ export class PasswordHasher {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     await Promise.all(this.workers.map((worker) => worker.terminate()));
     for (const job of this.pending.values()) job.reject(unavailable('shutting down'));
     this.pending.clear();
@@ -84,6 +94,10 @@ export class PasswordHasher {
   private run(job: Job): Promise<string | boolean> {
     if (this.closed) return Promise.reject(unavailable('shutting down'));
     if (this.pending.size >= MAX_QUEUED) return Promise.reject(unavailable('too many password checks queued; retry shortly'));
+    if (this.idleTimer) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    }
     const worker = this.leastLoaded();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -92,15 +106,29 @@ export class PasswordHasher {
     });
   }
 
+  /** An idle worker, else a new one while under `size`, else the least busy. */
   private leastLoaded(): Worker {
     const load = new Map(this.workers.map((worker) => [worker, 0]));
     for (const job of this.pending.values()) load.set(job.worker, (load.get(job.worker) ?? 0) + 1);
-    let best = this.workers[0]!;
-    for (const [worker, jobs] of load) if (jobs < load.get(best)!) best = worker;
-    return best;
+    let best = this.workers[0];
+    for (const [worker, jobs] of load) if (best === undefined || jobs < load.get(best)!) best = worker;
+    if (best !== undefined && (load.get(best) === 0 || this.workers.length >= this.size)) return best;
+    return this.spawn();
   }
 
-  private spawn(): void {
+  /** Once nothing is pending, stop every worker after `idleMs`. */
+  private settle(): void {
+    if (this.pending.size > 0 || this.idleTimer || this.closed) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.pending.size > 0) return;
+      const idle = this.workers.splice(0);
+      for (const worker of idle) void worker.terminate();
+    }, this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private spawn(): Worker {
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { bcryptPath } });
     worker.unref();
     worker.on('message', (reply: PasswordResult) => {
@@ -109,6 +137,7 @@ export class PasswordHasher {
       this.pending.delete(reply.id);
       if ('error' in reply) job.reject(new Error(reply.error));
       else job.resolve(reply.value);
+      this.settle();
     });
     worker.on('error', () => undefined);
     worker.on('exit', () => {
@@ -119,8 +148,9 @@ export class PasswordHasher {
         this.pending.delete(id);
         job.reject(new Error('password worker stopped'));
       }
-      if (!this.closed) this.spawn();
+      this.settle();
     });
     this.workers.push(worker);
+    return worker;
   }
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import bcrypt from 'bcryptjs';
 import { DomainError, conflict, invalid } from '../errors.js';
 import { LoginThrottle } from './throttle.js';
 import type { PasswordHasher } from './passwords.js';
@@ -22,7 +23,7 @@ const accountDisabled = () => new DomainError('ACCOUNT_DISABLED', 'this account 
 
 export class AuthService {
   /** Compared against when the e-mail is unknown, so both paths cost one bcrypt comparison. */
-  private decoyHash: Promise<string>;
+  private readonly decoyHash: string;
 
   constructor(
     readonly users: UserStore,
@@ -30,15 +31,15 @@ export class AuthService {
     private readonly passwords: PasswordHasher,
     readonly throttle: LoginThrottle,
   ) {
-    this.decoyHash = passwords.hash(randomBytes(16).toString('hex'));
-    this.decoyHash.catch(() => undefined);
+    // Hashed once, at start, before anything is served: no worker needs to stay up for it.
+    this.decoyHash = bcrypt.hashSync(randomBytes(16).toString('hex'), passwords.cost);
   }
 
   async login(input: LoginInput, clientAddress: string): Promise<{ user: PublicUser; session: Session }> {
     const throttleKey = LoginThrottle.key(input.email, clientAddress);
     this.throttle.check(throttleKey);
     const user = this.users.findByEmail(input.email.trim());
-    const matches = await this.passwords.verify(input.password, user?.passwordHash ?? (await this.decoyHash));
+    const matches = await this.passwords.verify(input.password, user?.passwordHash ?? this.decoyHash);
     if (!user || !matches) {
       this.throttle.recordFailure(throttleKey);
       throw invalidCredentials();
