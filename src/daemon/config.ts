@@ -31,8 +31,12 @@ export interface DaemonConfig {
     deliveryConcurrency: number;
     handlerConcurrency: number;
     handlerTimeoutMs: number;
+    /** Refuse subscriber URLs that resolve to loopback, private or link-local addresses (`--deny-private-targets`). */
+    denyPrivateTargets: boolean;
   };
   retention: { maxAgeMs: number; maxPerWorkspace: number };
+  /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
+  corsOrigins: string[];
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -45,6 +49,8 @@ export interface ServeFlags {
   seed?: boolean;
   pluginsDir?: string;
   retrySchedule?: string;
+  corsOrigin?: string;
+  denyPrivateTargets?: boolean;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +90,12 @@ const Schedule = v.pipe(
   v.transform((text) => text.split(',').map(Number)),
 );
 
+const Origins = v.pipe(
+  v.string(),
+  v.transform((text) => text.split(',').map((origin) => origin.trim()).filter(Boolean)),
+  v.array(v.pipe(v.string(), v.regex(/^https?:\/\/[^/\s]+$/, 'must be origins such as https://admin.example.com, comma-separated'))),
+);
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** Flags win over environment variables, which win over defaults. */
@@ -121,10 +133,12 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       deliveryConcurrency: parseSetting('PLATFORM_DELIVERY_CONCURRENCY', Count(1, 1024), env.PLATFORM_DELIVERY_CONCURRENCY, 32),
       handlerConcurrency: parseSetting('PLATFORM_HANDLER_CONCURRENCY', Count(1, 256), env.PLATFORM_HANDLER_CONCURRENCY, 8),
       handlerTimeoutMs: parseSetting('PLATFORM_HANDLER_TIMEOUT', Count(1, 600_000), env.PLATFORM_HANDLER_TIMEOUT, 30_000),
+      denyPrivateTargets: flags.denyPrivateTargets ?? isTrue(env.PLATFORM_DENY_PRIVATE_TARGETS),
     },
     retention: {
       maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),
     },
+    corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
   };
 }

@@ -13,6 +13,7 @@ export const FAST_DISPATCH: DaemonConfig['dispatch'] = {
   deliveryConcurrency: 32,
   handlerConcurrency: 8,
   handlerTimeoutMs: 2_000,
+  denyPrivateTargets: false,
 };
 
 function expectStatus(result: { status: number; text: string }, status: number, what: string): void {

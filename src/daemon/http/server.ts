@@ -1,9 +1,11 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
 import { listen } from 'listhen';
 import { StartupError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendEnvelope } from './envelope.js';
+import { applyCors } from './cors.js';
 
 export interface HttpServer {
   url: string;
@@ -21,7 +23,11 @@ const pathOnly = (url: string | undefined) => {
   return query < 0 ? path : path.slice(0, query);
 };
 
-export async function startHttpServer(app: App, options: { host: string; port: number }, logger: Logger): Promise<HttpServer> {
+export async function startHttpServer(
+  app: App,
+  options: { host: string; port: number; corsOrigins: readonly string[] },
+  logger: Logger,
+): Promise<HttpServer> {
   const handle = toNodeListener(app);
   let draining = false;
 
@@ -38,6 +44,7 @@ export async function startHttpServer(app: App, options: { host: string; port: n
       sendEnvelope(res, 503, { code: 'UNAVAILABLE', message: 'the daemon is shutting down', data: null, meta: null });
       return;
     }
+    if (applyCors(req, res, options.corsOrigins) === 'answered') return;
     void handle(req, res);
   };
 
@@ -59,10 +66,11 @@ export async function startHttpServer(app: App, options: { host: string; port: n
   }
 
   const server = listening.server as Server;
-  // Slow clients may not hold connections open forever.
+  // Slow clients may not hold connections open forever: a slowloris is cut after 10 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 5_000;
+  server.on('clientError', answerClientError);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
@@ -80,4 +88,36 @@ export async function startHttpServer(app: App, options: { host: string; port: n
       server.closeAllConnections();
     },
   };
+}
+
+/** What Node's own parser refuses, in the contract's envelope rather than a bare status line. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'VALIDATION_ERROR', 'the request line or headers are too large'],
+  HPE_URI_TOO_LONG: [414, 'VALIDATION_ERROR', 'the URL is too long'],
+};
+
+/**
+ * Malformed requests (a broken request line or header, headers over 16 KiB)
+ * never reach h3: Node answers them itself, by default with a bare status line
+ * and no body. This answers them with the envelope, and closes the connection.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'VALIDATION_ERROR', 'the request took too long to arrive']
+      : (CLIENT_ERRORS[error.code ?? ''] ?? [400, 'VALIDATION_ERROR', 'the request could not be parsed as HTTP']);
+  const body = JSON.stringify({ code, message, data: null, meta: null, timestamp: new Date().toISOString() });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      'x-content-type-options: nosniff\r\n' +
+      'cache-control: no-store\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      'connection: close\r\n\r\n' +
+      body,
+  );
 }

@@ -1,0 +1,146 @@
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ADMIN, startTestDaemon } from '../helpers/daemon.js';
+import { spawnDaemon } from '../helpers/cli.js';
+import { call } from '../helpers/http.js';
+import { tempDir } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** Sends a raw HTTP request and collects whatever comes back until the server closes. */
+function rawExchange(url: string, text: string): Promise<string> {
+  const { port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(text));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('close', () => resolve(received));
+    socket.on('error', () => undefined);
+  });
+}
+
+const envelopeOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+
+test('a 1 GiB upload is answered 413 at the limit, and never buffered', async () => {
+  const daemon = await spawnDaemon(await tempDir(), { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password });
+  try {
+    const pid = daemon.child.pid!;
+    const before = rssMb(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 50);
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    let sentMb = 0;
+    const status = await new Promise<number>((resolve, reject) => {
+      const upload = request(`${daemon.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      upload.on('error', () => undefined);
+      const pump = () => {
+        while (sentMb < 1024) {
+          sentMb += 1;
+          if (!upload.write(chunk)) return void upload.once('drain', pump);
+        }
+        upload.end();
+      };
+      upload.once('error', (error) => (sentMb < 1024 ? undefined : reject(error)));
+      pump();
+    });
+    clearInterval(sampler);
+    assert.is(status, 413);
+    assert.ok(peak - before < 64, `RSS grew by ${(peak - before).toFixed(0)} MB while ${sentMb} MB were offered`);
+    console.log(`  (1 GiB offered, ${sentMb} MB sent before the cut; daemon RSS ${before.toFixed(0)} -> peak ${peak.toFixed(0)} MB)`);
+    assert.is((await call(daemon.url, 'GET', '/api/health')).status, 200, 'the daemon keeps serving');
+  } finally {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  }
+});
+
+test('500 slowloris connections do not stop other clients from being served', async () => {
+  const t = await startTestDaemon();
+  const sockets: Socket[] = [];
+  try {
+    const { port } = new URL(t.url);
+    for (let i = 0; i < 500; i += 1) {
+      const socket = connect(Number(port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write('GET /api/health HTTP/1.1\r\nHost: slow\r\n');
+      sockets.push(socket);
+    }
+    // Keep them trickling a header now and then, never finishing the request.
+    const trickle = setInterval(() => {
+      for (const socket of sockets) if (!socket.destroyed) socket.write(`X-Slow-${Math.random().toString(36).slice(2)}: 1\r\n`);
+    }, 200);
+    await waitFor('the slow connections to be open', () => sockets.every((socket) => !socket.connecting));
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => call(t.url, 'GET', '/api/health')));
+      for (const answer of answers) assert.is(answer.status, 200);
+      const login = await t.anon.post('/api/auth/login', ADMIN);
+      assert.is(login.status, 200);
+    } finally {
+      clearInterval(trickle);
+    }
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await t.destroy();
+  }
+});
+
+test("requests Node's parser refuses are answered with the envelope too", async () => {
+  const t = await startTestDaemon();
+  try {
+    const garbage = await rawExchange(t.url, 'NOT HTTP AT ALL\r\n\r\n');
+    assert.match(garbage, /^HTTP\/1\.1 400 /);
+    assert.equal(Object.keys(envelopeOf(garbage)), ['code', 'message', 'data', 'meta', 'timestamp']);
+    const huge = await rawExchange(t.url, `GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.match(huge, /^HTTP\/1\.1 431 /);
+    assert.is(envelopeOf(huge).code, 'VALIDATION_ERROR');
+    assert.match(huge, /x-content-type-options: nosniff/);
+    assert.is((await call(t.url, 'GET', '/api/health')).status, 200);
+  } finally {
+    await t.destroy();
+  }
+});
+
+test('no CORS headers unless configured; then only for the configured origins', async () => {
+  const closed = await startTestDaemon();
+  try {
+    const answer = await call(closed.url, 'GET', '/api/health', { headers: { origin: 'https://admin.example.test' } });
+    assert.is(answer.headers.get('access-control-allow-origin'), null);
+    const preflight = await fetch(`${closed.url}/api/auth/login`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://admin.example.test', 'access-control-request-method': 'POST' },
+    });
+    assert.is(preflight.headers.get('access-control-allow-origin'), null);
+    assert.is(preflight.status, 405);
+  } finally {
+    await closed.destroy();
+  }
+
+  const open = await startTestDaemon({ corsOrigins: ['https://admin.example.test'] });
+  try {
+    const preflight = await fetch(`${open.url}/api/auth/login`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://admin.example.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    assert.is(preflight.status, 204);
+    assert.is(preflight.headers.get('access-control-allow-origin'), 'https://admin.example.test');
+    assert.is(preflight.headers.get('access-control-allow-credentials'), 'true');
+    assert.match(preflight.headers.get('access-control-allow-methods') ?? '', 'POST');
+    const login = await call(open.url, 'POST', '/api/auth/login', { json: ADMIN, headers: { origin: 'https://admin.example.test' } });
+    assert.is(login.status, 200);
+    assert.is(login.headers.get('access-control-allow-origin'), 'https://admin.example.test');
+    assert.is(login.headers.get('vary'), 'Origin');
+    const stranger = await call(open.url, 'GET', '/api/health', { headers: { origin: 'https://evil.example.test' } });
+    assert.is(stranger.headers.get('access-control-allow-origin'), null);
+  } finally {
+    await open.destroy();
+  }
+});
+
+test.run();
