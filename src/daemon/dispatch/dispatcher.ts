@@ -19,6 +19,7 @@ export interface DispatchSettings {
   /** Asynchronous in-process handlers running at once. */
   handlerConcurrency: number;
   handlerTimeoutMs: number;
+  denyPrivateTargets: boolean;
 }
 
 /** A handler call in progress, and whether it tried to extend the event chain past its limit. */
@@ -64,6 +65,70 @@ class Fifo<T> {
       this.head = 0;
     }
     return item;
+  }
+}
+
+/**
+ * Ready deliveries of one lane, queued per subscriber and served round-robin.
+ * A subscriber holds at most a quarter of the lane's slots while others have
+ * deliveries waiting, so that a few hanging or slow subscribers cannot take
+ * every slot. Alone, it may use all but a quarter: that quarter stays free for
+ * whoever comes next.
+ */
+class FairQueue {
+  private readonly queues = new Map<string, Fifo<Delivery>>();
+  private readonly turns = new Fifo<string>();
+  private readonly running = new Map<string, number>();
+  private readonly share: number;
+  private queued = 0;
+  private runningTotal = 0;
+
+  constructor(private readonly limit: number) {
+    this.share = Math.max(1, Math.ceil(limit / 4));
+  }
+
+  get length(): number {
+    return this.queued;
+  }
+
+  push(key: string, delivery: Delivery): void {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = new Fifo();
+      this.queues.set(key, queue);
+      this.turns.push(key);
+    }
+    queue.push(delivery);
+    this.queued += 1;
+  }
+
+  /** The next delivery whose subscriber may take a slot now, or undefined; the caller then runs it. */
+  take(): { key: string; delivery: Delivery } | undefined {
+    for (let tries = this.turns.length; tries > 0; tries -= 1) {
+      const key = this.turns.shift()!;
+      const queue = this.queues.get(key)!;
+      const running = this.running.get(key) ?? 0;
+      const alone = this.queues.size === 1;
+      if (running >= this.share && !(alone && this.runningTotal < this.limit - this.share)) {
+        this.turns.push(key);
+        continue;
+      }
+      const delivery = queue.shift()!;
+      this.queued -= 1;
+      if (queue.length > 0) this.turns.push(key);
+      else this.queues.delete(key);
+      this.running.set(key, running + 1);
+      this.runningTotal += 1;
+      return { key, delivery };
+    }
+    return undefined;
+  }
+
+  finished(key: string): void {
+    this.runningTotal -= 1;
+    const left = (this.running.get(key) ?? 1) - 1;
+    if (left > 0) this.running.set(key, left);
+    else this.running.delete(key);
   }
 }
 
@@ -116,7 +181,7 @@ class Schedule {
  * a crash resumes them.
  */
 export class Dispatcher {
-  private readonly ready: Record<Lane, Fifo<Delivery>> = { external: new Fifo(), handler: new Fifo() };
+  private readonly ready: Record<Lane, FairQueue>;
   private readonly inFlight: Record<Lane, number> = { external: 0, handler: 0 };
   private readonly limits: Record<Lane, number>;
   private readonly scheduled = new Schedule();
@@ -133,7 +198,8 @@ export class Dispatcher {
     this.now = deps.now ?? Date.now;
     this.random = deps.random ?? Math.random;
     this.limits = { external: deps.settings.deliveryConcurrency, handler: deps.settings.handlerConcurrency };
-    this.transport = createDeliveryTransport(deps.settings.deliveryConcurrency, deps.settings.deliveryTimeoutMs);
+    this.ready = { external: new FairQueue(this.limits.external), handler: new FairQueue(this.limits.handler) };
+    this.transport = createDeliveryTransport(deps.settings);
   }
 
   /** Resumes every delivery the outbox holds. */
@@ -243,7 +309,7 @@ export class Dispatcher {
   }
 
   private schedule(delivery: Delivery): void {
-    if (delivery.nextAttemptAt <= this.now()) this.ready[this.laneOf(delivery)].push(delivery);
+    if (delivery.nextAttemptAt <= this.now()) this.ready[this.laneOf(delivery)].push(fairnessKey(delivery), delivery);
     else {
       this.scheduled.push(delivery);
       this.armTimer();
@@ -261,7 +327,7 @@ export class Dispatcher {
       const now = this.now();
       while ((this.scheduled.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) {
         const due = this.scheduled.pop()!;
-        this.ready[this.laneOf(due)].push(due);
+        this.ready[this.laneOf(due)].push(fairnessKey(due), due);
       }
       this.armTimer();
       this.pump();
@@ -272,12 +338,19 @@ export class Dispatcher {
   private pump(): void {
     if (!this.started) return;
     for (const lane of ['external', 'handler'] as const) {
-      while (this.inFlight[lane] < this.limits[lane] && this.ready[lane].length > 0) {
-        const delivery = this.ready[lane].shift()!;
-        if (!this.deps.outbox.holds(delivery)) continue;
+      const ready = this.ready[lane];
+      while (this.inFlight[lane] < this.limits[lane] && ready.length > 0) {
+        const next = ready.take();
+        if (!next) break;
+        const { key, delivery } = next;
+        if (!this.deps.outbox.holds(delivery)) {
+          ready.finished(key);
+          continue;
+        }
         this.inFlight[lane] += 1;
         const run = this.attempt(delivery).finally(() => {
           this.inFlight[lane] -= 1;
+          ready.finished(key);
           this.running.delete(run);
           this.pump();
         });
@@ -404,6 +477,9 @@ class HandlerTimeout extends Error {
     super(`did not finish within ${timeoutMs} ms`);
   }
 }
+
+/** Who a delivery's slot counts against: its subscription, or its extension for built-in plugins. */
+const fairnessKey = (delivery: Delivery) => delivery.subscriber.subscriptionId ?? `plugin:${delivery.subscriber.extensionKey}`;
 
 /** A message safe for dead letters and logs: one line, bounded. */
 function describe(error: unknown): string {

@@ -71,7 +71,10 @@ export async function postEvent(
     };
   } catch (error) {
     if (options.isStopping()) return { ok: false, aborted: true };
-    if (causes(error).some((cause) => cause.name === 'TimeoutError')) {
+    const chain = causes(error);
+    const refused = chain.find((cause) => cause.code === 'EPRIVATETARGET');
+    if (refused) return { ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
+    if (chain.some((cause) => cause.name === 'TimeoutError')) {
       return { ok: false, retryable: true, error: { message: `no answer within ${options.timeoutMs} ms`, status: null } };
     }
     return { ok: false, retryable: true, error: { message: `network error: ${networkReason(error)}`, status: null } };

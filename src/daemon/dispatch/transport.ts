@@ -1,6 +1,8 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
 import { createFetch, type $Fetch } from 'ofetch';
+import { hostOf, isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -19,7 +21,14 @@ export interface DeliveryTransport {
  * transport ~8,800. Answers are drained, never buffered: beyond
  * MAX_ANSWER_BYTES the connection is destroyed rather than read to the end.
  */
-export function createDeliveryTransport(maxSockets: number, timeoutMs: number): DeliveryTransport {
+export function createDeliveryTransport(settings: {
+  deliveryConcurrency: number;
+  deliveryTimeoutMs: number;
+  denyPrivateTargets: boolean;
+}): DeliveryTransport {
+  const { deliveryConcurrency: maxSockets, deliveryTimeoutMs: timeoutMs, denyPrivateTargets } = settings;
+  // Checked at every connection (names) and every request (literal addresses, which need no lookup).
+  const lookup = denyPrivateTargets ? publicOnlyLookup : undefined;
   const agents = {
     'http:': new HttpAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
     'https:': new HttpsAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
@@ -32,6 +41,10 @@ export function createDeliveryTransport(maxSockets: number, timeoutMs: number): 
       const secure = url.startsWith('https:');
       if (!secure && !url.startsWith('http:')) return reject(new TypeError('only http and https URLs are delivered to'));
       const agent = secure ? agents['https:'] : agents['http:'];
+      if (denyPrivateTargets) {
+        const host = hostOf(url);
+        if (isIP(host) && isNonPublicAddress(host)) return reject(new PrivateTargetError(host));
+      }
       const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers) : (init.headers as Record<string, string>);
       // A plain timer rather than ofetch's timeout: that costs an AbortController and a listener per request.
       const timer = setTimeout(() => request.destroy(new TimeoutError(timeoutMs)), timeoutMs);
@@ -39,7 +52,7 @@ export function createDeliveryTransport(maxSockets: number, timeoutMs: number): 
         clearTimeout(timer);
         settle(value);
       };
-      const request = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent }, (answer) =>
+      const request = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent, lookup }, (answer) =>
         drain(answer, settled(resolve), settled(reject)),
       );
       request.on('error', settled(reject));

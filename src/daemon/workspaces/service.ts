@@ -7,6 +7,7 @@ import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
 import { PLATFORM_VERSION } from '../version.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
+import { assertPublicTarget } from '../dispatch/targets.js';
 import type {
   CatalogReader,
   HandlerDirectory,
@@ -56,6 +57,7 @@ export class WorkspaceService {
     private readonly handlers: HandlerDirectory,
     private readonly box: SecretBox,
     private readonly users: { get(id: string): unknown },
+    private readonly denyPrivateTargets: boolean,
   ) {
     this.reindex();
     collection.onReset(() => this.reindex());
@@ -63,15 +65,21 @@ export class WorkspaceService {
 
   static async open(
     dataDir: string,
-    dependencies: { catalog: CatalogReader; handlers: HandlerDirectory; box: SecretBox; users: { get(id: string): unknown } },
+    dependencies: {
+      catalog: CatalogReader;
+      handlers: HandlerDirectory;
+      box: SecretBox;
+      users: { get(id: string): unknown };
+      denyPrivateTargets: boolean;
+    },
   ): Promise<WorkspaceService> {
     const collection = await Collection.open<WorkspacesDocument>({
       file: join(dataDir, 'workspaces.json'),
       schemaVersion: 1,
       create: () => ({ schemaVersion: 1, workspaces: [], installations: [], subscriptions: [] }),
     });
-    const { catalog, handlers, box, users } = dependencies;
-    return new WorkspaceService(collection, catalog, handlers, box, users);
+    const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
+    return new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
   }
 
   // Workspaces and members
@@ -224,6 +232,11 @@ export class WorkspaceService {
     const serviceBaseUrl = input.kind === 'EXTERNAL_SERVICE' ? (input.serviceBaseUrl ?? null) : null;
     if (input.kind === 'EXTERNAL_SERVICE' && serviceBaseUrl === null) {
       throw invalid('serviceBaseUrl', 'an EXTERNAL_SERVICE subscription needs an http(s) serviceBaseUrl');
+    }
+    if (serviceBaseUrl !== null && this.denyPrivateTargets) {
+      await assertPublicTarget(serviceBaseUrl).catch((error: Error) => {
+        throw invalid('serviceBaseUrl', error.message);
+      });
     }
     if (input.kind === 'IN_PROCESS' && !this.handlers.declares(input.extensionKey, input.eventKey)) {
       throw invalid('extensionKey', `no in-process plugin of ${input.extensionKey} handles ${input.eventKey}`);

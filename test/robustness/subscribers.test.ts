@@ -1,0 +1,129 @@
+import { createServer, type Server } from 'node:http';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { FAST_DISPATCH, createWorkspace, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
+import type { Api } from '../helpers/http.js';
+import { startSubscriber } from '../helpers/subscriber.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** A subscriber misbehaving at the socket level, which the scripted helper cannot do. */
+async function misbehaving(behaviour: 'close-mid-answer' | 'ten-megabytes'): Promise<{ url: string; server: Server; requests: () => number }> {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests += 1;
+    req.resume();
+    req.on('end', () => {
+      if (behaviour === 'close-mid-answer') {
+        res.writeHead(200, { 'content-length': '1000' });
+        res.write('{"partial":');
+        setTimeout(() => res.socket?.destroy(), 5);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      let sent = 0;
+      const send = () => {
+        while (sent < 10 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', send);
+        }
+        res.end();
+      };
+      send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server, requests: () => requests };
+}
+
+async function setUp(t: TestDaemon): Promise<Api> {
+  const admin = await t.admin();
+  await publishExtension(admin, 'crm');
+  await createWorkspace(admin, 'acme');
+  await install(admin, 'acme', 'crm');
+  return admin;
+}
+
+test('a hanging, a slow, a disconnecting and a 10 MB subscriber do not hold up a healthy one', async () => {
+  const hanging = await startSubscriber(() => ({ hang: true }));
+  const slowServer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => setTimeout(() => res.end(), 1500));
+  });
+  await new Promise<void>((resolve) => slowServer.listen(0, '127.0.0.1', resolve));
+  const slowUrl = `http://127.0.0.1:${(slowServer.address() as { port: number }).port}`;
+  const disconnecting = await misbehaving('close-mid-answer');
+  const huge = await misbehaving('ten-megabytes');
+  const healthy = await startSubscriber();
+  const t = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [60_000], deliveryTimeoutMs: 30_000 } });
+  try {
+    const admin = await setUp(t);
+    for (const url of [hanging.url, slowUrl, disconnecting.url, huge.url, healthy.url]) {
+      await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', url);
+    }
+    const events = 120;
+    for (let i = 0; i < events; i += 1) await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed', payload: { i } });
+
+    await waitFor('every event at the healthy subscriber', () => healthy.deliveredEventIds().size === events, 20_000);
+    const status = (await admin.get('/api/admin/status')).body.data;
+    assert.ok(status.inFlightDeliveries > 0, 'the hanging and slow deliveries are still in flight meanwhile');
+    assert.ok(hanging.received.length <= 8, `the hanging subscriber holds ${hanging.received.length} slots, at most a quarter`);
+    assert.ok(huge.requests() > 0 && disconnecting.requests() > 0);
+    const rss = process.memoryUsage().rss / 1048576;
+    assert.ok(rss < 1024, `the 10 MB answers were not buffered (test process RSS ${rss.toFixed(0)} MB)`);
+  } finally {
+    await t.destroy();
+    await hanging.close();
+    await healthy.close();
+    slowServer.closeAllConnections();
+    slowServer.close();
+    for (const bad of [disconnecting, huge]) {
+      bad.server.closeAllConnections();
+      bad.server.close();
+    }
+  }
+});
+
+test('--deny-private-targets refuses private subscriber URLs at subscription and at delivery', async () => {
+  const local = await startSubscriber();
+  const t = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, denyPrivateTargets: true } });
+  try {
+    const admin = await setUp(t);
+    for (const url of ['http://127.0.0.1:9000', 'http://10.1.2.3', 'http://192.168.0.10:8080', 'http://[::1]:9000', 'http://169.254.169.254', 'http://localhost:9000']) {
+      const refused = await admin.post('/api/workspaces/acme/subscriptions', {
+        eventKey: 'crm.deal.closed',
+        extensionKey: 'crm',
+        kind: 'EXTERNAL_SERVICE',
+        serviceBaseUrl: url,
+      });
+      assert.is(refused.status, 400, url);
+      assert.match(refused.body.message ?? '', 'deny-private-targets');
+    }
+  } finally {
+    await t.stop();
+  }
+
+  // Subscribed while allowed, delivered after the operator turned the option on: refused at connect time.
+  let open = await startTestDaemon({ dispatch: FAST_DISPATCH }, t.dataDir);
+  const admin = await open.admin();
+  await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', local.url);
+  await open.stop();
+  open = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, denyPrivateTargets: true } }, t.dataDir);
+  try {
+    const guarded = await open.admin();
+    await guarded.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed' });
+    const letters = await waitFor('the refused delivery as a dead letter', async () => {
+      const list = (await guarded.get('/api/admin/dead-letters?workspaceId=acme')).body.data;
+      return list.length > 0 && list;
+    });
+    assert.is(letters[0].attempts, 1, 'not retried: the address will not become public by waiting');
+    assert.match(letters[0].lastError.message, 'refused by --deny-private-targets');
+    assert.is(local.received.length, 0);
+  } finally {
+    await open.destroy();
+    await local.close();
+  }
+});
+
+test.run();
