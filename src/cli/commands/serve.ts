@@ -25,6 +25,12 @@ export function registerServe(program: Command): void {
         if (error instanceof ConfigError) throw usageError(error.message);
         throw error;
       }
+      // Plugins run in this process: a promise one leaves rejected, or an error one throws from a
+      // timer, would otherwise end the daemon (Node's default). Say so, and keep serving.
+      const report = (kind: string) => (error: unknown) =>
+        process.stderr.write(`${new Date().toISOString()} error: ${kind} outside any request: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.on('unhandledRejection', report('a promise was rejected'));
+      process.on('uncaughtException', report('an exception was thrown'));
       const daemon = await startDaemon(config);
       const signal = await new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGTERM', resolve);
