@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { AppendLog } from '../src/daemon/store/append-log.js';
 import { Collection } from '../src/daemon/store/collection.js';
 import { ensurePrivateDir } from '../src/daemon/store/files.js';
 import { tempDir } from './helpers/temp.js';
+import { withSmallDisk } from './helpers/tmpfs.js';
 
 interface CounterDoc {
   schemaVersion: number;
@@ -115,25 +115,8 @@ test('append log: rewrite replaces the contents atomically and later appends fol
   assert.is(readFileSync(file, 'utf8'), '{"n":3}\n{"n":4}\n');
 });
 
-/** A tiny tmpfs, to run out of space for real. Needs root; skipped (and said so) elsewhere. */
-async function withFullDisk(run: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await tempDir('platform-disk-');
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir], { stdio: 'ignore' });
-  } catch {
-    console.log('  (skipped: cannot mount a tmpfs here to fill a disk)');
-    return;
-  }
-  try {
-    await run(dir);
-  } finally {
-    execFileSync('umount', [dir]);
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 test('disk full: the failed update is reverted in memory, the file keeps the last good state, and writes resume', async () => {
-  await withFullDisk(async (dir) => {
+  await withSmallDisk('64k', async (dir) => {
     const collection = await openCounter(join(dir, 'counter.json'));
     let resets = 0;
     collection.onReset(() => (resets += 1));
@@ -159,7 +142,7 @@ test('disk full: the failed update is reverted in memory, the file keeps the las
 });
 
 test('disk full: a failed append leaves no torn line behind', async () => {
-  await withFullDisk(async (dir) => {
+  await withSmallDisk('64k', async (dir) => {
     const file = join(dir, 'events.log');
     const log = await AppendLog.open<{ text: string }>(file, () => undefined);
     await log.append({ text: 'kept' });

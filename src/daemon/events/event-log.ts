@@ -35,6 +35,8 @@ const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6
  */
 export class EventLog {
   private rolling: Promise<void> | null = null;
+  /** Appends handed to the active segment and not yet on disk: they count towards its size. */
+  private appendsPending = 0;
 
   private constructor(
     private readonly dir: string,
@@ -65,17 +67,22 @@ export class EventLog {
     return new EventLog(dir, options, segments, active!, recent);
   }
 
-  /** Resolves once the event is on disk. */
+  /** Resolves once the event is on disk; only then is it counted and listed (a failed write leaves no trace). */
   async append(event: PlatformEvent): Promise<void> {
     if (this.rolling) await this.rolling;
     const segment = this.segments.at(-1)!;
+    this.appendsPending += 1;
+    try {
+      const written = this.active.append(event);
+      if (segment.count + this.appendsPending >= this.options.segmentMaxEvents && !this.rolling) {
+        this.rolling = this.roll().finally(() => (this.rolling = null));
+      }
+      await written;
+    } finally {
+      this.appendsPending -= 1;
+    }
     countInto(segment, event);
     pushRecent(this.recentByWorkspace, event, this.options.recentPerWorkspace);
-    const written = this.active.append(event);
-    if (segment.count >= this.options.segmentMaxEvents && !this.rolling) {
-      this.rolling = this.roll().finally(() => (this.rolling = null));
-    }
-    await written;
   }
 
   /** Newest first, within the retention policy. */
