@@ -29,10 +29,14 @@ async function eventsOf(workspace: string): Promise<any[]> {
   return (await admin.get(`/api/workspaces/${workspace}/events`)).body.data;
 }
 
-/** Changes the last letter or digit (hex and base64 signatures alike end in one, or in '='). */
+/**
+ * Changes the last letter or digit (hex and base64 signatures alike end in
+ * one, or in '='). The replacement differs ignoring case too: hex signatures
+ * are compared case-insensitively.
+ */
 function tamper(value: string): string {
   const index = value.search(/[0-9A-Za-z](?=[^0-9A-Za-z]*$)/);
-  return value.slice(0, index) + (value[index] === 'A' ? 'B' : 'A') + value.slice(index + 1);
+  return value.slice(0, index) + (value[index]!.toLowerCase() === 'a' ? 'b' : 'a') + value.slice(index + 1);
 }
 
 function assertRejected(result: HttpResult, why: string): void {
