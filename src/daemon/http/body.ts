@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError } from '../errors.js';
+import { findJsonProblem } from './json-scan.js';
 
 export interface RequestBody {
   /** Exactly the bytes received. */
@@ -9,7 +10,10 @@ export interface RequestBody {
 }
 
 const NO_BODY: RequestBody = { raw: Buffer.alloc(0), json: undefined };
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** ignoreBOM keeps a leading byte order mark in the text, where JSON.parse refuses it (the decoder would drop it). */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+/** Keys and paths in messages are cut to this many characters: an answer never echoes a huge key back. */
+const MAX_ECHOED = 100;
 
 /** After a 413 the rest of an upload is read and dropped for this long, so the client sees the answer. */
 const DISCARD_MS = 2000;
@@ -66,17 +70,30 @@ export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes:
   });
 }
 
-/** Reads and parses a JSON body: 415 for another media type, 400 INVALID_JSON for bad bytes. */
+/**
+ * Reads and parses a JSON body: 415 for another media type or a compressed
+ * body (it would otherwise be parsed as it is, and refused as bad UTF-8),
+ * 400 INVALID_JSON for bad bytes.
+ */
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<RequestBody> {
   if (!hasBody(req)) return NO_BODY;
   if (!isJsonContentType(req.headers['content-type'])) {
     throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+  }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'compressed request bodies are not accepted: send JSON without Content-Encoding');
   }
   const raw = await readRawBody(req, res, maxBytes);
   if (raw.length === 0) return NO_BODY;
   return { raw, json: parseJson(raw) };
 }
 
+/**
+ * UTF-8 JSON without a byte order mark or trailing data, and without what
+ * json-scan.ts refuses (duplicate keys, prototype-pollution keys, numbers
+ * beyond a double); 400 otherwise.
+ */
 export function parseJson(raw: Buffer): unknown {
   let text: string;
   try {
@@ -84,12 +101,34 @@ export function parseJson(raw: Buffer): unknown {
   } catch {
     throw new DomainError('INVALID_JSON', 'the request body is not valid UTF-8');
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw new DomainError('INVALID_JSON', 'the request body is not valid JSON');
   }
+  const problem = findJsonProblem(text);
+  if (problem === null) return value;
+  const where = problem.at ? ` at ${cut(problem.at)}` : '';
+  switch (problem.kind) {
+    case 'duplicate-key':
+      throw new DomainError('INVALID_JSON', `duplicate key ${JSON.stringify(cut(problem.key))} in an object${where}`);
+    case 'forbidden-key': {
+      const message = `the key ${JSON.stringify(cut(problem.key))} is not accepted`;
+      const path = problem.at ? `${problem.at}.${problem.key}` : problem.key;
+      throw invalidAt(cut(path), message, `${message}${where}`);
+    }
+    case 'number-out-of-range': {
+      const message = `the number ${cut(problem.number)} is beyond the range of a double`;
+      throw invalidAt(cut(problem.at), message, `${message}${where}`);
+    }
+  }
 }
+
+const cut = (text: string) => (text.length > MAX_ECHOED ? `${text.slice(0, MAX_ECHOED)}…` : text);
+
+const invalidAt = (path: string, issue: string, message: string) =>
+  new DomainError('VALIDATION_ERROR', message, { issues: [{ path, message: issue }] });
 
 function tooLarge(maxBytes: number): DomainError {
   return new DomainError('PAYLOAD_TOO_LARGE', `the request body is larger than the limit of ${maxBytes} bytes`, {
