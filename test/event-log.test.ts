@@ -162,6 +162,21 @@ test('outbox: a replay queued before its original run is marked done survives th
   await reopened.close();
 });
 
+test('append log: an append made after a rewrite was asked for is not lost to a group written before it', async () => {
+  const file = join(await tempDir(), 'race.log');
+  const log = await AppendLog.open<{ n: number }>(file, () => undefined);
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const first = log.append({ n: 1 });
+  await turn(); // the group with n:1 is being written
+  const second = log.append({ n: 2 });
+  await turn(); // a group for n:2 is queued behind it, not yet run
+  const rewrite = log.rewrite([{ n: 100 }]); // reflects n:1 and n:2
+  const third = log.append({ n: 3 }); // after the rewrite was asked for: must survive it
+  await Promise.all([first, second, rewrite, third]);
+  await log.close();
+  assert.is(readFileSync(file, 'utf8'), '{"n":100}\n{"n":3}\n');
+});
+
 test('append log: appends made while a rewrite waits are kept after it, superseded ones are not', async () => {
   const file = join(await tempDir(), 'race.log');
   const log = await AppendLog.open<{ n: number }>(file, () => undefined);

@@ -28,6 +28,8 @@ export class AppendLog<R> {
   private scheduled = false;
   /** Set while lines appended lazily wait for a group to join. */
   private lazyTimer: NodeJS.Timeout | null = null;
+  /** Rewrites asked for and not yet done: groups wait for them (see writeGroup). */
+  private rewritesPending = 0;
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
@@ -103,7 +105,9 @@ export class AppendLog<R> {
     const superseded = this.waiters;
     this.waiters = [];
     this.lines = [];
+    this.rewritesPending += 1;
     return this.enqueue(async () => {
+      this.rewritesPending -= 1;
       try {
         await this.handle.close();
         try {
@@ -116,6 +120,9 @@ export class AppendLog<R> {
       } catch (error) {
         for (const waiter of superseded) waiter.reject(error);
         throw error;
+      } finally {
+        // Lines held back by groups that ran while this rewrite waited.
+        if (this.waiters.length > 0) this.scheduleGroup();
       }
     });
   }
@@ -143,7 +150,10 @@ export class AppendLog<R> {
   }
 
   private async writeGroup(): Promise<void> {
-    if (this.waiters.length === 0) return;
+    // A group queued before a rewrite runs before it; any line it found now was
+    // appended after the rewrite was asked for, and written to the file the
+    // rewrite is about to replace it would be lost. They wait for the rewrite.
+    if (this.waiters.length === 0 || this.rewritesPending > 0) return;
     const waiters = this.waiters;
     const bytes = Buffer.from(this.lines.join('\n') + '\n');
     this.waiters = [];
