@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync, chmodSync }
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 export interface SavedSession {
   url: string;
@@ -10,7 +10,7 @@ export interface SavedSession {
   email: string;
 }
 
-export function configDir(): string {
+function configDir(): string {
   const base = process.env.XDG_CONFIG_HOME || join(homedir(), '.config');
   return join(base, 'platform');
 }

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import * as v from 'valibot';
+import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
 
 export interface DaemonConfig {
   host: string;
@@ -127,7 +128,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
         '--retry-schedule / PLATFORM_RETRY_SCHEDULE',
         Schedule,
         flags.retrySchedule ?? env.PLATFORM_RETRY_SCHEDULE,
-        [1_000, 5_000, 30_000, 120_000, 600_000],
+        DEFAULT_RETRY_SCHEDULE,
       ),
       deliveryTimeoutMs: parseSetting('PLATFORM_DELIVERY_TIMEOUT', Count(1, 600_000), env.PLATFORM_DELIVERY_TIMEOUT, 10_000),
       deliveryConcurrency: parseSetting('PLATFORM_DELIVERY_CONCURRENCY', Count(1, 1024), env.PLATFORM_DELIVERY_CONCURRENCY, 32),

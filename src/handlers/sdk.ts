@@ -56,17 +56,3 @@ export interface Plugin {
    */
   webhook?(request: WebhookRequest, context: PluginContext): unknown | Promise<unknown>;
 }
-
-/** Thrown by a webhook handler to reject a call it cannot authenticate (401). */
-export class WebhookRejected extends Error {
-  readonly code = 'WEBHOOK_REJECTED';
-  constructor(message = 'webhook rejected') {
-    super(message);
-    this.name = 'WebhookRejected';
-  }
-}
-
-/** Identity helper that gives plugin authors type checking. */
-export function definePlugin(plugin: Plugin): Plugin {
-  return plugin;
-}

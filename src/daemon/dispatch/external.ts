@@ -20,7 +20,7 @@ export interface ExternalDelivery {
 const bodies = new WeakMap<PlatformEvent, string>();
 
 /** The JSON body a subscriber receives: the PlatformEvent plus workspaceId; built once per event. */
-export function deliveryBody(event: PlatformEvent): string {
+function deliveryBody(event: PlatformEvent): string {
   let body = bodies.get(event);
   if (body === undefined) {
     body = JSON.stringify({ ...event, workspaceId: event.tenantId });
@@ -34,7 +34,7 @@ function signature(key: Buffer, id: string, timestampSeconds: number, body: stri
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
 }
 
-export const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/\/+$/, '')}/events`;
+const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/\/+$/, '')}/events`;
 
 /**
  * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here

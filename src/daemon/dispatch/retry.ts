@@ -1,5 +1,5 @@
 /** The contract's defaults: attempts after 1 s, 5 s, 30 s, 2 min and 10 min; then a dead letter. */
-export const DEFAULT_RETRY_SCHEDULE = [1_000, 5_000, 30_000, 120_000, 600_000];
+export const DEFAULT_RETRY_SCHEDULE: number[] = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 /** A subscriber may ask for a pause with Retry-After; longer requests are cut to this. */
 export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;

@@ -30,7 +30,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
 };
 
-export const statusOf = (code: ErrorCode): number => STATUS[code];
+const statusOf = (code: ErrorCode): number => STATUS[code];
 
 /** Headers every response carries. Cache-Control: API answers are per-caller and live. */
 function writeCommonHeaders(res: ServerResponse): void {

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { unavailable } from '../errors.js';
 
 export const FILE_MODE = 0o600;
-export const DIR_MODE = 0o700;
+const DIR_MODE = 0o700;
 
 /** Creates the directory (0700) or tightens an existing one we own. */
 export async function ensurePrivateDir(dir: string): Promise<void> {
