@@ -6,7 +6,7 @@ import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
 import { hasBody, isJsonContentType, readJsonBody } from './body.js';
-import { sendEnvelope, sendSuccess } from './envelope.js';
+import { sendDomainError, sendEnvelope, sendSuccess } from './envelope.js';
 
 export const SESSION_COOKIE = 'platform_token';
 
@@ -81,39 +81,59 @@ function bearerToken(req: IncomingMessage): string | null {
 export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
   return (spec) =>
     defineEventHandler(async (event) => {
-      const { req, res } = event.node;
-      let caller: Caller | null = null;
-      if (spec.access !== 'public') {
-        const token = bearerToken(req);
-        if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
-        caller = await deps.auth.authenticate(token);
-        if (spec.access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');
-        spec.authorize?.(caller, (event.context.params ?? {}) as Record<string, string>);
+      try {
+        await serve(spec, deps, event);
+      } catch (error) {
+        // Answered here, not by h3's onError: h3 replaces a thrown error that
+        // has a `cause` by that cause, which would turn a 503 into a 500.
+        if (!(error instanceof DomainError)) throw error;
+        sendDomainError(event.node.res, error);
       }
-
-      const params = spec.params ? parseOrThrow(spec.params, getRouterParams(event, { decode: true })) : undefined;
-      const query = spec.query ? parseOrThrow(spec.query, getQuery(event)) : undefined;
-      let body: unknown;
-      let rawBody: Buffer = Buffer.alloc(0);
-      if (spec.body) {
-        const read = await readJsonBody(req, res, deps.maxBodyBytes);
-        if (read.json === undefined) {
-          throw new DomainError('VALIDATION_ERROR', 'a JSON object body is required', {
-            issues: [{ path: '', message: 'a JSON object body is required' }],
-          });
-        }
-        body = parseOrThrow(spec.body, read.json);
-        rawBody = read.raw;
-      } else if (!spec.readsOwnBody && hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
-        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
-      }
-
-      const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
-      const status = spec.status ?? 200;
-      if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
-      else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
-      else sendSuccess(res, status, result);
       // Tell h3 the response is complete.
       return null;
     });
+}
+
+async function serve<
+  A extends Access,
+  PS extends v.GenericSchema | undefined,
+  QS extends v.GenericSchema | undefined,
+  BS extends v.GenericSchema | undefined,
+>(
+  spec: EndpointSpec<A, PS, QS, BS>,
+  deps: EndpointDeps,
+  event: H3Event,
+): Promise<void> {
+  const { req, res } = event.node;
+  let caller: Caller | null = null;
+  if (spec.access !== 'public') {
+    const token = bearerToken(req);
+    if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
+    caller = await deps.auth.authenticate(token);
+    if (spec.access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');
+    spec.authorize?.(caller, (event.context.params ?? {}) as Record<string, string>);
+  }
+
+  const params = spec.params ? parseOrThrow(spec.params, getRouterParams(event, { decode: true })) : undefined;
+  const query = spec.query ? parseOrThrow(spec.query, getQuery(event)) : undefined;
+  let body: unknown;
+  let rawBody: Buffer = Buffer.alloc(0);
+  if (spec.body) {
+    const read = await readJsonBody(req, res, deps.maxBodyBytes);
+    if (read.json === undefined) {
+      throw new DomainError('VALIDATION_ERROR', 'a JSON object body is required', {
+        issues: [{ path: '', message: 'a JSON object body is required' }],
+      });
+    }
+    body = parseOrThrow(spec.body, read.json);
+    rawBody = read.raw;
+  } else if (!spec.readsOwnBody && hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+  }
+
+  const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
+  const status = spec.status ?? 200;
+  if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
+  else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
+  else sendSuccess(res, status, result);
 }

@@ -113,10 +113,14 @@ export function sendSuccess(res: ServerResponse, status: number, data: unknown, 
  */
 export function sendError(res: ServerResponse, error: unknown, report: (error: unknown) => void): void {
   if (error instanceof DomainError) {
-    if (error instanceof RateLimitedError) res.setHeader('retry-after', String(error.retryAfterSeconds));
-    sendEnvelope(res, statusOf(error.code), { code: error.code, message: error.message, data: null, meta: error.meta });
+    sendDomainError(res, error);
     return;
   }
   report(error);
   sendEnvelope(res, 500, { code: 'INTERNAL_ERROR', message: 'internal error', data: null, meta: null });
+}
+
+export function sendDomainError(res: ServerResponse, error: DomainError): void {
+  if (error instanceof RateLimitedError) res.setHeader('retry-after', String(error.retryAfterSeconds));
+  sendEnvelope(res, statusOf(error.code), { code: error.code, message: error.message, data: null, meta: error.meta });
 }

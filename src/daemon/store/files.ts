@@ -45,16 +45,14 @@ export async function writeFileDurably(file: string, contents: string | Uint8Arr
 
 const STORAGE_UNAVAILABLE = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO', 'EACCES', 'EPERM', 'EMFILE', 'ENFILE']);
 
-/**
- * Maps a failed disk operation to 503 UNAVAILABLE without leaking the path.
- * The errno error is deliberately not kept as `cause`: h3 replaces a thrown
- * error by its cause, which would turn this 503 back into a 500.
- */
+/** Maps a failed disk operation to 503 UNAVAILABLE; the message leaves out the path. */
 export function asStorageError(error: unknown): Error {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code && STORAGE_UNAVAILABLE.has(code)) {
     const reason = code === 'ENOSPC' || code === 'EDQUOT' ? 'disk full' : code;
-    return unavailable(`storage is not writable (${reason}); nothing was changed`);
+    const mapped = unavailable(`storage is not writable (${reason}); nothing was changed`);
+    mapped.cause = error;
+    return mapped;
   }
   return error as Error;
 }
