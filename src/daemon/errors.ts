@@ -69,3 +69,9 @@ export class StartupError extends Error {
     this.name = 'StartupError';
   }
 }
+
+/** What went wrong, fit for a log line or a dead letter: the message's first line, at most 500 characters. */
+export function describeFault(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n', 1)[0]!.slice(0, 500);
+}

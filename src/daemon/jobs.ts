@@ -1,4 +1,5 @@
 import { CronJob } from 'cron';
+import { describeFault } from './errors.js';
 import type { Logger } from './log.js';
 
 export interface ScheduledJob {
@@ -23,7 +24,7 @@ export function startJobs(jobs: ScheduledJob[], logger: Logger): JobRunner {
       unrefTimeout: true,
       onTick: async () => {
         const run = job.run().catch((error: unknown) => {
-          logger.error(`job ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+          logger.error(`job ${job.name} failed: ${describeFault(error)}`);
         });
         running.add(run);
         await run;

@@ -10,6 +10,7 @@ import { ChatService } from './chat/service.js';
 import { ChatStore } from './chat/store.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
 import { Outbox } from './dispatch/outbox.js';
+import { describeFault } from './errors.js';
 import { EventLog } from './events/event-log.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
@@ -81,7 +82,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => workspaces.flush());
     const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
     closers.push(() => eventLog.close());
-    const reportError = (error: unknown) => logger.error(error instanceof Error ? error.message : String(error));
+    const reportError = (error: unknown) => logger.error(describeFault(error));
     const outbox = await Outbox.open(join(config.dataDir, 'outbox.log'), reportError);
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);

@@ -18,6 +18,8 @@ export function registerServe(program: Command): void {
     .action(async (flags) => {
       const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
       const { startDaemon } = await import('../../daemon/index.js');
+      const { createLogger } = await import('../../daemon/log.js');
+      const { describeFault } = await import('../../daemon/errors.js');
       let config;
       try {
         config = resolveConfig(flags);
@@ -27,11 +29,11 @@ export function registerServe(program: Command): void {
       }
       // Plugins run in this process: a promise one leaves rejected, or an error one throws from a
       // timer, would otherwise end the daemon (Node's default). Say so, and keep serving.
-      const report = (kind: string) => (error: unknown) =>
-        process.stderr.write(`${new Date().toISOString()} error: ${kind} outside any request: ${error instanceof Error ? error.message : String(error)}\n`);
+      const logger = createLogger();
+      const report = (kind: string) => (error: unknown) => logger.error(`${kind} outside any request: ${describeFault(error)}`);
       process.on('unhandledRejection', report('a promise was rejected'));
       process.on('uncaughtException', report('an exception was thrown'));
-      const daemon = await startDaemon(config);
+      const daemon = await startDaemon(config, { logger });
       const signal = await new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);

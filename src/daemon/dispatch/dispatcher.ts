@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
-import { DomainError } from '../errors.js';
+import { DomainError, describeFault } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
@@ -383,7 +383,7 @@ export class Dispatcher {
           ? await this.deliverExternal(delivery, now)
           : await this.runHandler(delivery, handler);
     } catch (error) {
-      this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${describe(error)}`);
+      this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${describeFault(error)}`);
       outcome = { ok: false, retryable: true, error: { message: 'internal error while delivering', status: null } };
     }
 
@@ -438,7 +438,7 @@ export class Dispatcher {
     } catch (error) {
       const cut = run.chainCut();
       if (cut) return { ok: false, retryable: false, error: { message: cut, status: null } };
-      return { ok: false, retryable: true, error: { message: `handler failed: ${describe(error)}`, status: null } };
+      return { ok: false, retryable: true, error: { message: `handler failed: ${describeFault(error)}`, status: null } };
     } finally {
       clearTimeout(timer);
     }
@@ -463,7 +463,7 @@ export class Dispatcher {
       await this.deps.deadLetters.add(letter);
     } catch (failure) {
       // Storage refused the dead letter: keep the delivery pending and try again later.
-      this.deps.logger.error(`could not store the dead letter of delivery ${delivery.id}: ${describe(failure)}`);
+      this.deps.logger.error(`could not store the dead letter of delivery ${delivery.id}: ${describeFault(failure)}`);
       delivery.nextAttemptAt = this.now() + 30_000;
       this.schedule(delivery);
       return;
@@ -480,9 +480,3 @@ class HandlerTimeout extends Error {
 
 /** Who a delivery's slot counts against: its subscription, or its extension for built-in plugins. */
 const fairnessKey = (delivery: Delivery) => delivery.subscriber.subscriptionId ?? `plugin:${delivery.subscriber.extensionKey}`;
-
-/** A message safe for dead letters and logs: one line, bounded. */
-function describe(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split('\n', 1)[0]!.slice(0, 500);
-}

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
 import { listen } from 'listhen';
-import { StartupError } from '../errors.js';
+import { describeFault, StartupError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
@@ -61,8 +61,7 @@ export async function startHttpServer(
       autoClose: false,
     });
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new StartupError(`cannot listen on ${options.host}:${options.port}: ${reason}`);
+    throw new StartupError(`cannot listen on ${options.host}:${options.port}: ${describeFault(error)}`);
   }
 
   const server = listening.server as Server;

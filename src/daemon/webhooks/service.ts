@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
 import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
-import { DomainError } from '../errors.js';
+import { DomainError, describeFault } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
@@ -107,8 +107,7 @@ export class WebhookService {
       const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
       return new DomainError('WEBHOOK_REJECTED', message);
     }
-    const reason = error instanceof Error ? error.message : String(error);
-    this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${reason.split('\n', 1)[0]!.slice(0, 500)}`);
+    this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${describeFault(error)}`);
     return failed();
   }
 }
