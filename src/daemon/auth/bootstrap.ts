@@ -6,7 +6,7 @@ import { writeFileDurably } from '../store/files.js';
 import type { AuthService } from './service.js';
 import { Email, Password } from './schemas.js';
 
-export const INITIAL_PASSWORD_FILE = 'initial-admin-password';
+const INITIAL_PASSWORD_FILE = 'initial-admin-password';
 
 export interface FirstAdmin {
   email: string;

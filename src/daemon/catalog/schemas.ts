@@ -85,7 +85,7 @@ const optionalText = (max: number) =>
     ),
   );
 
-export const MAX_PAGE = 500;
+const MAX_PAGE = 500;
 
 export const BrowseQuery = v.object({
   search: optionalText(200),

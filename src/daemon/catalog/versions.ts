@@ -17,7 +17,7 @@ export const newestFirst = (a: string, b: string): number => semver.compareBuild
 /** Versions that differ only in build metadata have the same precedence, so one reserves the other. */
 export const samePrecedence = (a: string, b: string): boolean => semver.eq(a, b);
 
-export const isPrerelease = (version: string): boolean => semver.prerelease(version) !== null;
+const isPrerelease = (version: string): boolean => semver.prerelease(version) !== null;
 
 /**
  * The contract's latestVersion: the highest non-yanked stable version; else the

@@ -2,7 +2,7 @@
 export const DEFAULT_RETRY_SCHEDULE: number[] = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 /** A subscriber may ask for a pause with Retry-After; longer requests are cut to this. */
-export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
 
 /** Network errors, timeouts, 408, 429 and 5xx are worth another attempt; any other status is final. */
 export function isRetryableStatus(status: number): boolean {

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { isPlainObject, jsonObject } from '../validation.js';
 
 /** Nesting deeper than this is refused: nothing legitimate needs it, and deep values cost stack later. */
-export const MAX_PAYLOAD_DEPTH = 32;
+const MAX_PAYLOAD_DEPTH = 32;
 
 export const EventKey = v.pipe(
   v.string(),

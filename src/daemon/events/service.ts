@@ -12,7 +12,7 @@ import type { EventLog, RetentionPolicy } from './event-log.js';
 import { NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
-export const MAX_CHAIN_DEPTH = 8;
+const MAX_CHAIN_DEPTH = 8;
 
 export interface EventServiceDependencies {
   log: EventLog;

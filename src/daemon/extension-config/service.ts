@@ -12,7 +12,7 @@ export type FieldType = (typeof FIELD_TYPES)[number];
 export type FieldValue = string | number | boolean | null;
 
 /** What every answer shows instead of a SECRET value. */
-export const MASKED = '********';
+const MASKED = '********';
 
 interface StoredField {
   name: string;

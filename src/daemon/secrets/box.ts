@@ -6,7 +6,7 @@ import { isMissing, writeFileDurably } from '../store/files.js';
 
 const ALGORITHM = 'aes-256-gcm';
 const PREFIX = 'enc:v1:';
-export const MASTER_KEY_FILE = 'master.key';
+const MASTER_KEY_FILE = 'master.key';
 
 const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 

@@ -18,7 +18,7 @@ export { signGithub, signHmacSha256, signSlack, signStandardWebhook, signStripe 
 export { WEBHOOK_SCHEMES };
 export type { ReplayScope, Verifier, VerifierSettings, VerifyContext, VerifyResult, WebhookRequest, WebhookScheme } from './types.js';
 
-export const WEBHOOK_VERIFIERS: Readonly<Record<WebhookScheme, Verifier>> = Object.freeze({
+const WEBHOOK_VERIFIERS: Readonly<Record<WebhookScheme, Verifier>> = Object.freeze({
   'hmac-sha256': verifyHmacSha256,
   github: verifyGithub,
   stripe: verifyStripe,
