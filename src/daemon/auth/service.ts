@@ -54,10 +54,11 @@ export class AuthService {
     const claims = await this.tokens.verify(token);
     const user = this.users.get(claims.sub);
     if (!user) throw new DomainError('UNAUTHORIZED', 'the account of this session no longer exists');
-    if (user.tokenVersion !== claims.tv) {
-      throw new DomainError('UNAUTHORIZED', 'the session ended when the password was changed; log in again');
-    }
+    // Before the token version: disabling bumps it, and a disabled user's requests are 403.
     if (!user.active) throw accountDisabled();
+    if (user.tokenVersion !== claims.tv) {
+      throw new DomainError('UNAUTHORIZED', 'the session was ended by a password change or by disabling the account; log in again');
+    }
     return { user, claims };
   }
 
@@ -103,7 +104,11 @@ export class AuthService {
       const wasActiveAdmin = record.active && isAdmin(record);
       if (patch.fullName !== undefined) record.fullName = patch.fullName;
       if (patch.roles !== undefined) record.roles = patch.roles;
-      if (patch.active !== undefined) record.active = patch.active;
+      if (patch.active !== undefined) {
+        // Ends every token issued so far, for good: re-enabling later revives none of them.
+        if (record.active && !patch.active) record.tokenVersion += 1;
+        record.active = patch.active;
+      }
       if (wasActiveAdmin && !(record.active && isAdmin(record))) this.assertAnotherActiveAdmin(id);
     });
     return toPublicUser(user);
