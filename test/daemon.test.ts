@@ -22,7 +22,7 @@ test('serve on an empty data directory creates what it needs (0700/0600) and pri
   try {
     assert.match(daemon.output(), new RegExp(`platform listening on http://127\\.0\\.0\\.1:\\d+ \\(data: ${dir}\\)`));
     assert.is(statSync(dir).mode & 0o777, 0o700);
-    for (const file of ['users.json', 'revocations.json', 'jwt-secret', 'daemon.lock']) {
+    for (const file of ['users.json', 'revocations.log', 'jwt-secret', 'daemon.lock']) {
       assert.is(statSync(join(dir, file)).mode & 0o777, 0o600, file);
     }
     assert.is(readFileSync(join(dir, 'daemon.lock'), 'utf8').trim(), String(daemon.child.pid));

@@ -60,7 +60,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const users = await UserStore.open(config.dataDir);
     closers.push(() => users.flush());
     const tokens = await TokenService.open(config.dataDir, jwtSecret, config.tokenTtlSeconds);
-    closers.push(() => tokens.flush());
+    closers.push(() => tokens.close());
     const passwords = new PasswordHasher(config.bcryptCost);
     closers.push(() => passwords.close());
     const throttle = new LoginThrottle(config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);

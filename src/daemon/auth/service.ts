@@ -36,15 +36,14 @@ export class AuthService {
   }
 
   async login(input: LoginInput, clientAddress: string): Promise<{ user: PublicUser; session: Session }> {
-    const throttleKey = LoginThrottle.key(input.email, clientAddress);
-    this.throttle.check(throttleKey);
     const user = this.users.findByEmail(input.email.trim());
-    const matches = await this.passwords.verify(input.password, user?.passwordHash ?? this.decoyHash);
-    if (!user || !matches) {
-      this.throttle.recordFailure(throttleKey);
-      throw invalidCredentials();
-    }
-    this.throttle.reset(throttleKey);
+    const matches = await this.comparePassword(
+      LoginThrottle.key(input.email, clientAddress),
+      clientAddress,
+      input.password,
+      user?.passwordHash ?? this.decoyHash,
+    );
+    if (!user || !matches) throw invalidCredentials();
     // Checked only after the password: a disabled account is not revealed to guessers.
     if (!user.active) throw accountDisabled();
     return { user: toPublicUser(user), session: await this.tokens.issue(user.id, user.tokenVersion) };
@@ -55,10 +54,11 @@ export class AuthService {
     const claims = await this.tokens.verify(token);
     const user = this.users.get(claims.sub);
     if (!user) throw new DomainError('UNAUTHORIZED', 'the account of this session no longer exists');
-    if (user.tokenVersion !== claims.tv) {
-      throw new DomainError('UNAUTHORIZED', 'the session ended when the password was changed; log in again');
-    }
+    // Before the token version: disabling bumps it, and a disabled user's requests are 403.
     if (!user.active) throw accountDisabled();
+    if (user.tokenVersion !== claims.tv) {
+      throw new DomainError('UNAUTHORIZED', 'the session was ended by a password change or by disabling the account; log in again');
+    }
     return { user, claims };
   }
 
@@ -67,8 +67,9 @@ export class AuthService {
   }
 
   /** Ends every other session of the user and returns a fresh one for the caller. */
-  async changePassword(caller: Caller, input: ChangePasswordInput): Promise<Session> {
-    if (!(await this.passwords.verify(input.currentPassword, caller.user.passwordHash))) {
+  async changePassword(caller: Caller, input: ChangePasswordInput, clientAddress: string): Promise<Session> {
+    const throttleKey = LoginThrottle.passwordChangeKey(caller.user.id);
+    if (!(await this.comparePassword(throttleKey, clientAddress, input.currentPassword, caller.user.passwordHash))) {
       throw new DomainError('INVALID_CREDENTIALS', 'the current password is wrong');
     }
     if (input.newPassword === input.currentPassword) {
@@ -103,7 +104,11 @@ export class AuthService {
       const wasActiveAdmin = record.active && isAdmin(record);
       if (patch.fullName !== undefined) record.fullName = patch.fullName;
       if (patch.roles !== undefined) record.roles = patch.roles;
-      if (patch.active !== undefined) record.active = patch.active;
+      if (patch.active !== undefined) {
+        // Ends every token issued so far, for good: re-enabling later revives none of them.
+        if (record.active && !patch.active) record.tokenVersion += 1;
+        record.active = patch.active;
+      }
       if (wasActiveAdmin && !(record.active && isAdmin(record))) this.assertAnotherActiveAdmin(id);
     });
     return toPublicUser(user);
@@ -113,6 +118,24 @@ export class AuthService {
     const user = this.users.get(id);
     if (user && user.active && isAdmin(user)) this.assertAnotherActiveAdmin(id);
     await this.users.remove(id);
+  }
+
+  /**
+   * One throttled bcrypt comparison: the attempt holds its place in the throttle
+   * while the comparison runs, so concurrent guesses cannot overtake the limit.
+   */
+  private async comparePassword(throttleKey: string, clientAddress: string, password: string, hash: string): Promise<boolean> {
+    const attempt = this.throttle.begin(throttleKey, clientAddress);
+    let matches: boolean;
+    try {
+      matches = await this.passwords.verify(password, hash);
+    } catch (error) {
+      attempt.abandoned();
+      throw error;
+    }
+    if (matches) attempt.succeeded();
+    else attempt.failed();
+    return matches;
   }
 
   /** Never leave the platform without an administrator who can log in. */

@@ -1,7 +1,11 @@
 import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { SignJWT, jwtVerify } from 'jose';
+import { AppendLog } from '../store/append-log.js';
 import { Collection } from '../store/collection.js';
+import { fsyncDir } from '../store/files.js';
 import { unauthorized } from '../errors.js';
 
 export interface TokenClaims {
@@ -13,9 +17,16 @@ export interface TokenClaims {
   exp: number;
 }
 
-interface RevocationsDocument {
+/** One line of revocations.log; kept until the token would have expired anyway. */
+interface Revocation {
+  jti: string;
+  /** The token's expiry, unix seconds. */
+  exp: number;
+}
+
+/** The whole-document store of earlier versions, migrated into the log on open. */
+interface LegacyRevocationsDocument {
   schemaVersion: 1;
-  /** jti → exp (unix seconds); kept until the token would have expired anyway. */
   revoked: Record<string, number>;
 }
 
@@ -35,16 +46,18 @@ export class TokenService {
   private constructor(
     private readonly key: KeyObject,
     readonly ttlSeconds: number,
-    private readonly revocations: Collection<RevocationsDocument>,
+    private readonly log: AppendLog<Revocation>,
+    /** jti → exp of every revoked token not yet pruned. */
+    private readonly revoked: Map<string, number>,
   ) {}
 
   static async open(dataDir: string, secret: Uint8Array, ttlSeconds: number): Promise<TokenService> {
-    const revocations = await Collection.open<RevocationsDocument>({
-      file: join(dataDir, 'revocations.json'),
-      schemaVersion: 1,
-      create: () => ({ schemaVersion: 1, revoked: {} }),
+    const revoked = new Map<string, number>();
+    const log = await AppendLog.open<Revocation>(join(dataDir, 'revocations.log'), (record) => {
+      revoked.set(record.jti, record.exp);
     });
-    return new TokenService(createSecretKey(secret), ttlSeconds, revocations);
+    await migrateLegacyRevocations(join(dataDir, 'revocations.json'), log, revoked);
+    return new TokenService(createSecretKey(secret), ttlSeconds, log, revoked);
   }
 
   async issue(userId: string, tokenVersion: number): Promise<{ token: string; claims: TokenClaims }> {
@@ -71,7 +84,7 @@ export class TokenService {
       this.verified.delete(token);
       throw unauthorized('the session token is invalid or expired; log in again');
     }
-    if (Object.hasOwn(this.revocations.data.revoked, claims.jti)) throw unauthorized('the session token has been revoked; log in again');
+    if (this.revoked.has(claims.jti)) throw unauthorized('the session token has been revoked; log in again');
     return claims;
   }
 
@@ -98,28 +111,55 @@ export class TokenService {
     return claims;
   }
 
+  /** Durable when it resolves: one appended line. */
   async revoke(claims: TokenClaims): Promise<void> {
-    await this.revocations.update((data) => {
-      data.revoked[claims.jti] = claims.exp;
-    });
+    this.revoked.set(claims.jti, claims.exp);
+    await this.log.append({ jti: claims.jti, exp: claims.exp });
   }
 
-  /** Drops revocations of tokens that have expired anyway; returns how many. */
+  /** Drops revocations of tokens that have expired anyway, from memory and by compacting the log; returns how many. */
   async pruneExpired(): Promise<number> {
     const now = nowSeconds();
-    const expired = Object.entries(this.revocations.data.revoked).filter(([, exp]) => exp <= now);
-    if (expired.length === 0) return 0;
-    await this.revocations.update((data) => {
-      for (const [jti] of expired) delete data.revoked[jti];
-    });
-    return expired.length;
+    let pruned = 0;
+    for (const [jti, exp] of this.revoked) {
+      if (exp > now) continue;
+      this.revoked.delete(jti);
+      pruned += 1;
+    }
+    if (pruned > 0) await this.log.rewrite(revocationsOf(this.revoked));
+    return pruned;
   }
 
   get revokedCount(): number {
-    return Object.keys(this.revocations.data.revoked).length;
+    return this.revoked.size;
   }
 
-  flush(): Promise<void> {
-    return this.revocations.flush();
+  close(): Promise<void> {
+    return this.log.close();
   }
+}
+
+function* revocationsOf(revoked: Map<string, number>): Iterable<Revocation> {
+  for (const [jti, exp] of revoked) yield { jti, exp };
+}
+
+/**
+ * Moves the revocations of an earlier version's revocations.json into the log:
+ * the log is rewritten with both (durably) before the old file is removed, so a
+ * crash in between only repeats the migration at the next start.
+ */
+async function migrateLegacyRevocations(file: string, log: AppendLog<Revocation>, revoked: Map<string, number>): Promise<void> {
+  if (!existsSync(file)) return;
+  const legacy = await Collection.open<LegacyRevocationsDocument>({
+    file,
+    schemaVersion: 1,
+    create: () => ({ schemaVersion: 1, revoked: {} }),
+  });
+  const now = nowSeconds();
+  for (const [jti, exp] of Object.entries(legacy.data.revoked)) {
+    if (exp > now) revoked.set(jti, exp);
+  }
+  await log.rewrite(revocationsOf(revoked));
+  await unlink(file);
+  await fsyncDir(dirname(file));
 }

@@ -11,7 +11,7 @@ export interface UserRecord {
   roles: Role[];
   active: boolean;
   passwordHash: string;
-  /** Bumped when every token of the user must stop working (password change). */
+  /** Bumped when every token of the user must stop working (password change, disabling). */
   tokenVersion: number;
   createdAt: string;
   updatedAt: string;

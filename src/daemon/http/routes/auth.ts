@@ -4,6 +4,9 @@ import { toPublicUser } from '../../auth/users.js';
 import type { RouteModule } from '../context.js';
 import { SESSION_COOKIE } from '../endpoint.js';
 
+/** The TCP peer: behind a reverse proxy, the proxy's address. */
+const clientAddressOf = (event: H3Event) => event.node.req.socket.remoteAddress ?? 'unknown';
+
 export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, config }) => {
   const setSessionCookie = (event: H3Event, token: string, maxAge: number) =>
     setCookie(event, SESSION_COOKIE, token, {
@@ -20,7 +23,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
       access: 'public',
       body: LoginBody,
       handle: async ({ body, event }) => {
-        const { user, session } = await auth.login(body, event.node.req.socket.remoteAddress ?? 'unknown');
+        const { user, session } = await auth.login(body, clientAddressOf(event));
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
         return user;
       },
@@ -38,7 +41,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
       access: 'user',
       body: ChangePasswordBody,
       handle: async ({ caller, body, event }) => {
-        const session = await auth.changePassword(caller, body);
+        const session = await auth.changePassword(caller, body, clientAddressOf(event));
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
         return null;
       },
