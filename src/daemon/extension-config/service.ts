@@ -14,6 +14,8 @@ export type FieldValue = string | number | boolean | null;
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
 
+const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
+
 interface StoredField {
   name: string;
   type: FieldType;
@@ -131,17 +133,27 @@ export class ExtensionConfigService {
     return this.view(extensionKey);
   }
 
-  /** The values an extension's handlers see, SECRET values decrypted; cached until the next change. */
+  /**
+   * The values an extension's handlers see, SECRET values decrypted; cached until the next change.
+   * Only configured extensions are cached: anyone can name a key at the webhook endpoint.
+   */
   values(extensionKey: string): Readonly<Record<string, unknown>> {
     let values = this.decrypted.get(extensionKey);
     if (!values) {
-      const entries = this.stored(extensionKey)
+      const entry = this.collection.data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
+      if (!entry) return NO_VALUES;
+      const entries = entry.fields
         .filter((field) => field.value !== null)
         .map((field) => [field.name, field.type === 'SECRET' ? this.box.open(field.value as string) : field.value] as const);
       values = Object.freeze(Object.fromEntries(entries));
       this.decrypted.set(extensionKey, values);
     }
     return values;
+  }
+
+  /** How many extensions have decrypted values in memory: observable so that tests can hold it bounded. */
+  get cachedExtensions(): number {
+    return this.decrypted.size;
   }
 
   /** The declarative webhook of an extension, or null when it has no webhook.scheme. */

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
 import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
 import { DomainError, describeFault } from '../errors.js';
@@ -6,6 +7,7 @@ import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
+import { Slug } from '../validation.js';
 
 export interface WebhookOutcome {
   data: unknown;
@@ -15,6 +17,7 @@ export interface WebhookOutcome {
 /** The handler found for an extension: call it with the request once the body is read. */
 export type WebhookHandler = (request: WebhookRequest) => Promise<WebhookOutcome>;
 
+const noHandler = (extensionKey: string) => new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
 const failed = () => new DomainError('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
 
 /** Header values by lowercased name; repeated headers joined as HTTP does. */
@@ -48,12 +51,16 @@ export class WebhookService {
     this.replays = new ReplayCache(REPLAY_WINDOW_MS, deps.now ?? Date.now);
   }
 
-  /** 404 when the extension has no webhook handler; decided before the body is read. */
+  /**
+   * 404 when the extension has no webhook handler; decided before the body is
+   * read. A key that cannot be an extension key is not looked up at all.
+   */
   handlerFor(extensionKey: string): WebhookHandler {
+    if (!v.is(Slug, extensionKey)) throw noHandler(extensionKey);
     const plugin = this.deps.plugins.get(extensionKey);
     if (plugin?.webhook) return (request) => this.runPlugin(plugin, request);
     if (this.deps.config.webhookSettings(extensionKey)) return (request) => this.verifyAndPublish(extensionKey, request);
-    throw new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
+    throw noHandler(extensionKey);
   }
 
   private async runPlugin(plugin: Plugin, request: WebhookRequest): Promise<WebhookOutcome> {

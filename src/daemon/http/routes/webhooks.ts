@@ -11,7 +11,7 @@ import { Reply } from '../endpoint.js';
  * is found first (404), then the body is read as raw bytes (413) and must be a
  * JSON object (400); the handler verifies it over exactly those bytes.
  */
-const WebhookParams = v.object({ extensionKey: v.pipe(v.string(), v.maxLength(64)) });
+const WebhookParams = v.object({ extensionKey: v.string() });
 
 export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webhooks }, config }) => {
   routes.post(
