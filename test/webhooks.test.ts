@@ -32,12 +32,16 @@ async function eventsOf(workspace: string): Promise<any[]> {
 }
 
 /**
- * Changes the last letter or digit (hex and base64 signatures alike end in
- * one, or in '='). The replacement differs ignoring case too: hex signatures
- * are compared case-insensitively.
+ * Changes the first letter or digit of the signature proper (after the last
+ * `=` or `,` of a prefix such as `sha256=` or `v1,`): the last character of
+ * base64 may carry only padding bits, so changing it may leave the bytes as
+ * they were. The replacement differs ignoring case too: hex signatures are
+ * compared case-insensitively.
  */
 function tamper(value: string): string {
-  const index = value.search(/[0-9A-Za-z](?=[^0-9A-Za-z]*$)/);
+  const unpadded = value.replace(/=+$/, '');
+  const start = Math.max(unpadded.lastIndexOf('='), unpadded.lastIndexOf(',')) + 1;
+  const index = start + unpadded.slice(start).search(/[0-9A-Za-z]/);
   return value.slice(0, index) + (value[index]!.toLowerCase() === 'a' ? 'b' : 'a') + value.slice(index + 1);
 }
 

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import { WEBHOOK_SCHEMES } from '../../handlers/webhooks/index.js';
 import { DomainError, notFound } from '../errors.js';
-import { EventKey } from '../events/schemas.js';
 import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
 import { Slug } from '../validation.js';
+import { isEventKeyTemplate } from '../webhooks/event-key.js';
 
 export const FIELD_TYPES = ['STRING', 'NUMBER', 'BOOLEAN', 'SECRET'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -60,7 +60,10 @@ const WEBHOOK_FIELDS: Record<string, { type: FieldType; check?: (value: string) 
   'webhook.secret': { type: 'SECRET' },
   'webhook.header': { type: 'STRING' },
   'webhook.workspaceId': { type: 'STRING', check: (value) => (v.is(Slug, value) ? null : 'must be a workspace id') },
-  'webhook.eventKey': { type: 'STRING', check: (value) => (v.is(EventKey, value) ? null : 'must be an event key such as github.push') },
+  'webhook.eventKey': {
+    type: 'STRING',
+    check: (value) => (isEventKeyTemplate(value) ? null : 'must be an event key such as github.push, where {type} stands for the provider\'s event type'),
+  },
 };
 
 function invalidField(index: number, message: string): DomainError {

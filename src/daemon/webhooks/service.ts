@@ -1,18 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
-import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
+import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError, type VerifiedCall } from '../../handlers/webhooks/index.js';
 import { DomainError, describeFault } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { Slug } from '../validation.js';
+import { webhookEventKey } from './event-key.js';
 
-export interface WebhookOutcome {
-  data: unknown;
-  meta: Record<string, unknown> | null;
-}
+/** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
+export type WebhookOutcome = { data: unknown; meta: Record<string, unknown> | null } | { plainText: string };
 
 /** The handler found for an extension: call it with the request once the body is read. */
 export type WebhookHandler = (request: WebhookRequest) => Promise<WebhookOutcome>;
@@ -81,25 +80,40 @@ export class WebhookService {
     }
   }
 
+  /**
+   * A call carrying its provider's delivery id is published at most once per
+   * extension within the replay window; the id is committed only once its
+   * event is published, so a retry of a failed call is processed again.
+   */
   private async verifyAndPublish(extensionKey: string, request: WebhookRequest): Promise<WebhookOutcome> {
     const settings = this.deps.config.webhookSettings(extensionKey)!;
     try {
-      const verifier = requireVerifier(settings.scheme);
-      const verdict = verifier(request, settings, {
-        now: this.deps.now ?? Date.now,
-        replay: { cache: this.replays, scope: extensionKey },
-      });
-      if (verdict.duplicate) return { data: null, meta: { duplicate: true } };
+      const call = requireVerifier(settings.scheme)(request, settings, { now: this.deps.now ?? Date.now });
+      if (call.challenge !== null) return { plainText: call.challenge };
       if (!settings.workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
-      const { eventId } = await this.deps.events.publish(
-        settings.workspaceId,
-        { eventKey: settings.eventKey, payload: request.body },
-        { actor: extensionKey, depth: 1 },
-      );
-      return { data: null, meta: { eventId } };
+      if (call.sourceId === null) return await this.publish(extensionKey, settings.workspaceId, settings.eventKey, call, request);
+      const claim = await this.replays.claim(extensionKey, call.sourceId);
+      if (!claim) return { data: null, meta: { duplicate: true } };
+      try {
+        const outcome = await this.publish(extensionKey, settings.workspaceId, settings.eventKey, call, request);
+        claim.commit();
+        return outcome;
+      } catch (error) {
+        claim.release();
+        throw error;
+      }
     } catch (error) {
       throw this.classify(extensionKey, error);
     }
+  }
+
+  private async publish(extensionKey: string, workspaceId: string, eventKey: string, call: VerifiedCall, request: WebhookRequest) {
+    const { eventId } = await this.deps.events.publish(
+      workspaceId,
+      { eventKey: webhookEventKey(eventKey, call.eventType), payload: request.body },
+      { actor: extensionKey, depth: 1, ...(call.sourceId === null ? {} : { sourceId: call.sourceId }) },
+    );
+    return { data: null, meta: { eventId } };
   }
 
   /**

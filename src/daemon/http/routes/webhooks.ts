@@ -4,7 +4,7 @@ import { isPlainObject } from '../../validation.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
 import type { RouteModule } from '../context.js';
-import { Reply } from '../endpoint.js';
+import { Reply, TextReply } from '../endpoint.js';
 
 /**
  * POST /api/webhooks/{extensionKey}: no cookie, any content type. The handler
@@ -31,7 +31,7 @@ export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webho
           });
         }
         const outcome = await handler({ rawBody, body, headers: headerMap(req.headers) });
-        return new Reply(outcome.data, outcome.meta);
+        return 'plainText' in outcome ? new TextReply(outcome.plainText) : new Reply(outcome.data, outcome.meta);
       },
     }),
   );
