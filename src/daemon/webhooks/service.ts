@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
-import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError, type VerifiedCall } from '../../handlers/webhooks/index.js';
+import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
 import { DomainError, describeFault } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
@@ -90,12 +90,21 @@ export class WebhookService {
     try {
       const call = requireVerifier(settings.scheme)(request, settings, { now: this.deps.now ?? Date.now });
       if (call.challenge !== null) return { plainText: call.challenge };
-      if (!settings.workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
-      if (call.sourceId === null) return await this.publish(extensionKey, settings.workspaceId, settings.eventKey, call, request);
+      const { workspaceId } = settings;
+      if (!workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
+      const publish = async (): Promise<WebhookOutcome> => {
+        const { eventId } = await this.deps.events.publish(
+          workspaceId,
+          { eventKey: webhookEventKey(settings.eventKey, call.eventType), payload: request.body },
+          { actor: extensionKey, depth: 1, ...(call.sourceId === null ? {} : { sourceId: call.sourceId }) },
+        );
+        return { data: null, meta: { eventId } };
+      };
+      if (call.sourceId === null) return await publish();
       const claim = await this.replays.claim(extensionKey, call.sourceId);
       if (!claim) return { data: null, meta: { duplicate: true } };
       try {
-        const outcome = await this.publish(extensionKey, settings.workspaceId, settings.eventKey, call, request);
+        const outcome = await publish();
         claim.commit();
         return outcome;
       } catch (error) {
@@ -105,15 +114,6 @@ export class WebhookService {
     } catch (error) {
       throw this.classify(extensionKey, error);
     }
-  }
-
-  private async publish(extensionKey: string, workspaceId: string, eventKey: string, call: VerifiedCall, request: WebhookRequest) {
-    const { eventId } = await this.deps.events.publish(
-      workspaceId,
-      { eventKey: webhookEventKey(eventKey, call.eventType), payload: request.body },
-      { actor: extensionKey, depth: 1, ...(call.sourceId === null ? {} : { sourceId: call.sourceId }) },
-    );
-    return { data: null, meta: { eventId } };
   }
 
   /**
