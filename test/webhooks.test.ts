@@ -327,6 +327,13 @@ test('slack: a signed url_verification is answered with its challenge as text/pl
 
   const forged = { ...slackHeaders('not-the-secret', body) };
   assertRejected(await post('slack-handshake', body, forged), 'an unsigned handshake');
+
+  // Slack sends the handshake when the URL is entered, possibly before a workspace is chosen.
+  await publishExtension(admin, 'slack-fresh');
+  await configure('slack-fresh', [['webhook.scheme', 'STRING', 'slack'], ['webhook.secret', 'SECRET', secret]]);
+  const early = await fetch(`${t.url}/api/webhooks/slack-fresh`, { method: 'POST', headers: slackHeaders(secret, body), body });
+  assert.is(early.status, 200);
+  assert.is(await early.text(), challenge);
 });
 
 test('standard-webhooks: the svix-id, svix-timestamp and svix-signature names are accepted too', async () => {
