@@ -14,9 +14,9 @@ import {
   WEBHOOK_SCHEMES,
   WebhookConfigError,
   WebhookRejectedError,
+  type VerifiedCall,
   type VerifierSettings,
   type VerifyContext,
-  type VerifyResult,
   type WebhookScheme,
 } from '../src/handlers/webhooks/index.js';
 
@@ -31,8 +31,18 @@ const hmac = (key: string | Buffer, ...parts: (string | Buffer)[]) =>
 
 const clockAt = (seconds: number) => () => seconds * 1000;
 
-function contextAt(seconds: number, cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(seconds)), scope = 'ext-a'): VerifyContext {
-  return { now: clockAt(seconds), replay: { cache, scope } };
+function contextAt(seconds: number): VerifyContext {
+  return { now: clockAt(seconds) };
+}
+
+/** The parsed body the endpoint hands over; a body changed into invalid JSON by a test reads as empty. */
+function bodyOf(rawBody: Buffer): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(rawBody.toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function verify(
@@ -41,8 +51,8 @@ function verify(
   headers: Record<string, string>,
   settings: VerifierSettings,
   context = contextAt(NOW),
-): VerifyResult {
-  return requireVerifier(scheme)({ rawBody: body, headers }, settings, context);
+): VerifiedCall {
+  return requireVerifier(scheme)({ rawBody: body, body: bodyOf(body), headers }, settings, context);
 }
 
 function thrown(action: () => unknown): unknown {
@@ -183,11 +193,11 @@ for (const fixture of FIXTURES) {
   const body = Buffer.from('{"event":"ping","n":1}');
 
   test(`${scheme}: accepts a correctly signed call`, () => {
-    assert.equal(verify(scheme, body, fixture.headers(secret, body, NOW), settings), { accepted: true, duplicate: false });
+    assert.type(verify(scheme, body, fixture.headers(secret, body, NOW), settings), 'object');
   });
 
   test(`${scheme}: verifies the raw bytes as sent (whitespace, key order, CRLF, UTF-8), not a re-serialisation`, () => {
-    assert.equal(verify(scheme, UNUSUAL_BODY, fixture.headers(secret, UNUSUAL_BODY, NOW), settings).accepted, true);
+    assert.ok(verify(scheme, UNUSUAL_BODY, fixture.headers(secret, UNUSUAL_BODY, NOW), settings));
     if (!fixture.signsBody) return;
     const reserialised = Buffer.from(JSON.stringify(JSON.parse(UNUSUAL_BODY.toString('utf8'))));
     rejected(() => verify(scheme, reserialised, fixture.headers(secret, UNUSUAL_BODY, NOW), settings));
@@ -214,7 +224,7 @@ for (const fixture of FIXTURES) {
     });
   } else {
     test(`${scheme}: authenticates the sender only; the body is not covered`, () => {
-      assert.equal(verify(scheme, flipOneByte(body), fixture.headers(secret, body, NOW), settings).accepted, true);
+      assert.ok(verify(scheme, flipOneByte(body), fixture.headers(secret, body, NOW), settings));
     });
   }
 
@@ -240,8 +250,8 @@ for (const fixture of FIXTURES) {
 
   if (fixture.timestamped) {
     test(`${scheme}: accepts a timestamp 299 s old or 299 s ahead`, () => {
-      assert.equal(verify(scheme, body, fixture.headers(secret, body, NOW - 299), settings).accepted, true);
-      assert.equal(verify(scheme, body, fixture.headers(secret, body, NOW + 299), settings).accepted, true);
+      assert.ok(verify(scheme, body, fixture.headers(secret, body, NOW - 299), settings));
+      assert.ok(verify(scheme, body, fixture.headers(secret, body, NOW + 299), settings));
     });
 
     test(`${scheme}: rejects a correctly signed call 301 s old`, () => {
@@ -279,17 +289,17 @@ const hmacBody = Buffer.from('{"id":42}');
 const hmacHex = hmac(HMAC_SECRET, hmacBody).toString('hex');
 
 test('hmac-sha256: accepts bare hex and sha256=-prefixed hex', () => {
-  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex }, hmacSettings).accepted);
-  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': `sha256=${hmacHex}` }, hmacSettings).accepted);
+  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex }, hmacSettings));
+  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': `sha256=${hmacHex}` }, hmacSettings));
 });
 
 test('hmac-sha256: hex and the prefix are case-insensitive (the decoded bytes are compared)', () => {
-  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex.toUpperCase() }, hmacSettings).accepted);
-  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': `SHA256=${hmacHex.toUpperCase()}` }, hmacSettings).accepted);
+  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex.toUpperCase() }, hmacSettings));
+  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': `SHA256=${hmacHex.toUpperCase()}` }, hmacSettings));
 });
 
 test('hmac-sha256: the configured header name is matched whatever its case', () => {
-  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex }, { ...hmacSettings, header: 'X-Signature' }).accepted);
+  assert.ok(verify('hmac-sha256', hmacBody, { 'x-signature': hmacHex }, { ...hmacSettings, header: 'X-Signature' }));
 });
 
 test('hmac-sha256: rejects a truncated, non-hex or base64 signature', () => {
@@ -319,8 +329,8 @@ test('hmac-sha256: accepts GitHub\'s documented vector bare and prefixed', () =>
   const settings = { secret: "It's a Secret to Everybody", header: 'x-hub-signature-256' };
   const body = Buffer.from('Hello, World!');
   const hex = '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
-  assert.ok(verify('hmac-sha256', body, { 'x-hub-signature-256': hex }, settings).accepted);
-  assert.ok(verify('hmac-sha256', body, { 'x-hub-signature-256': `sha256=${hex}` }, settings).accepted);
+  assert.ok(verify('hmac-sha256', body, { 'x-hub-signature-256': hex }, settings));
+  assert.ok(verify('hmac-sha256', body, { 'x-hub-signature-256': `sha256=${hex}` }, settings));
   assert.is(signHmacSha256(settings.secret, body), hex);
 });
 
@@ -336,7 +346,7 @@ const verifyGithubVector = (signature: string) =>
   verify('github', GITHUB_VECTOR.body, { 'x-hub-signature-256': signature }, { secret: GITHUB_VECTOR.secret });
 
 test('github: accepts the vector from GitHub\'s "Validating webhook deliveries"', () => {
-  assert.ok(verifyGithubVector(GITHUB_VECTOR.signature).accepted);
+  assert.ok(verifyGithubVector(GITHUB_VECTOR.signature));
 });
 
 test('github: signGithub reproduces GitHub\'s vector', () => {
@@ -345,7 +355,7 @@ test('github: signGithub reproduces GitHub\'s vector', () => {
 
 test('github: uppercase hex is accepted, a bare digest without sha256= is not', () => {
   const hex = GITHUB_VECTOR.signature.slice('sha256='.length);
-  assert.ok(verifyGithubVector(`sha256=${hex.toUpperCase()}`).accepted);
+  assert.ok(verifyGithubVector(`sha256=${hex.toUpperCase()}`));
   rejected(() => verifyGithubVector(hex));
 });
 
@@ -376,9 +386,9 @@ test('stripe: the endpoint secret is the HMAC key as is, whsec_ prefix included'
 test('stripe: accepts several v1 signatures when one matches (secret rotation), wherever it stands', () => {
   const good = stripeV1(STRIPE_SECRET, NOW);
   const old = stripeV1('whsec_previous', NOW);
-  assert.ok(verifyStripeHeader(`t=${NOW},v1=${old},v1=${good}`).accepted);
-  assert.ok(verifyStripeHeader(`t=${NOW},v1=${good},v1=${old},v0=${old}`).accepted);
-  assert.ok(verifyStripeHeader(`t=${NOW}, v1=${good}, v0=${old}`).accepted, 'spaces after commas are tolerated');
+  assert.ok(verifyStripeHeader(`t=${NOW},v1=${old},v1=${good}`));
+  assert.ok(verifyStripeHeader(`t=${NOW},v1=${good},v1=${old},v0=${old}`));
+  assert.ok(verifyStripeHeader(`t=${NOW}, v1=${good}, v0=${old}`), 'spaces after commas are tolerated');
 });
 
 test('stripe: rejects several v1 signatures when none matches', () => {
@@ -397,7 +407,7 @@ test('stripe: a missing or repeated t= is rejected', () => {
 });
 
 test('stripe: uppercase hex in v1 is accepted', () => {
-  assert.ok(verifyStripeHeader(`t=${NOW},v1=${stripeV1(STRIPE_SECRET, NOW).toUpperCase()}`).accepted);
+  assert.ok(verifyStripeHeader(`t=${NOW},v1=${stripeV1(STRIPE_SECRET, NOW).toUpperCase()}`));
 });
 
 // ---------------------------------------------------------------------------
@@ -415,7 +425,7 @@ const slackVectorHeaders = { 'x-slack-signature': SLACK_VECTOR.signature, 'x-sla
 
 test('slack: accepts the vector from Slack\'s "Verifying requests from Slack" at its own time', () => {
   const settings = { secret: SLACK_VECTOR.secret };
-  assert.ok(verify('slack', SLACK_VECTOR.body, slackVectorHeaders, settings, contextAt(SLACK_VECTOR.timestamp + 10)).accepted);
+  assert.ok(verify('slack', SLACK_VECTOR.body, slackVectorHeaders, settings, contextAt(SLACK_VECTOR.timestamp + 10)));
 });
 
 test('slack: the same vector is stale today', () => {
@@ -450,11 +460,11 @@ const verifySwVector = (headers: Record<string, string>, secret = SW_VECTOR.secr
   verify('standard-webhooks', SW_VECTOR.body, headers, { secret }, contextAt(SW_VECTOR.timestamp));
 
 test('standard-webhooks: accepts the reference libraries\' test vector with a clock at its timestamp', () => {
-  assert.equal(verifySwVector(swVectorHeaders()), { accepted: true, duplicate: false });
+  assert.equal(verifySwVector(swVectorHeaders()), { sourceId: SW_VECTOR.id, eventType: null, challenge: null });
 });
 
 test('standard-webhooks: a secret without the whsec_ prefix is read as base64 too', () => {
-  assert.ok(verifySwVector(swVectorHeaders(), SW_VECTOR.secret.slice('whsec_'.length)).accepted);
+  assert.ok(verifySwVector(swVectorHeaders(), SW_VECTOR.secret.slice('whsec_'.length)));
 });
 
 test('standard-webhooks: signStandardWebhook reproduces the reference vector', () => {
@@ -464,7 +474,7 @@ test('standard-webhooks: signStandardWebhook reproduces the reference vector', (
 
 test('standard-webhooks: one matching entry among several space-separated ones is enough', () => {
   const header = ['v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=', 'v2,abc=', 'v1,not*base64', SW_VECTOR.signature, 'v1a,xyz'].join(' ');
-  assert.ok(verifySwVector(swVectorHeaders(header)).accepted);
+  assert.ok(verifySwVector(swVectorHeaders(header)));
 });
 
 test('standard-webhooks: rejects a truncated signature, a bare "v1," and a non-v1 entry with the right digest', () => {
@@ -491,127 +501,159 @@ test('signStandardWebhook refuses a timestamp that is not whole seconds', () => 
 });
 
 // ---------------------------------------------------------------------------
-// Replay protection (standard-webhooks)
+// Delivery ids, event types and Slack's handshake: what a verified call says about itself
 
-const SW_SECRET = standardWebhooksSecret;
+test('github: the delivery id and event type come from X-GitHub-Delivery and X-GitHub-Event', () => {
+  const body = Buffer.from('{"zen":"Keep it logically awesome."}');
+  const secret = 'github identity secret';
+  const signature = `sha256=${hmac(secret, body).toString('hex')}`;
+  const headers = { 'x-hub-signature-256': signature, 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958', 'x-github-event': 'ping' };
+  assert.equal(verify('github', body, headers, { secret }), { sourceId: '72d3162e-cc78-11e3-81ab-4c9367dc0958', eventType: 'ping', challenge: null });
+  assert.equal(verify('github', body, { 'x-hub-signature-256': signature }, { secret }), { sourceId: null, eventType: null, challenge: null });
+});
 
-function swDelivery(id: string, timestampSeconds: number, secret = SW_SECRET, body = Buffer.from('{"n":1}')) {
-  return {
-    body,
-    headers: {
-      'webhook-id': id,
-      'webhook-timestamp': String(timestampSeconds),
-      'webhook-signature': signStandardWebhook(secret, id, timestampSeconds, body),
-    },
+test('stripe: the delivery id and event type are the body\'s id and type', () => {
+  const secret = 'whsec_identity';
+  const body = Buffer.from('{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"invoice.paid"}');
+  const header = `t=${NOW},v1=${hmac(secret, `${NOW}.`, body).toString('hex')}`;
+  assert.equal(verify('stripe', body, { 'stripe-signature': header }, { secret }), { sourceId: 'evt_1NG8Du2eZvKYlo2CUI79vXWy', eventType: 'invoice.paid', challenge: null });
+  const odd = Buffer.from('{"id":42,"type":""}');
+  const oddHeader = `t=${NOW},v1=${hmac(secret, `${NOW}.`, odd).toString('hex')}`;
+  assert.equal(verify('stripe', odd, { 'stripe-signature': oddHeader }, { secret }), { sourceId: null, eventType: null, challenge: null }, 'only non-empty strings count');
+});
+
+const slackHeadersFor = (secret: string, body: Buffer) => ({
+  'x-slack-request-timestamp': String(NOW),
+  'x-slack-signature': `v0=${hmac(secret, `v0:${NOW}:`, body).toString('hex')}`,
+});
+
+test('slack: event_id is the delivery id; the type is event.type, else the top-level type', () => {
+  const secret = 'slack identity secret';
+  const callback = Buffer.from('{"type":"event_callback","event_id":"Ev08MFMKH6","event":{"type":"app_mention"}}');
+  assert.equal(verify('slack', callback, slackHeadersFor(secret, callback), { secret }), { sourceId: 'Ev08MFMKH6', eventType: 'app_mention', challenge: null });
+  const flat = Buffer.from('{"type":"app_rate_limited","event":"not an object"}');
+  assert.equal(verify('slack', flat, slackHeadersFor(secret, flat), { secret }), { sourceId: null, eventType: 'app_rate_limited', challenge: null });
+});
+
+test('slack: url_verification yields its challenge, only once the signature holds', () => {
+  const secret = 'slack handshake secret';
+  const body = Buffer.from('{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}');
+  assert.is(verify('slack', body, slackHeadersFor(secret, body), { secret }).challenge, '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P');
+  rejected(() => verify('slack', body, slackHeadersFor('another secret', body), { secret }));
+  const notHandshake = Buffer.from('{"type":"event_callback","challenge":"x"}');
+  assert.is(verify('slack', notHandshake, slackHeadersFor(secret, notHandshake), { secret }).challenge, null);
+});
+
+test('standard-webhooks: the signed id is the delivery id; the type is the body\'s type', () => {
+  const body = Buffer.from('{"type":"invoice.paid"}');
+  const headers = {
+    'webhook-id': 'msg_typed',
+    'webhook-timestamp': String(NOW),
+    'webhook-signature': `v1,${hmac(standardWebhooksKey, `msg_typed.${NOW}.`, body).toString('base64')}`,
   };
+  assert.equal(verify('standard-webhooks', body, headers, { secret: standardWebhooksSecret }), { sourceId: 'msg_typed', eventType: 'invoice.paid', challenge: null });
+});
+
+test('standard-webhooks: the svix-id, svix-timestamp and svix-signature names are accepted', () => {
+  const headers = { 'svix-id': SW_VECTOR.id, 'svix-timestamp': String(SW_VECTOR.timestamp), 'svix-signature': SW_VECTOR.signature };
+  assert.is(verifySwVector(headers).sourceId, SW_VECTOR.id);
+  rejected(() => verifySwVector({ ...headers, 'svix-signature': 'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=' }));
+});
+
+test('standard-webhooks: the two sets of names are not mixed', () => {
+  const mixed = { 'webhook-id': SW_VECTOR.id, 'webhook-timestamp': String(SW_VECTOR.timestamp), 'svix-signature': SW_VECTOR.signature };
+  assert.match(rejected(() => verifySwVector(mixed)).message, 'webhook-signature');
+});
+
+test('hmac-sha256 and api-key carry neither a delivery id nor a type', () => {
+  const body = Buffer.from('{"id":"evt_1","type":"x"}');
+  const unidentified = { sourceId: null, eventType: null, challenge: null };
+  assert.equal(verify('hmac-sha256', body, { 'x-signature': hmac('k', body).toString('hex') }, { secret: 'k', header: 'x-signature' }), unidentified);
+  assert.equal(verify('api-key', body, { 'x-api-key': 'k' }, { secret: 'k', header: 'x-api-key' }), unidentified);
+});
+
+// ---------------------------------------------------------------------------
+// ReplayCache: delivery ids seen only once committed
+
+function movingClock(startMs = NOW * 1000) {
+  let nowMs = startMs;
+  return { now: () => nowMs, advance: (ms: number) => (nowMs += ms) };
 }
 
-/** One clock shared by the cache and the verifier, moved by the test. */
-function replayScenario(scope = 'ext-a') {
-  let nowSeconds = NOW;
-  const now = () => nowSeconds * 1000;
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, now);
-  return {
-    cache,
-    advance(seconds: number) {
-      nowSeconds += seconds;
-    },
-    deliver(delivery: ReturnType<typeof swDelivery>, deliveryScope = scope) {
-      const context = { now, replay: { cache, scope: deliveryScope } };
-      return verify('standard-webhooks', delivery.body, delivery.headers, { secret: SW_SECRET }, context);
-    },
-    get nowSeconds() {
-      return nowSeconds;
-    },
-  };
-}
-
-test('replay: the same delivery twice is accepted, then reported as a duplicate', () => {
-  const scenario = replayScenario();
-  const delivery = swDelivery('msg_replayed', NOW);
-  assert.equal(scenario.deliver(delivery), { accepted: true, duplicate: false });
-  scenario.advance(10);
-  assert.equal(scenario.deliver(delivery), { accepted: true, duplicate: true });
+test('ReplayCache: a committed id is a duplicate for 24 hours, then claimable again', async () => {
+  const clock = movingClock();
+  const cache = new ReplayCache(REPLAY_WINDOW_MS, clock.now);
+  assert.is(REPLAY_WINDOW_MS, 24 * 60 * 60 * 1000);
+  (await cache.claim('ext-a', 'evt_1'))!.commit();
+  assert.is(await cache.claim('ext-a', 'evt_1'), null);
+  clock.advance(REPLAY_WINDOW_MS - 1);
+  assert.is(await cache.claim('ext-a', 'evt_1'), null);
+  clock.advance(1);
+  assert.ok(await cache.claim('ext-a', 'evt_1'));
 });
 
-test('replay: a retry re-signed with a fresh timestamp within 5 minutes is a duplicate', () => {
-  const scenario = replayScenario();
-  scenario.deliver(swDelivery('msg_retry', NOW));
-  scenario.advance(299);
-  assert.is(scenario.deliver(swDelivery('msg_retry', scenario.nowSeconds)).duplicate, true);
-  scenario.advance(1);
-  assert.is(scenario.deliver(swDelivery('msg_retry', scenario.nowSeconds)).duplicate, true, 'still within the window at exactly 5 minutes');
-});
-
-test('replay: after 5 minutes the same id is accepted again', () => {
-  const scenario = replayScenario();
-  scenario.deliver(swDelivery('msg_later', NOW));
-  scenario.advance(301);
-  assert.equal(scenario.deliver(swDelivery('msg_later', scenario.nowSeconds)), { accepted: true, duplicate: false });
-});
-
-test('replay: an id stays remembered while its timestamp is still acceptable (sender clock ahead)', () => {
-  const scenario = replayScenario();
-  const delivery = swDelivery('msg_skewed', NOW + 200);
-  assert.is(scenario.deliver(delivery).duplicate, false);
-  scenario.advance(350); // past the 5-minute window, yet the timestamp is only 150 s old
-  assert.is(scenario.deliver(delivery).duplicate, true);
-});
-
-test('replay: an id with a bad signature is rejected and not recorded', () => {
-  const scenario = replayScenario();
-  const forged = swDelivery('msg_target', NOW, `whsec_${Buffer.from('attacker key').toString('base64')}`);
-  rejected(() => scenario.deliver(forged));
-  assert.is(scenario.cache.size, 0);
-  assert.equal(scenario.deliver(swDelivery('msg_target', NOW)), { accepted: true, duplicate: false });
-});
-
-test('replay: a stale replay is rejected, not answered as a duplicate', () => {
-  const scenario = replayScenario();
-  const delivery = swDelivery('msg_stale', NOW);
-  scenario.deliver(delivery);
-  scenario.advance(301);
-  rejected(() => scenario.deliver(delivery));
-});
-
-test('replay: ids are kept apart per scope (extension)', () => {
-  const scenario = replayScenario();
-  assert.is(scenario.deliver(swDelivery('msg_shared', NOW), 'ext-a').duplicate, false);
-  assert.is(scenario.deliver(swDelivery('msg_shared', NOW), 'ext-b').duplicate, false);
-  assert.is(scenario.deliver(swDelivery('msg_shared', NOW), 'ext-a').duplicate, true);
-});
-
-test('ReplayCache: scope and id cannot be confused by moving a separator', () => {
+test('ReplayCache: a released claim leaves nothing behind, so a retry is processed', async () => {
   const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  assert.is(cache.seenRecently('a:b', 'c'), false);
-  assert.is(cache.seenRecently('a', 'b:c'), false);
-  assert.is(cache.seenRecently('a:b', 'c'), true);
+  (await cache.claim('ext-a', 'msg_failed'))!.release();
+  assert.is(cache.size, 0);
+  const retry = await cache.claim('ext-a', 'msg_failed');
+  assert.ok(retry, 'the retry gets the id');
+  retry!.commit();
+  retry!.release();
+  assert.is(await cache.claim('ext-a', 'msg_failed'), null, 'a claim settles once: a later release does not undo the commit');
 });
 
-test('ReplayCache: expired entries are dropped, so memory follows the traffic of the last window', () => {
-  let now = 0;
-  const cache = new ReplayCache(1000, () => now);
-  for (let index = 0; index < 50; index += 1) cache.seenRecently('s', `id-${index}`);
+test('ReplayCache: a concurrent claim waits for the one in flight: null after a commit, a claim after a release', async () => {
+  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
+  const first = (await cache.claim('ext-a', 'msg_1'))!;
+  const waiting = cache.claim('ext-a', 'msg_1');
+  first.release();
+  const second = await waiting;
+  assert.ok(second, 'the first failed: the second may publish');
+
+  const third = cache.claim('ext-a', 'msg_1');
+  const fourth = cache.claim('ext-a', 'msg_1');
+  second!.commit();
+  assert.is(await third, null);
+  assert.is(await fourth, null);
+});
+
+test('ReplayCache: ids are kept apart per scope (extension)', async () => {
+  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
+  (await cache.claim('ext-a', 'msg_shared'))!.commit();
+  assert.ok(await cache.claim('ext-b', 'msg_shared'));
+  assert.is(await cache.claim('ext-a', 'msg_shared'), null);
+});
+
+test('ReplayCache: scope and id cannot be confused by moving a separator', async () => {
+  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
+  (await cache.claim('a:b', 'c'))!.commit();
+  assert.ok(await cache.claim('a', 'b:c'));
+});
+
+test('ReplayCache: expired entries are dropped, so memory follows the traffic of the last window', async () => {
+  const clock = movingClock(0);
+  const cache = new ReplayCache(1000, clock.now);
+  for (let index = 0; index < 50; index += 1) (await cache.claim('s', `id-${index}`))!.commit();
   assert.is(cache.size, 50);
-  now = 1000;
-  assert.is(cache.seenRecently('s', 'fresh'), false);
+  clock.advance(1000);
+  (await cache.claim('s', 'fresh'))!.commit();
   assert.is(cache.size, 1);
 });
 
-test('ReplayCache: beyond maxEntries the oldest ids are forgotten first', () => {
+test('ReplayCache: beyond maxEntries the oldest ids are forgotten first', async () => {
   const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW), 3);
-  for (const id of ['a', 'b', 'c', 'd']) cache.seenRecently('s', id);
+  for (const id of ['a', 'b', 'c', 'd']) (await cache.claim('s', id))!.commit();
   assert.is(cache.size, 3);
-  assert.is(cache.seenRecently('s', 'd'), true);
-  assert.is(cache.seenRecently('s', 'a'), false, 'the oldest was evicted');
-  assert.is(cache.size, 3);
+  assert.is(await cache.claim('s', 'd'), null);
+  assert.ok(await cache.claim('s', 'a'), 'the oldest was evicted');
 });
 
-test('ReplayCache: entries are fixed-size fingerprints, whatever the length of the id', () => {
+test('ReplayCache: entries are fixed-size fingerprints, whatever the length of the id', async () => {
   const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  assert.is(cache.seenRecently('s', 'x'.repeat(100_000)), false);
-  assert.is(cache.seenRecently('s', 'x'.repeat(100_000)), true);
-  assert.is(cache.seenRecently('s', 'x'.repeat(99_999)), false);
+  (await cache.claim('s', 'x'.repeat(100_000)))!.commit();
+  assert.is(await cache.claim('s', 'x'.repeat(100_000)), null);
+  assert.ok(await cache.claim('s', 'x'.repeat(99_999)));
 });
 
 test('ReplayCache: refuses a non-positive ttl or cap', () => {
@@ -625,7 +667,7 @@ test('ReplayCache: refuses a non-positive ttl or cap', () => {
 const API_KEY = 'api key 7f3c9a';
 
 test('api-key: the configured header name is matched whatever its case', () => {
-  assert.ok(verify('api-key', Buffer.from('{}'), { 'x-api-key': API_KEY }, { secret: API_KEY, header: 'X-API-Key' }).accepted);
+  assert.ok(verify('api-key', Buffer.from('{}'), { 'x-api-key': API_KEY }, { secret: API_KEY, header: 'X-API-Key' }));
 });
 
 test('api-key: a prefix of the key, the key with extra characters or in another case are rejected', () => {

@@ -3,8 +3,10 @@ import { request } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, createWorkspace, pluginsDirWith, publishExtension } from './helpers/fixtures.js';
+import { signGithub, signSlack, signStandardWebhook, signStripe } from '../src/handlers/webhooks/sign.js';
+import { FAST_DISPATCH, createWorkspace, install, pluginsDirWith, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import { call, type Api, type HttpResult } from './helpers/http.js';
+import { startSubscriber } from './helpers/subscriber.js';
 
 type Seen = { headers: Record<string, string>; raw: string; body: unknown; config: Record<string, unknown> };
 const seen = ((globalThis as { __hookRequests?: Seen[] }).__hookRequests ??= []);
@@ -30,12 +32,16 @@ async function eventsOf(workspace: string): Promise<any[]> {
 }
 
 /**
- * Changes the last letter or digit (hex and base64 signatures alike end in
- * one, or in '='). The replacement differs ignoring case too: hex signatures
- * are compared case-insensitively.
+ * Changes the first letter or digit of the signature proper (after the last
+ * `=` or `,` of a prefix such as `sha256=` or `v1,`): the last character of
+ * base64 may carry only padding bits, so changing it may leave the bytes as
+ * they were. The replacement differs ignoring case too: hex signatures are
+ * compared case-insensitively.
  */
 function tamper(value: string): string {
-  const index = value.search(/[0-9A-Za-z](?=[^0-9A-Za-z]*$)/);
+  const unpadded = value.replace(/=+$/, '');
+  const start = Math.max(unpadded.lastIndexOf('='), unpadded.lastIndexOf(',')) + 1;
+  const index = start + unpadded.slice(start).search(/[0-9A-Za-z]/);
   return value.slice(0, index) + (value[index]!.toLowerCase() === 'a' ? 'b' : 'a') + value.slice(index + 1);
 }
 
@@ -276,6 +282,227 @@ test('the body is limited while streaming (chunked, no Content-Length)', async (
     req.end();
   });
   assert.is(result, 413);
+});
+
+// ---------------------------------------------------------------------------
+// Provider handshakes, delivery ids, {type} (CONTRACT 8)
+
+const STD_SECRET = `whsec_${Buffer.from('standard webhooks http test key!').toString('base64')}`;
+
+function standardHeaders(id: string, body: string, names: 'webhook' | 'svix' = 'webhook'): Record<string, string> {
+  const timestamp = nowSeconds();
+  return {
+    [`${names}-id`]: id,
+    [`${names}-timestamp`]: String(timestamp),
+    [`${names}-signature`]: signStandardWebhook(STD_SECRET, id, timestamp, body),
+  };
+}
+
+function slackHeaders(secret: string, body: string): Record<string, string> {
+  const timestamp = nowSeconds();
+  return { 'x-slack-request-timestamp': String(timestamp), 'x-slack-signature': signSlack(secret, timestamp, body) };
+}
+
+async function declarative(key: string, scheme: string, secret: string, more: Array<[string, string, unknown]> = []): Promise<void> {
+  await publishExtension(admin, key);
+  await configure(key, [['webhook.scheme', 'STRING', scheme], ['webhook.secret', 'SECRET', secret], ['webhook.workspaceId', 'STRING', 'inbox'], ...more]);
+}
+
+test('slack: a signed url_verification is answered with its challenge as text/plain and publishes nothing', async () => {
+  const secret = 'slack-handshake-secret';
+  await declarative('slack-handshake', 'slack', secret);
+  const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P';
+  const body = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' });
+  const before = (await eventsOf('inbox')).length;
+  // fetch, not call(): the answer is not JSON.
+  const response = await fetch(`${t.url}/api/webhooks/slack-handshake`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...slackHeaders(secret, body) },
+    body,
+  });
+  assert.is(response.status, 200);
+  assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
+  assert.is(await response.text(), challenge);
+  assert.is((await eventsOf('inbox')).length, before, 'the handshake is not an event');
+
+  const forged = { ...slackHeaders('not-the-secret', body) };
+  assertRejected(await post('slack-handshake', body, forged), 'an unsigned handshake');
+
+  // Slack sends the handshake when the URL is entered, possibly before a workspace is chosen.
+  await publishExtension(admin, 'slack-fresh');
+  await configure('slack-fresh', [['webhook.scheme', 'STRING', 'slack'], ['webhook.secret', 'SECRET', secret]]);
+  const early = await fetch(`${t.url}/api/webhooks/slack-fresh`, { method: 'POST', headers: slackHeaders(secret, body), body });
+  assert.is(early.status, 200);
+  assert.is(await early.text(), challenge);
+});
+
+test('standard-webhooks: the svix-id, svix-timestamp and svix-signature names are accepted too', async () => {
+  await declarative('svixed', 'standard-webhooks', STD_SECRET);
+  const body = '{"type":"invoice.paid"}';
+  const accepted = await post('svixed', body, standardHeaders('msg_svix_1', body, 'svix'));
+  assert.is(accepted.status, 200, accepted.text);
+  assert.is((await eventsOf('inbox'))[0].id, accepted.body.meta.eventId);
+  const forged = { ...standardHeaders('msg_svix_2', body, 'svix'), 'svix-signature': tamper(standardHeaders('msg_svix_2', body, 'svix')['svix-signature']!) };
+  assertRejected(await post('svixed', body, forged), 'a wrong svix-signature');
+});
+
+test('standard-webhooks: an id counts as seen only once its event is published, so a retry after a failure is processed', async () => {
+  await publishExtension(admin, 'std-retry');
+  await configure('std-retry', [['webhook.scheme', 'STRING', 'standard-webhooks'], ['webhook.secret', 'SECRET', STD_SECRET]]);
+  const body = '{"type":"order.created","order":7}';
+  const failed = await post('std-retry', body, standardHeaders('msg_retry_after_failure', body));
+  assert.is(failed.status, 500, 'no workspace configured yet');
+
+  await configure('std-retry', [['webhook.workspaceId', 'STRING', 'inbox']]);
+  const retried = await post('std-retry', body, standardHeaders('msg_retry_after_failure', body));
+  assert.is(retried.status, 200, retried.text);
+  assert.ok(retried.body.meta.eventId, `processed, not answered as a duplicate: ${retried.text}`);
+  const again = await post('std-retry', body, standardHeaders('msg_retry_after_failure', body));
+  assert.equal(again.body.meta, { duplicate: true });
+});
+
+test('standard-webhooks: concurrent calls with one id publish one event', async () => {
+  await declarative('std-race', 'standard-webhooks', STD_SECRET);
+  const body = '{"type":"race"}';
+  const before = (await eventsOf('inbox')).length;
+  const results = await Promise.all(Array.from({ length: 8 }, () => post('std-race', body, standardHeaders('msg_race', body))));
+  for (const result of results) assert.is(result.status, 200, result.text);
+  assert.is(results.filter((result) => result.body.meta.eventId).length, 1);
+  assert.is(results.filter((result) => result.body.meta.duplicate === true).length, 7);
+  assert.is((await eventsOf('inbox')).length, before + 1);
+});
+
+test('stripe: the same signed event twice is one event; its id is kept as sourceId', async () => {
+  const secret = 'whsec_stripe_dedup';
+  await declarative('stripe-dedup', 'stripe', secret);
+  const body = JSON.stringify({ id: 'evt_1NG8Du2eZvKYlo2CUI79vXWy', object: 'event', type: 'invoice.paid', data: { object: {} } });
+  const headers = { 'stripe-signature': signStripe(secret, nowSeconds(), body) };
+  const first = await post('stripe-dedup', body, headers);
+  assert.is(first.status, 200, first.text);
+  const replayed = await post('stripe-dedup', body, headers);
+  assert.is(replayed.status, 200);
+  assert.equal(replayed.body.meta, { duplicate: true });
+  const events = (await eventsOf('inbox')).filter((event) => event.payload.id === 'evt_1NG8Du2eZvKYlo2CUI79vXWy');
+  assert.is(events.length, 1);
+  assert.is(events[0].sourceId, 'evt_1NG8Du2eZvKYlo2CUI79vXWy');
+
+  // Ids are per extension: another extension may receive the same id.
+  await declarative('stripe-other', 'stripe', secret);
+  const other = await post('stripe-other', body, { 'stripe-signature': signStripe(secret, nowSeconds(), body) });
+  assert.ok(other.body.meta.eventId, other.text);
+});
+
+test('github: a redelivery with the same X-GitHub-Delivery is one event', async () => {
+  const secret = 'github-dedup-secret';
+  await declarative('gh-dedup', 'github', secret);
+  const body = '{"zen":"Design for failure.","hook_id":1}';
+  const headers = { 'x-github-event': 'ping', 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958', 'x-hub-signature-256': signGithub(secret, body) };
+  const first = await post('gh-dedup', body, headers);
+  assert.ok(first.body.meta.eventId, first.text);
+  assert.equal((await post('gh-dedup', body, headers)).body.meta, { duplicate: true });
+  const fresh = await post('gh-dedup', body, { ...headers, 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0959' });
+  assert.ok(fresh.body.meta.eventId, 'another delivery id is another event');
+  const [latest] = await eventsOf('inbox');
+  assert.is(latest.sourceId, '72d3162e-cc78-11e3-81ab-4c9367dc0959');
+});
+
+test('slack: a retried event_callback with the same event_id is one event', async () => {
+  const secret = 'slack-dedup-secret';
+  await declarative('slack-dedup', 'slack', secret);
+  const body = JSON.stringify({ type: 'event_callback', event_id: 'Ev08MFMKH6', event: { type: 'app_mention', text: 'hi' } });
+  const first = await post('slack-dedup', body, slackHeaders(secret, body));
+  assert.ok(first.body.meta.eventId, first.text);
+  const retry = await post('slack-dedup', body, { ...slackHeaders(secret, body), 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' });
+  assert.equal(retry.body.meta, { duplicate: true });
+  assert.is((await eventsOf('inbox'))[0].sourceId, 'Ev08MFMKH6');
+});
+
+test('unknown extension keys are 404 and leave nothing behind in the configuration cache', async () => {
+  const config = t.daemon.services.extensionConfig;
+  assert.is((await post('gh', '{}')).status, 401, 'a configured extension is cached by its first call');
+  const cachedBefore = config.cachedExtensions;
+  const keys = [...Array.from({ length: 3000 }, (_, index) => `unknown-${index}`), 'A', 'x'.repeat(65), 'bad_key', '-x', '9lives'];
+  for (let start = 0; start < keys.length; start += 50) {
+    const results = await Promise.all(keys.slice(start, start + 50).map((key) => post(key, '{}')));
+    for (const result of results) assert.is(result.status, 404, result.text);
+  }
+  assert.is(config.cachedExtensions, cachedBefore);
+});
+
+test('webhook.eventKey with {type}: github.{type} gives github.push and github.ping', async () => {
+  const secret = 'github-typed-secret';
+  await declarative('gh-typed', 'github', secret, [['webhook.eventKey', 'STRING', 'github.{type}']]);
+  let delivery = 0;
+  const send = (type: string | undefined) => {
+    const body = JSON.stringify({ n: (delivery += 1) });
+    const headers: Record<string, string> = { 'x-github-delivery': `typed-${delivery}`, 'x-hub-signature-256': signGithub(secret, body) };
+    if (type !== undefined) headers['x-github-event'] = type;
+    return post('gh-typed', body, headers);
+  };
+  const keyOf = async (result: HttpResult) => (await eventsOf('inbox')).find((event) => event.id === result.body.meta.eventId).eventKey;
+  assert.is(await keyOf(await send('push')), 'github.push');
+  assert.is(await keyOf(await send('ping')), 'github.ping');
+  assert.is(await keyOf(await send('Pull Request/Review!')), 'github.pull-request-review-');
+  assert.is(await keyOf(await send(undefined)), 'github.webhook.received', 'no type');
+  // A type that would leave an empty segment cannot make an invalid key: the call counts as untyped.
+  assert.is(await keyOf(await send('push.')), 'github.webhook.received');
+  assert.is(await keyOf(await send('x'.repeat(300))), 'github.webhook.received', 'over 255 characters');
+});
+
+test('webhook.eventKey with {type}: stripe and standard-webhooks read the body type, slack event.type or else type', async () => {
+  await declarative('stripe-typed', 'stripe', 'whsec_typed', [['webhook.eventKey', 'STRING', 'stripe.{type}']]);
+  const stripeBody = JSON.stringify({ id: 'evt_typed', type: 'customer.subscription.created' });
+  const stripe = await post('stripe-typed', stripeBody, { 'stripe-signature': signStripe('whsec_typed', nowSeconds(), stripeBody) });
+  assert.is((await eventsOf('inbox'))[0].id, stripe.body.meta.eventId);
+  assert.is((await eventsOf('inbox'))[0].eventKey, 'stripe.customer.subscription.created');
+
+  await declarative('std-typed', 'standard-webhooks', STD_SECRET, [['webhook.eventKey', 'STRING', 'acme.{type}']]);
+  const stdBody = '{"type":"Invoice.Paid","data":{}}';
+  assert.is((await post('std-typed', stdBody, standardHeaders('msg_typed', stdBody))).status, 200);
+  const [stdEvent] = await eventsOf('inbox');
+  assert.is(stdEvent.eventKey, 'acme.invoice.paid');
+  assert.is(stdEvent.sourceId, 'msg_typed');
+
+  await declarative('slack-typed', 'slack', 'slack-typed-secret', [['webhook.eventKey', 'STRING', 'slack.{type}']]);
+  const nested = JSON.stringify({ type: 'event_callback', event_id: 'Ev1', event: { type: 'app_mention' } });
+  assert.is((await post('slack-typed', nested, slackHeaders('slack-typed-secret', nested))).status, 200);
+  assert.is((await eventsOf('inbox'))[0].eventKey, 'slack.app_mention');
+  const flat = JSON.stringify({ type: 'app_rate_limited', event_id: 'Ev2' });
+  assert.is((await post('slack-typed', flat, slackHeaders('slack-typed-secret', flat))).status, 200);
+  assert.is((await eventsOf('inbox'))[0].eventKey, 'slack.app_rate_limited');
+});
+
+test('webhook.eventKey: a template is accepted only when every call yields a valid event key', async () => {
+  await publishExtension(admin, 'templated');
+  for (const value of ['{type}', 'a.{type}.b', 'x.y']) {
+    const ok = await admin.put('/api/admin/marketplace/extensions/templated/config', { fields: [{ name: 'webhook.eventKey', type: 'STRING', value }] });
+    assert.is(ok.status, 200, `${value}: ${ok.text}`);
+  }
+  for (const value of ['github.{type', 'github.{kind}', 'github..{type}', 'single']) {
+    const refused = await admin.put('/api/admin/marketplace/extensions/templated/config', { fields: [{ name: 'webhook.eventKey', type: 'STRING', value }] });
+    assert.is(refused.status, 400, value);
+  }
+});
+
+test('sourceId reaches an external subscriber with the event', async () => {
+  const subscriber = await startSubscriber();
+  try {
+    await declarative('gh-delivered', 'github', 'delivered-secret', [['webhook.eventKey', 'STRING', 'delivered.{type}']]);
+    await install(admin, 'inbox', 'gh-delivered');
+    await subscribeExternal(admin, 'inbox', 'delivered.push', 'gh-delivered', subscriber.url);
+    const body = '{"ref":"refs/heads/main"}';
+    const result = await post('gh-delivered', body, {
+      'x-github-event': 'push',
+      'x-github-delivery': 'delivery-to-subscriber',
+      'x-hub-signature-256': signGithub('delivered-secret', body),
+    });
+    assert.is(result.status, 200, result.text);
+    const [delivery] = await subscriber.waitForCount(1);
+    assert.is(delivery!.json.id, result.body.meta.eventId);
+    assert.is(delivery!.json.sourceId, 'delivery-to-subscriber');
+  } finally {
+    await subscriber.close();
+  }
 });
 
 test.run();

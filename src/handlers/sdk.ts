@@ -16,6 +16,8 @@ export interface PlatformEvent {
   schemaVersion: string | null;
   /** ISO 8601, UTC. */
   occurredAt: string;
+  /** For an event from an inbound webhook: the provider's own delivery id (e.g. X-GitHub-Delivery). */
+  sourceId?: string;
 }
 
 export interface PluginContext {

@@ -32,6 +32,8 @@ export interface EventServiceDependencies {
 export interface Origin {
   actor: string;
   depth: number;
+  /** The provider's delivery id of an inbound webhook call, kept on the event. */
+  sourceId?: string;
 }
 
 /**
@@ -72,6 +74,7 @@ export class EventService {
       payload,
       schemaVersion: input.schemaVersion ?? null,
       occurredAt: new Date(now).toISOString(),
+      ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);

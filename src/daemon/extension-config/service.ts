@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import { WEBHOOK_SCHEMES } from '../../handlers/webhooks/index.js';
 import { DomainError, notFound } from '../errors.js';
-import { EventKey } from '../events/schemas.js';
 import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
 import { Slug } from '../validation.js';
+import { isEventKeyTemplate } from '../webhooks/event-key.js';
 
 export const FIELD_TYPES = ['STRING', 'NUMBER', 'BOOLEAN', 'SECRET'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -13,6 +13,8 @@ export type FieldValue = string | number | boolean | null;
 
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
+
+const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
 interface StoredField {
   name: string;
@@ -58,7 +60,10 @@ const WEBHOOK_FIELDS: Record<string, { type: FieldType; check?: (value: string) 
   'webhook.secret': { type: 'SECRET' },
   'webhook.header': { type: 'STRING' },
   'webhook.workspaceId': { type: 'STRING', check: (value) => (v.is(Slug, value) ? null : 'must be a workspace id') },
-  'webhook.eventKey': { type: 'STRING', check: (value) => (v.is(EventKey, value) ? null : 'must be an event key such as github.push') },
+  'webhook.eventKey': {
+    type: 'STRING',
+    check: (value) => (isEventKeyTemplate(value) ? null : 'must be an event key such as github.push, where {type} stands for the provider\'s event type'),
+  },
 };
 
 function invalidField(index: number, message: string): DomainError {
@@ -131,17 +136,27 @@ export class ExtensionConfigService {
     return this.view(extensionKey);
   }
 
-  /** The values an extension's handlers see, SECRET values decrypted; cached until the next change. */
+  /**
+   * The values an extension's handlers see, SECRET values decrypted; cached until the next change.
+   * Only configured extensions are cached: anyone can name a key at the webhook endpoint.
+   */
   values(extensionKey: string): Readonly<Record<string, unknown>> {
     let values = this.decrypted.get(extensionKey);
     if (!values) {
-      const entries = this.stored(extensionKey)
+      const entry = this.collection.data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
+      if (!entry) return NO_VALUES;
+      const entries = entry.fields
         .filter((field) => field.value !== null)
         .map((field) => [field.name, field.type === 'SECRET' ? this.box.open(field.value as string) : field.value] as const);
       values = Object.freeze(Object.fromEntries(entries));
       this.decrypted.set(extensionKey, values);
     }
     return values;
+  }
+
+  /** How many extensions have decrypted values in memory: observable so that tests can hold it bounded. */
+  get cachedExtensions(): number {
+    return this.decrypted.size;
   }
 
   /** The declarative webhook of an extension, or null when it has no webhook.scheme. */

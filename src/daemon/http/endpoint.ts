@@ -6,7 +6,7 @@ import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
 import { hasBody, isJsonContentType, readJsonBody } from './body.js';
-import { sendDomainError, sendEnvelope, sendSuccess } from './envelope.js';
+import { sendDomainError, sendEnvelope, sendSuccess, sendText } from './envelope.js';
 
 export const SESSION_COOKIE = 'platform_token';
 
@@ -31,6 +31,11 @@ export class Reply<T = unknown> {
     readonly data: T,
     readonly meta: Record<string, unknown> | null = null,
   ) {}
+}
+
+/** Returned by a handler that must answer with plain text instead of the envelope (a provider's handshake). */
+export class TextReply {
+  constructor(readonly text: string) {}
 }
 
 export interface EndpointSpec<A extends Access, PS, QS, BS> {
@@ -135,5 +140,6 @@ async function serve<
   const status = spec.status ?? 200;
   if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
   else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
+  else if (result instanceof TextReply) sendText(res, status, result.text);
   else sendSuccess(res, status, result);
 }

@@ -63,6 +63,20 @@ export function sendEnvelope(
   writeJson(res, status, json);
 }
 
+export function sendText(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, [
+    'x-content-type-options', 'nosniff',
+    'cache-control', 'no-store',
+    'content-type', 'text/plain; charset=utf-8',
+    'content-length', String(Buffer.byteLength(text)),
+  ]);
+  res.end(text);
+}
+
 function writeJson(res: ServerResponse, status: number, json: string): void {
   if (res.headersSent) {
     res.end();

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
 import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
 import { DomainError, describeFault } from '../errors.js';
@@ -6,15 +7,16 @@ import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
+import { Slug } from '../validation.js';
+import { webhookEventKey } from './event-key.js';
 
-export interface WebhookOutcome {
-  data: unknown;
-  meta: Record<string, unknown> | null;
-}
+/** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
+export type WebhookOutcome = { data: unknown; meta: Record<string, unknown> | null } | { plainText: string };
 
 /** The handler found for an extension: call it with the request once the body is read. */
 export type WebhookHandler = (request: WebhookRequest) => Promise<WebhookOutcome>;
 
+const noHandler = (extensionKey: string) => new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
 const failed = () => new DomainError('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
 
 /** Header values by lowercased name; repeated headers joined as HTTP does. */
@@ -48,12 +50,16 @@ export class WebhookService {
     this.replays = new ReplayCache(REPLAY_WINDOW_MS, deps.now ?? Date.now);
   }
 
-  /** 404 when the extension has no webhook handler; decided before the body is read. */
+  /**
+   * 404 when the extension has no webhook handler; decided before the body is
+   * read. A key that cannot be an extension key is not looked up at all.
+   */
   handlerFor(extensionKey: string): WebhookHandler {
+    if (!v.is(Slug, extensionKey)) throw noHandler(extensionKey);
     const plugin = this.deps.plugins.get(extensionKey);
     if (plugin?.webhook) return (request) => this.runPlugin(plugin, request);
     if (this.deps.config.webhookSettings(extensionKey)) return (request) => this.verifyAndPublish(extensionKey, request);
-    throw new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
+    throw noHandler(extensionKey);
   }
 
   private async runPlugin(plugin: Plugin, request: WebhookRequest): Promise<WebhookOutcome> {
@@ -74,22 +80,37 @@ export class WebhookService {
     }
   }
 
+  /**
+   * A call carrying its provider's delivery id is published at most once per
+   * extension within the replay window; the id is committed only once its
+   * event is published, so a retry of a failed call is processed again.
+   */
   private async verifyAndPublish(extensionKey: string, request: WebhookRequest): Promise<WebhookOutcome> {
     const settings = this.deps.config.webhookSettings(extensionKey)!;
     try {
-      const verifier = requireVerifier(settings.scheme);
-      const verdict = verifier(request, settings, {
-        now: this.deps.now ?? Date.now,
-        replay: { cache: this.replays, scope: extensionKey },
-      });
-      if (verdict.duplicate) return { data: null, meta: { duplicate: true } };
-      if (!settings.workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
-      const { eventId } = await this.deps.events.publish(
-        settings.workspaceId,
-        { eventKey: settings.eventKey, payload: request.body },
-        { actor: extensionKey, depth: 1 },
-      );
-      return { data: null, meta: { eventId } };
+      const call = requireVerifier(settings.scheme)(request, settings, { now: this.deps.now ?? Date.now });
+      if (call.challenge !== null) return { plainText: call.challenge };
+      const { workspaceId } = settings;
+      if (!workspaceId) throw new WebhookConfigError('webhook.workspaceId is not set');
+      const publish = async (): Promise<WebhookOutcome> => {
+        const { eventId } = await this.deps.events.publish(
+          workspaceId,
+          { eventKey: webhookEventKey(settings.eventKey, call.eventType), payload: request.body },
+          { actor: extensionKey, depth: 1, ...(call.sourceId === null ? {} : { sourceId: call.sourceId }) },
+        );
+        return { data: null, meta: { eventId } };
+      };
+      if (call.sourceId === null) return await publish();
+      const claim = await this.replays.claim(extensionKey, call.sourceId);
+      if (!claim) return { data: null, meta: { duplicate: true } };
+      try {
+        const outcome = await publish();
+        claim.commit();
+        return outcome;
+      } catch (error) {
+        claim.release();
+        throw error;
+      }
     } catch (error) {
       throw this.classify(extensionKey, error);
     }

@@ -1,4 +1,4 @@
-import { ACCEPTED, constantTimeEqualStrings, requireHeader, requireHeaderSetting, requireSecret, WebhookRejectedError } from './shared.js';
+import { UNIDENTIFIED_CALL, constantTimeEqualStrings, requireHeader, requireHeaderSetting, requireSecret, WebhookRejectedError } from './shared.js';
 import type { Verifier } from './types.js';
 
 /** The configured header carries the secret itself, compared exactly (no `Bearer` stripping). */
@@ -8,5 +8,5 @@ export const verifyApiKey: Verifier = (request, settings) => {
   if (!constantTimeEqualStrings(secret, requireHeader(request, header))) {
     throw new WebhookRejectedError(`header ${header} does not hold the expected key`);
   }
-  return ACCEPTED;
+  return UNIDENTIFIED_CALL;
 };

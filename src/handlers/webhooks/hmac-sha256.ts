@@ -1,5 +1,4 @@
 import {
-  ACCEPTED,
   constantTimeEqual,
   decodeSha256Hex,
   hmacSha256,
@@ -7,6 +6,7 @@ import {
   requireHeaderSetting,
   requireSecret,
   signatureMismatch,
+  UNIDENTIFIED_CALL,
   WebhookRejectedError,
 } from './shared.js';
 import type { Verifier } from './types.js';
@@ -22,5 +22,5 @@ export const verifyHmacSha256: Verifier = (request, settings) => {
   const received = decodeSha256Hex(hex);
   if (!received) throw new WebhookRejectedError(`header ${header} is not a hex HMAC-SHA256 signature`);
   if (!constantTimeEqual(hmacSha256(secret, [request.rawBody]), received)) throw signatureMismatch();
-  return ACCEPTED;
+  return UNIDENTIFIED_CALL;
 };

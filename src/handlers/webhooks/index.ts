@@ -7,7 +7,7 @@ import { verifyStandardWebhook } from './standard-webhooks.js';
 import { verifyStripe } from './stripe.js';
 import { WEBHOOK_SCHEMES, type Verifier, type WebhookScheme } from './types.js';
 
-export { ReplayCache, REPLAY_WINDOW_MS } from './replay-cache.js';
+export { ReplayCache, REPLAY_WINDOW_MS, type ReplayClaim } from './replay-cache.js';
 export { TIMESTAMP_TOLERANCE_SECONDS, WebhookConfigError, WebhookRejectedError } from './shared.js';
 export {
   STANDARD_WEBHOOK_ID_HEADER,
@@ -16,7 +16,7 @@ export {
 } from './standard-webhooks.js';
 export { signGithub, signHmacSha256, signSlack, signStandardWebhook, signStripe } from './sign.js';
 export { WEBHOOK_SCHEMES };
-export type { ReplayScope, Verifier, VerifierSettings, VerifyContext, VerifyResult, WebhookRequest, WebhookScheme } from './types.js';
+export type { VerifiedCall, Verifier, VerifierSettings, VerifyContext, WebhookRequest, WebhookScheme } from './types.js';
 
 const WEBHOOK_VERIFIERS: Readonly<Record<WebhookScheme, Verifier>> = Object.freeze({
   'hmac-sha256': verifyHmacSha256,

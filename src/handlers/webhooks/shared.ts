@@ -1,10 +1,23 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { DomainError } from '../../daemon/errors.js';
-import type { VerifierSettings, VerifyResult, WebhookRequest } from './types.js';
+import type { VerifiedCall, VerifierSettings, WebhookRequest } from './types.js';
 
 export const TIMESTAMP_TOLERANCE_SECONDS = 300;
 
-export const ACCEPTED: VerifyResult = Object.freeze({ accepted: true, duplicate: false });
+/** A call whose scheme carries neither a delivery id nor an event type. */
+export const UNIDENTIFIED_CALL: VerifiedCall = Object.freeze({ sourceId: null, eventType: null, challenge: null });
+
+/** A non-empty string, else null: the body and headers come from the sender and may hold anything. */
+export function textOrNull(value: unknown): string | null {
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+}
+
+/** A JSON object member, or undefined when `value` is not an object. */
+export function member(value: unknown, name: string): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, name)
+    ? (value as Record<string, unknown>)[name]
+    : undefined;
+}
 
 /**
  * The sender could not prove who it is (→ 401). Messages are shown to the

@@ -1,13 +1,14 @@
 import {
-  ACCEPTED,
   assertWithinTolerance,
   constantTimeEqual,
   decodeSha256Hex,
   hmacSha256,
+  member,
   parseTimestampSeconds,
   requireHeader,
   requireSecret,
   signatureMismatch,
+  textOrNull,
   WebhookRejectedError,
 } from './shared.js';
 import type { Verifier } from './types.js';
@@ -16,7 +17,11 @@ const SLACK_SIGNATURE_HEADER = 'x-slack-signature';
 const SLACK_TIMESTAMP_HEADER = 'x-slack-request-timestamp';
 const VERSION = 'v0';
 
-/** `v0=<hex>` over `v0:<timestamp>:<raw body>` with the app's signing secret. */
+/**
+ * `v0=<hex>` over `v0:<timestamp>:<raw body>` with the app's signing secret.
+ * Slack's handshake when an endpoint is set up is signed too, so it is
+ * answered only after the signature holds.
+ */
 export const verifySlack: Verifier = (request, settings, context) => {
   const secret = requireSecret(settings);
   const signature = requireHeader(request, SLACK_SIGNATURE_HEADER);
@@ -25,7 +30,13 @@ export const verifySlack: Verifier = (request, settings, context) => {
   const received = signature.startsWith(`${VERSION}=`) ? decodeSha256Hex(signature.slice(VERSION.length + 1)) : undefined;
   if (!received) throw new WebhookRejectedError(`header ${SLACK_SIGNATURE_HEADER} is not ${VERSION}=<hex>`);
   if (!constantTimeEqual(slackDigest(secret, timestamp, request.rawBody), received)) throw signatureMismatch();
-  return ACCEPTED;
+  const { body } = request;
+  const challenge = body.type === 'url_verification' && typeof body.challenge === 'string' ? body.challenge : null;
+  return {
+    sourceId: textOrNull(body.event_id),
+    eventType: textOrNull(member(body.event, 'type')) ?? textOrNull(body.type),
+    challenge,
+  };
 };
 
 export function slackDigest(secret: string, timestamp: string, body: Buffer | string): Buffer {

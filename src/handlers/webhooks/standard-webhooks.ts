@@ -1,5 +1,4 @@
 import {
-  ACCEPTED,
   assertWithinTolerance,
   decodeBase64,
   hmacSha256,
@@ -8,14 +7,21 @@ import {
   requireHeader,
   requireSecret,
   signatureMismatch,
-  TIMESTAMP_TOLERANCE_SECONDS,
+  textOrNull,
   WebhookConfigError,
 } from './shared.js';
-import type { Verifier } from './types.js';
+import type { Verifier, WebhookRequest } from './types.js';
 
 export const STANDARD_WEBHOOK_ID_HEADER = 'webhook-id';
 export const STANDARD_WEBHOOK_TIMESTAMP_HEADER = 'webhook-timestamp';
 export const STANDARD_WEBHOOK_SIGNATURE_HEADER = 'webhook-signature';
+/** Svix, where the specification comes from, still sends its own names for the same three headers. */
+const SVIX_HEADERS = { id: 'svix-id', timestamp: 'svix-timestamp', signature: 'svix-signature' } as const;
+const STANDARD_HEADERS = {
+  id: STANDARD_WEBHOOK_ID_HEADER,
+  timestamp: STANDARD_WEBHOOK_TIMESTAMP_HEADER,
+  signature: STANDARD_WEBHOOK_SIGNATURE_HEADER,
+} as const;
 const SECRET_PREFIX = 'whsec_';
 const VERSION_PREFIX = 'v1,';
 
@@ -44,22 +50,22 @@ function v1Signatures(value: string): Buffer[] {
   return signatures;
 }
 
+/** One set of names or the other, never a mix: the svix names only when no webhook-id is sent. */
+function headerNames(request: WebhookRequest): typeof STANDARD_HEADERS | typeof SVIX_HEADERS {
+  return request.headers[STANDARD_WEBHOOK_ID_HEADER] === undefined && request.headers[SVIX_HEADERS.id] !== undefined ? SVIX_HEADERS : STANDARD_HEADERS;
+}
+
 /**
- * HMAC-SHA256 of `<id>.<timestamp>.<raw body>`. A verified id seen again
- * within the replay window is accepted as a duplicate (200, do nothing): the
- * sender retries with the same id when it missed our answer.
+ * HMAC-SHA256 of `<id>.<timestamp>.<raw body>`. The id is signed, so it can
+ * serve as the message's delivery id; the sender reuses it on every retry.
  */
 export const verifyStandardWebhook: Verifier = (request, settings, context) => {
   const key = standardWebhooksKey(requireSecret(settings));
-  const id = requireHeader(request, STANDARD_WEBHOOK_ID_HEADER);
-  const timestamp = requireHeader(request, STANDARD_WEBHOOK_TIMESTAMP_HEADER);
-  const signatures = v1Signatures(requireHeader(request, STANDARD_WEBHOOK_SIGNATURE_HEADER));
-  const timestampSeconds = parseTimestampSeconds(timestamp, STANDARD_WEBHOOK_TIMESTAMP_HEADER);
-  assertWithinTolerance(timestampSeconds, context.now());
+  const names = headerNames(request);
+  const id = requireHeader(request, names.id);
+  const timestamp = requireHeader(request, names.timestamp);
+  const signatures = v1Signatures(requireHeader(request, names.signature));
+  assertWithinTolerance(parseTimestampSeconds(timestamp, names.timestamp), context.now());
   if (!matchesAny(standardWebhooksDigest(key, id, timestamp, request.rawBody), signatures)) throw signatureMismatch();
-  // Recorded only now, after the signature held, so unsigned ids cannot fill the cache.
-  // Remembered for as long as the timestamp stays acceptable, even when that outlasts the ttl.
-  const acceptableUntilMs = (timestampSeconds + TIMESTAMP_TOLERANCE_SECONDS) * 1000 + 1;
-  const duplicate = context.replay.cache.seenRecently(context.replay.scope, id, acceptableUntilMs);
-  return duplicate ? { accepted: true, duplicate: true } : ACCEPTED;
+  return { sourceId: id, eventType: textOrNull(request.body.type), challenge: null };
 };

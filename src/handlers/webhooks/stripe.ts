@@ -1,5 +1,4 @@
 import {
-  ACCEPTED,
   assertWithinTolerance,
   decodeSha256Hex,
   hmacSha256,
@@ -8,6 +7,7 @@ import {
   requireHeader,
   requireSecret,
   signatureMismatch,
+  textOrNull,
   WebhookRejectedError,
 } from './shared.js';
 import type { Verifier } from './types.js';
@@ -44,13 +44,13 @@ function parseHeader(value: string): StripeSignatureHeader {
   return { timestamp: timestamps[0]!, v1 };
 }
 
-/** HMAC-SHA256 of `<t>.<raw body>` with the endpoint secret used as is, `whsec_` included. */
+/** HMAC-SHA256 of `<t>.<raw body>` with the endpoint secret used as is, `whsec_` included. The event's `id` and `type` are in the body. */
 export const verifyStripe: Verifier = (request, settings, context) => {
   const secret = requireSecret(settings);
   const { timestamp, v1 } = parseHeader(requireHeader(request, STRIPE_SIGNATURE_HEADER));
   assertWithinTolerance(parseTimestampSeconds(timestamp, STRIPE_SIGNATURE_HEADER), context.now());
   if (!matchesAny(stripeDigest(secret, timestamp, request.rawBody), v1)) throw signatureMismatch();
-  return ACCEPTED;
+  return { sourceId: textOrNull(request.body.id), eventType: textOrNull(request.body.type), challenge: null };
 };
 
 export function stripeDigest(secret: string, timestamp: string, body: Buffer | string): Buffer {

@@ -1,11 +1,11 @@
-import type { ReplayCache } from './replay-cache.js';
-
 export const WEBHOOK_SCHEMES = ['hmac-sha256', 'github', 'stripe', 'slack', 'standard-webhooks', 'api-key'] as const;
 export type WebhookScheme = (typeof WEBHOOK_SCHEMES)[number];
 
 export interface WebhookRequest {
   /** The body exactly as received: signatures cover these bytes, never a re-serialised object. */
   readonly rawBody: Buffer;
+  /** The same body parsed (a JSON object): read for the provider's event id and type, never for authentication. */
+  readonly body: Readonly<Record<string, unknown>>;
   /** Header names lowercased, as node:http delivers them. */
   readonly headers: Readonly<Record<string, string>>;
 }
@@ -17,27 +17,20 @@ export interface VerifierSettings {
   readonly header?: string;
 }
 
-/**
- * Where repeated Standard Webhooks ids are remembered. `scope` keeps one
- * extension's ids apart from another's: pass the extension key.
- */
-export interface ReplayScope {
-  readonly cache: ReplayCache;
-  readonly scope: string;
-}
-
 export interface VerifyContext {
   /** Milliseconds since the epoch; injected so tests never depend on the wall clock. */
   readonly now: () => number;
-  /** Required rather than optional so that no caller can forget replay protection. */
-  readonly replay: ReplayScope;
 }
 
-export interface VerifyResult {
-  readonly accepted: true;
-  /** A Standard Webhooks id already accepted recently: answer 200 and do nothing. */
-  readonly duplicate: boolean;
+/** What an authenticated call says about itself, as far as its scheme defines it. */
+export interface VerifiedCall {
+  /** The provider's own delivery id, the same on its retries; null for schemes without one (hmac-sha256, api-key). */
+  readonly sourceId: string | null;
+  /** The provider's event type, as sent; null when the call names none. */
+  readonly eventType: string | null;
+  /** Set for Slack's url_verification handshake: answer with this text and publish nothing. */
+  readonly challenge: string | null;
 }
 
 /** Throws WebhookRejectedError (→ 401) or WebhookConfigError (→ 500); never returns a refusal. */
-export type Verifier = (request: WebhookRequest, settings: VerifierSettings, context: VerifyContext) => VerifyResult;
+export type Verifier = (request: WebhookRequest, settings: VerifierSettings, context: VerifyContext) => VerifiedCall;

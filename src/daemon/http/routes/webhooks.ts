@@ -4,14 +4,14 @@ import { isPlainObject } from '../../validation.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
 import type { RouteModule } from '../context.js';
-import { Reply } from '../endpoint.js';
+import { Reply, TextReply } from '../endpoint.js';
 
 /**
  * POST /api/webhooks/{extensionKey}: no cookie, any content type. The handler
  * is found first (404), then the body is read as raw bytes (413) and must be a
  * JSON object (400); the handler verifies it over exactly those bytes.
  */
-const WebhookParams = v.object({ extensionKey: v.pipe(v.string(), v.maxLength(64)) });
+const WebhookParams = v.object({ extensionKey: v.string() });
 
 export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webhooks }, config }) => {
   routes.post(
@@ -31,7 +31,7 @@ export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webho
           });
         }
         const outcome = await handler({ rawBody, body, headers: headerMap(req.headers) });
-        return new Reply(outcome.data, outcome.meta);
+        return 'plainText' in outcome ? new TextReply(outcome.plainText) : new Reply(outcome.data, outcome.meta);
       },
     }),
   );
