@@ -1,5 +1,6 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CONSOLE_DIR } from '../../src/daemon/http/console.js';
@@ -84,6 +85,14 @@ test('HEAD of the page answers its headers without a body', async () => {
   assert.is(result.status, 200);
   assertConsoleHeaders(result.headers, 'no-cache');
   assert.is(await result.text(), '');
+});
+
+test('the JS and CSS of the console together stay within 150 KB gzipped', () => {
+  const assets = join(CONSOLE_DIR, 'assets');
+  const gzipped = readdirSync(assets)
+    .filter((name) => /\.(js|css)$/.test(name))
+    .reduce((sum, name) => sum + gzipSync(readFileSync(join(assets, name)), { level: 9 }).length, 0);
+  assert.ok(gzipped <= 150 * 1024, `${gzipped} bytes gzipped`);
 });
 
 test.run();
