@@ -60,8 +60,8 @@ const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/');
  * `reserved` are the router's own paths outside `/api` (such as /metrics),
  * which the page must not shadow. Anything else falls through to the router.
  */
-export function consoleHandler(reserved: ReadonlySet<string>, dir = CONSOLE_DIR): EventHandler | null {
-  const files = loadConsole(dir);
+export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | null {
+  const files = loadConsole(CONSOLE_DIR);
   const page = files?.get('/index.html');
   if (!files || !page) return null;
   return defineEventHandler(async (event) => {
