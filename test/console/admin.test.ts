@@ -109,7 +109,9 @@ if (browserAvailable()) {
     await page.getByRole('link', { name: 'orders.created' }).first().click();
     await page.getByRole('heading', { level: 1, name: 'Dead letter' }).waitFor();
     await page.getByRole('button', { name: 'Replay' }).click();
-    await page.getByRole('status').filter({ hasText: 'queued again' }).waitFor();
+    const outcome = page.getByRole('status').filter({ hasText: 'queued again' }).or(page.getByRole('alert'));
+    await outcome.waitFor();
+    assert.match((await outcome.textContent()) ?? '', 'queued again');
     await waitFor('the replayed delivery', () => subscriber.deliveredEventIds().has(eventId));
     assert.equal(await deadLetterIds(), []);
   });
@@ -157,6 +159,11 @@ if (browserAvailable()) {
       await assertAccessible(page, path);
       if (screenshot) await screenshots(page, screenshot);
     }
+    // The dark colour scheme keeps its contrast too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await visit(page, '/workspaces/acme');
+    await assertAccessible(page, 'workspace in the dark scheme');
+    await page.emulateMedia({ colorScheme: 'light' });
     // The dialogs too.
     await visit(page, '/marketplace/acme-tools');
     await page.getByRole('button', { name: 'Yank' }).first().click();

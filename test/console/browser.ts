@@ -32,7 +32,8 @@ export function launchBrowser(): Promise<Browser> {
 export async function openPage(browser: Browser, baseURL: string): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ baseURL, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  // Generous: the tests share two cores with everything else; a wait ends as soon as its condition holds.
+  page.setDefaultTimeout(30_000);
   const errors: string[] = [];
   page.on('console', (message) => {
     if (message.type() === 'error') errors.push(`${page.url()}: ${message.text()}`);
