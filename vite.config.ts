@@ -5,7 +5,8 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   root: 'src/console',
   base: '/',
-  plugins: [vue()],
+  // Every component uses <script setup>: the Options API is left out of the bundle.
+  plugins: [vue({ features: { optionsAPI: false } })],
   build: {
     outDir: '../../dist/console',
     emptyOutDir: true,
