@@ -41,7 +41,7 @@ test('every answer carries nosniff and no-store', async () => {
 
 test('unknown routes are 404 NOT_FOUND in the envelope', async () => {
   assertEnvelope(await t.anon.get('/api/nothing/here'), 404, 'NOT_FOUND');
-  assertEnvelope(await t.anon.get('/'), 404, 'NOT_FOUND');
+  assertEnvelope(await t.anon.get('/api'), 404, 'NOT_FOUND');
 });
 
 test('a known path with another method is 405 with an Allow header', async () => {

@@ -1,10 +1,14 @@
 import { createApp, isError, type App } from 'h3';
 import { DomainError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { consoleHandler } from './console.js';
 import { sendError } from './envelope.js';
 import type { RouteTable } from './routes.js';
 
-/** The h3 app: the routes, and one error handler that turns everything into the envelope. */
+/**
+ * The h3 app: the web console's files in front of the routes, and one error
+ * handler that turns everything into the envelope.
+ */
 export function createHttpApp(routes: RouteTable, logger: Logger): App {
   const report = (error: unknown) =>
     logger.error(error instanceof Error ? (error.stack ?? error.message) : 'non-error thrown');
@@ -13,6 +17,10 @@ export function createHttpApp(routes: RouteTable, logger: Logger): App {
       sendError(event.node.res, toReportable(error, event.path), report);
     },
   });
+  const outsideApi = new Set(routes.list().map((route) => route.split(' ')[1]!).filter((path) => !path.startsWith('/api/')));
+  const consoleFiles = consoleHandler(outsideApi);
+  if (consoleFiles) app.use(consoleFiles);
+  else logger.info('the web console is not built (npm run build); serving the API only');
   app.use(routes.toRouter());
   return app;
 }

@@ -1,0 +1,67 @@
+import { createRouter, createWebHistory, type RouteLocationNormalized, type RouteRecordRaw } from 'vue-router';
+import { isAdmin, loadSession, session } from './session';
+
+/** `key` is reserved by Vue, so the extension key reaches pages as `extensionKey`. */
+const extensionKey = (route: RouteLocationNormalized) => ({ extensionKey: String(route.params.key) });
+
+declare module 'vue-router' {
+  interface RouteMeta {
+    title: string;
+    /** Reachable without signing in. */
+    public?: boolean;
+    admin?: boolean;
+  }
+}
+
+// CONTRACT §10's routes. Every page is its own chunk: the first load carries only what it shows.
+const routes: RouteRecordRaw[] = [
+  { path: '/login', component: () => import('./pages/LoginPage.vue'), meta: { title: 'Sign in', public: true } },
+  { path: '/', component: () => import('./pages/OverviewPage.vue'), meta: { title: 'Overview' } },
+  { path: '/marketplace', component: () => import('./pages/MarketplacePage.vue'), meta: { title: 'Marketplace' } },
+  { path: '/marketplace/:key', component: () => import('./pages/ExtensionPage.vue'), props: extensionKey, meta: { title: 'Extension' } },
+  { path: '/workspaces', component: () => import('./pages/WorkspacesPage.vue'), meta: { title: 'Workspaces' } },
+  { path: '/workspaces/:id', component: () => import('./pages/WorkspacePage.vue'), props: true, meta: { title: 'Workspace' } },
+  {
+    path: '/workspaces/:id/events/:eventId',
+    component: () => import('./pages/EventPage.vue'),
+    props: true,
+    meta: { title: 'Event' },
+  },
+  { path: '/dead-letters', component: () => import('./pages/DeadLettersPage.vue'), meta: { title: 'Dead letters', admin: true } },
+  {
+    path: '/dead-letters/:id',
+    component: () => import('./pages/DeadLetterPage.vue'),
+    props: true,
+    meta: { title: 'Dead letter', admin: true },
+  },
+  {
+    path: '/extensions/:key/config',
+    component: () => import('./pages/ExtensionConfigPage.vue'),
+    props: extensionKey,
+    meta: { title: 'Configuration', admin: true },
+  },
+  {
+    path: '/extensions/:key/webhooks',
+    component: () => import('./pages/ExtensionWebhooksPage.vue'),
+    props: extensionKey,
+    meta: { title: 'Inbound webhooks', admin: true },
+  },
+  { path: '/users', component: () => import('./pages/UsersPage.vue'), meta: { title: 'Users', admin: true } },
+  { path: '/account', component: () => import('./pages/AccountPage.vue'), meta: { title: 'Account' } },
+  { path: '/:unknown(.*)*', component: () => import('./pages/NotFoundPage.vue'), meta: { title: 'Not found', public: true } },
+];
+
+export const router = createRouter({ history: createWebHistory(), routes });
+
+router.beforeEach(async (to) => {
+  if (!session.checked) await loadSession();
+  if (to.meta.public) return true;
+  if (!session.user) return { path: '/login', query: to.fullPath === '/' ? {} : { next: to.fullPath } };
+  // A member who is not ADMIN never sees admin pages; the API would refuse them anyway.
+  if (to.meta.admin && !isAdmin.value) return { path: '/' };
+  return true;
+});
+
+router.afterEach((to) => {
+  document.title = `${to.meta.title} · platform`;
+});

@@ -1,0 +1,32 @@
+/** API paths, each segment encoded: a key or id can never change a path's shape. */
+const at = (...segments: string[]) => `/api/${segments.map(encodeURIComponent).join('/')}`;
+
+export const paths = {
+  login: '/api/auth/login',
+  logout: '/api/auth/logout',
+  me: '/api/auth/me',
+  myPassword: '/api/auth/me/password',
+  users: '/api/admin/users',
+  user: (id: string) => at('admin', 'users', id),
+  status: '/api/admin/status',
+  extensions: '/api/marketplace/extensions',
+  categories: '/api/marketplace/categories',
+  extension: (key: string) => at('marketplace', 'extensions', key),
+  adminExtensions: '/api/admin/marketplace/extensions',
+  extensionVersions: (key: string) => at('admin', 'marketplace', 'extensions', key, 'versions'),
+  extensionVersion: (key: string, version: string) => at('admin', 'marketplace', 'extensions', key, 'versions', version),
+  unyank: (key: string, version: string) => at('admin', 'marketplace', 'extensions', key, 'versions', version, 'unyank'),
+  extensionConfig: (key: string) => at('admin', 'marketplace', 'extensions', key, 'config'),
+  workspaces: '/api/workspaces',
+  adminWorkspaces: '/api/admin/workspaces',
+  workspace: (id: string) => at('workspaces', id),
+  member: (id: string, userId: string) => at('admin', 'workspaces', id, 'members', userId),
+  installations: (id: string) => at('workspaces', id, 'extensions'),
+  installation: (id: string, key: string) => at('workspaces', id, 'extensions', key),
+  subscriptions: (id: string) => at('workspaces', id, 'subscriptions'),
+  subscription: (id: string, subscriptionId: string) => at('workspaces', id, 'subscriptions', subscriptionId),
+  deadLetters: '/api/admin/dead-letters',
+  replayDeadLetters: '/api/admin/dead-letters/replay',
+  deadLetter: (id: string) => at('admin', 'dead-letters', id),
+  replayDeadLetter: (id: string) => at('admin', 'dead-letters', id, 'replay'),
+} as const;

@@ -1,0 +1,84 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { extname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineEventHandler, getRequestPath, serveStatic, setResponseHeaders, type EventHandler } from 'h3';
+import { consoleHeaders } from './headers.js';
+
+/** `vite build` writes here; the same path from src/daemon/http (tests) and dist/daemon/http (installed). */
+export const CONSOLE_DIR = fileURLToPath(new URL('../../../dist/console/', import.meta.url));
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+interface ConsoleFile {
+  contents: Buffer;
+  type: string;
+  etag: string;
+  mtime: Date;
+  hashed: boolean;
+}
+
+/**
+ * Reads the built console once: it does not change while the daemon runs, and
+ * serving only files listed here means no request path ever reaches the file
+ * system. Null when the console has not been built.
+ */
+function loadConsole(dir: string): Map<string, ConsoleFile> | null {
+  if (!existsSync(join(dir, 'index.html'))) return null;
+  const files = new Map<string, ConsoleFile>();
+  for (const name of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const path = join(dir, name);
+    const stat = statSync(path);
+    if (!stat.isFile()) continue;
+    const contents = readFileSync(path);
+    const urlPath = `/${relative(dir, path).split(sep).join('/')}`;
+    files.set(urlPath, {
+      contents,
+      type: TYPES[extname(name)] ?? 'application/octet-stream',
+      etag: `"${createHash('sha256').update(contents).digest('base64url').slice(0, 27)}"`,
+      mtime: stat.mtime,
+      hashed: urlPath.startsWith('/assets/'),
+    });
+  }
+  return files;
+}
+
+const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/');
+
+/**
+ * The console in front of the API: a built file by its path, and the page for
+ * every other GET outside `/api` (client-side routes survive a reload).
+ * `reserved` are the router's own paths outside `/api` (such as /metrics),
+ * which the page must not shadow. Anything else falls through to the router.
+ */
+export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | null {
+  const files = loadConsole(CONSOLE_DIR);
+  const page = files?.get('/index.html');
+  if (!files || !page) return null;
+  return defineEventHandler(async (event) => {
+    if (event.method !== 'GET' && event.method !== 'HEAD') return;
+    const path = getRequestPath(event).split('?', 1)[0]!;
+    if (isApiPath(path) || reserved.has(path)) return;
+    const file = files.get(path) ?? (path.startsWith('/assets/') ? undefined : page);
+    // A missing asset (an old hash after an upgrade) is a 404, not the page under a script's name.
+    if (!file) return;
+    const headers = consoleHeaders(file.hashed ? 'hashed-asset' : 'page');
+    setResponseHeaders(event, headers);
+    const served = await serveStatic(event, {
+      getMeta: () => ({ type: file.type, etag: file.etag, mtime: file.mtime, size: file.contents.length }),
+      getContents: () => file.contents,
+      fallthrough: true,
+    });
+    // serveStatic refuses paths with `..` segments: those go on to the router's JSON 404.
+    if (served === false) for (const name of Object.keys(headers)) event.node.res.removeHeader(name);
+  });
+}

@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AxeBuilder } from '@axe-core/playwright';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import * as assert from 'uvu/assert';
+
+/** Debian's chromium package; Playwright's own browser downloads are not used. */
+const CHROMIUM = '/usr/bin/chromium';
+
+/** Screenshots of the main pages, kept as test artefacts (gitignored). */
+export const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/console/', import.meta.url));
+
+let announced = false;
+
+/** Whether the browser tests can run; says once, in one line, why not and how to enable them. */
+export function browserAvailable(): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  if (!announced) {
+    console.log(`browser tests skipped: no Chromium at ${CHROMIUM}; enable them with \`apt-get install chromium\` (Debian)`);
+    announced = true;
+  }
+  return false;
+}
+
+export function launchBrowser(): Promise<Browser> {
+  // As root Chromium needs --no-sandbox; the other two keep it quiet (MACHINE-NOTES).
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+}
+
+/** A page that records every console error and uncaught exception of the console. */
+export async function openPage(browser: Browser, baseURL: string): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ baseURL, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  // Generous: the tests share two cores with everything else; a wait ends as soon as its condition holds.
+  page.setDefaultTimeout(30_000);
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`${page.url()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
+  return { page, errors };
+}
+
+/** Goes to a console route and waits until its heading shows (and any loading is done). */
+export async function visit(page: Page, path: string): Promise<void> {
+  await page.goto(path);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Loading' }).waitFor({ state: 'detached' });
+}
+
+/** One h1, and no serious or critical axe-core violation. */
+export async function assertAccessible(page: Page, what: string): Promise<void> {
+  assert.is(await page.getByRole('heading', { level: 1 }).count(), 1, `${what}: one h1`);
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  const grave = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+  assert.equal(
+    grave.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`),
+    [],
+    `${what}: axe-core violations`,
+  );
+}
+
+/** Full-page screenshots at 1440 and 360 px; at 360 px nothing may stick out sideways. */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-1440.png`), fullPage: true });
+  await page.setViewportSize({ width: 360, height: 740 });
+  const overflows = await page.evaluate('document.documentElement.scrollWidth > document.documentElement.clientWidth');
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-360.png`), fullPage: true });
+  await page.setViewportSize({ width: 1440, height: 900 });
+  assert.is(overflows, false, `${name} is wider than 360 px`);
+}
+
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await visit(page, '/login');
+  await page.getByRole('textbox', { name: 'Email' }).fill(email);
+  await page.getByRole('textbox', { name: 'Password' }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+}

@@ -1,0 +1,76 @@
+import type { Browser, Page } from 'playwright-core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { createWorkspace, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
+import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+
+// A signed-in member who is not ADMIN: their own workspaces, and no admin control anywhere.
+let t: TestDaemon;
+let browser: Browser;
+let page: Page;
+let errors: string[];
+const MEMBER = { email: 'member@example.test', password: 'member-password-1' };
+
+if (browserAvailable()) {
+  test.before(async () => {
+    t = await startTestDaemon();
+    const admin = await t.admin();
+    const member = await createUser(t, MEMBER.email, { fullName: 'Mia Member', password: MEMBER.password });
+    await publishExtension(admin, 'team-chat', '1.0.0');
+    await publishExtension(admin, 'team-chat', '2.0.0');
+    for (const id of ['team', 'other']) await createWorkspace(admin, id);
+    await install(admin, 'team', 'team-chat');
+    await subscribeExternal(admin, 'team', 'chat.message.sent', 'team-chat', 'https://hooks.example.test/chat');
+    const joined = await admin.put(`/api/admin/workspaces/team/members/${member.id}`);
+    assert.is(joined.status, 200, joined.text);
+    browser = await launchBrowser();
+    ({ page, errors } = await openPage(browser, t.url));
+    await signIn(page, MEMBER.email, MEMBER.password);
+  });
+  test.after(async () => {
+    await browser?.close();
+    await t?.destroy();
+  });
+
+  test('the navigation has no admin links', async () => {
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    for (const name of ['Overview', 'Marketplace', 'Workspaces']) assert.ok(await nav.getByRole('link', { name }).isVisible(), name);
+    for (const name of ['Dead letters', 'Users']) assert.is(await nav.getByRole('link', { name }).count(), 0, name);
+  });
+
+  test('the member sees only their own workspaces, without admin controls', async () => {
+    await visit(page, '/workspaces');
+    assert.is(await page.getByRole('link', { name: 'Workspace team' }).count(), 1);
+    assert.is(await page.getByRole('link', { name: 'Workspace other' }).count(), 0);
+    assert.is(await page.getByRole('button', { name: 'Create workspace' }).count(), 0);
+
+    await visit(page, '/workspaces/team');
+    assert.ok(await page.getByText('Mia Member (you)').isVisible());
+    assert.ok(await page.getByRole('link', { name: 'team-chat' }).isVisible());
+    assert.ok(await page.getByText('chat.message.sent').isVisible());
+    assert.is(await page.getByRole('button').filter({ hasNotText: 'Sign out' }).count(), 0, 'no button but Sign out');
+    await assertAccessible(page, 'member workspace');
+    await screenshots(page, 'member-workspace');
+  });
+
+  test('the extension page offers no yank, unyank or publish', async () => {
+    await visit(page, '/marketplace/team-chat');
+    await page.getByRole('row').filter({ hasText: '2.0.0' }).waitFor();
+    assert.is(await page.getByRole('button').filter({ hasNotText: 'Sign out' }).count(), 0);
+    assert.is(await page.getByRole('link', { name: 'Configuration' }).count(), 0);
+    await assertAccessible(page, 'member extension');
+  });
+
+  test('admin routes send a member back to the overview', async () => {
+    for (const path of ['/users', '/dead-letters', '/extensions/team-chat/config']) {
+      await visit(page, path);
+      assert.is(new URL(page.url()).pathname, '/', path);
+    }
+    await assertAccessible(page, 'member overview');
+    assert.ok(await page.getByRole('link', { name: 'Workspace team' }).isVisible());
+    assert.equal(errors, [], 'no console errors');
+  });
+}
+
+test.run();
