@@ -80,6 +80,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
     closers.push(() => workspaces.flush());
+    auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
     closers.push(() => eventLog.close());
     const reportError = (error: unknown) => logger.error(describeFault(error));

@@ -10,7 +10,7 @@ export function registerServe(program: Command): void {
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
     .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
-    .option('--seed', 'load the development catalog (data/seed/catalog.json) into an empty catalog (PLATFORM_SEED)')
+    .option('--seed', 'add the development catalog\'s extensions (seed/catalog.json) that the catalog lacks (PLATFORM_SEED)')
     .option('--plugins-dir <dir>', 'in-process plugins folder (PLATFORM_PLUGINS_DIR; default <data-dir>/plugins)')
     .option('--retry-schedule <ms,...>', 'delays between delivery attempts in ms (PLATFORM_RETRY_SCHEDULE; default 1000,5000,30000,120000,600000)')
     .option('--cors-origin <origins>', 'browser origins allowed to call the API, comma-separated (PLATFORM_CORS_ORIGIN; default none)')
@@ -34,13 +34,12 @@ export function registerServe(program: Command): void {
       process.on('unhandledRejection', report('a promise was rejected'));
       process.on('uncaughtException', report('an exception was thrown'));
       const daemon = await startDaemon(config, { logger });
+      // SIGHUP (the terminal closed) stops as cleanly as SIGTERM: storage flushed, lock released.
       const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
+        for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(name, resolve);
       });
       process.once('SIGINT', () => process.exit(130));
-      process.stderr.write(`received ${signal}; stopping (finishing requests in flight; Ctrl-C again to force)\n`);
-      await daemon.stop();
+      await daemon.stop(signal);
       process.exit(0);
     });
 }

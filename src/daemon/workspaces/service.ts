@@ -138,6 +138,15 @@ export class WorkspaceService {
     });
   }
 
+  /** A deleted user leaves every workspace. */
+  async forgetMember(userId: string): Promise<void> {
+    const memberOf = [...this.workspaces.values()].filter((workspace) => workspace.members.includes(userId));
+    if (memberOf.length === 0) return;
+    await this.collection.update(() => {
+      for (const workspace of memberOf) workspace.members = workspace.members.filter((member) => member !== userId);
+    });
+  }
+
   // Installations
 
   listInstallations(workspaceId: string): Installation[] {
