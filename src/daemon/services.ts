@@ -88,7 +88,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);
     closers.push(() => deadLetters.flush());
-    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box });
+    workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
+    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
     const events = new EventService({
       log: eventLog,
