@@ -33,13 +33,15 @@ export function registerServe(program: Command): void {
       const report = (kind: string) => (error: unknown) => logger.error(`${kind} outside any request: ${describeFault(error)}`);
       process.on('unhandledRejection', report('a promise was rejected'));
       process.on('uncaughtException', report('an exception was thrown'));
-      const daemon = await startDaemon(config, { logger });
-      // SIGHUP (the terminal closed) stops as cleanly as SIGTERM: storage flushed, lock released.
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      // Listening before the start completes: a signal during the start stops the daemon once it is
+      // up, never kills it half-started. SIGHUP (its terminal closed) stops as cleanly as SIGTERM.
+      const signal = new Promise<NodeJS.Signals>((resolve) => {
         for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(name, resolve);
       });
+      const daemon = await startDaemon(config, { logger });
+      const received = await signal;
       process.once('SIGINT', () => process.exit(130));
-      await daemon.stop(signal);
+      await daemon.stop(received);
       process.exit(0);
     });
 }
