@@ -35,10 +35,10 @@ export interface StartOptions {
 export async function startDaemon(config: DaemonConfig, options: StartOptions = {}): Promise<Daemon> {
   const logger = options.logger ?? createLogger();
   await ensurePrivateDir(config.dataDir);
-  const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
   try {
+    const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
     opened = await openServices(config, logger);
     const { services } = opened;
     const resumed = services.events.dispatcher.stats().pending;
