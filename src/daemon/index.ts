@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
 import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
-import { startHttpServer } from './http/server.js';
+import { startHttpServer, type HttpServer } from './http/server.js';
 import { startJobs } from './jobs.js';
 import { createLogger, type Logger } from './log.js';
 import { openServices, type Services } from './services.js';
@@ -37,6 +37,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
+  let http: HttpServer | undefined;
   try {
     const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
     opened = await openServices(config, logger);
@@ -45,7 +46,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
     // generated password was never shown.
-    const http = await startHttpServer(createApiApp(services, config, logger), config, logger);
+    http = await startHttpServer(createApiApp(services, config, logger), config, logger);
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
@@ -71,6 +72,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
 
     let stopping: Promise<void> | null = null;
     const ready = opened;
+    const server = http;
     return {
       url: http.url,
       port: http.port,
@@ -80,7 +82,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       stop(signal?: NodeJS.Signals) {
         stopping ??= (async () => {
           if (signal) logger.info(`received ${signal}; stopping (finishing requests in flight)`);
-          await http.close(config.shutdownGraceMs);
+          await server.close(config.shutdownGraceMs);
           await ready.stop();
           await jobs.stop();
           await ready.close();
@@ -92,6 +94,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       },
     };
   } catch (error) {
+    await http?.close(0).catch(() => undefined);
     await opened?.stop().catch(() => undefined);
     await opened?.close().catch(() => undefined);
     lock.release();
