@@ -81,7 +81,6 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       firstAdmin,
       stop(signal?: NodeJS.Signals) {
         stopping ??= (async () => {
-          if (signal) logger.info(`received ${signal}; stopping (finishing requests in flight)`);
           await server.close(config.shutdownGraceMs);
           await ready.stop();
           await jobs.stop();

@@ -41,6 +41,7 @@ export function registerServe(program: Command): void {
       const daemon = await startDaemon(config, { logger });
       const received = await signal;
       process.once('SIGINT', () => process.exit(130));
+      logger.info(`received ${received}; stopping (finishing requests in flight${received === 'SIGINT' ? '; Ctrl-C again to force' : ''})`);
       await daemon.stop(received);
       process.exit(0);
     });
