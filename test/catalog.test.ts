@@ -4,7 +4,7 @@ import semver from 'semver';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AuditTrail } from '../src/daemon/catalog/audit.js';
-import { seedCatalog } from '../src/daemon/catalog/seed.js';
+import { SEED_FILE, seedCatalog } from '../src/daemon/catalog/seed.js';
 import type { AuditRecord } from '../src/daemon/catalog/types.js';
 import { DomainError } from '../src/daemon/errors.js';
 import { PLATFORM_VERSION } from '../src/daemon/version.js';
@@ -585,7 +585,7 @@ test('one file per extension under catalog/; a corrupt one stops the start, nami
   assert.is((await detail('durable')).extensionKey, 'durable');
 });
 
-test('--seed loads the development catalog into an empty catalog, attributed to the first administrator', async () => {
+test('--seed loads the development catalog, attributed to the first administrator', async () => {
   const seeded = await startTestDaemon({ seed: true });
   try {
     const list = (await seeded.anon.get(`${BROWSE_BASE}?limit=500`)).body;
@@ -593,7 +593,7 @@ test('--seed loads the development catalog into an empty catalog, attributed to 
     for (const key of ['crm', 'chat']) assert.ok(keys.includes(key), `${key} is in the seed`);
     assert.ok(list.meta.total >= 8, `${list.meta.total} extensions`);
     assert.ok((await seeded.anon.get('/api/marketplace/categories')).body.data.length >= 5, 'several categories');
-    assert.match(seeded.logs.join(''), `seeded the empty catalog with ${list.meta.total} extensions`);
+    assert.match(seeded.logs.join(''), `seed: added ${list.meta.total} extensions from ${SEED_FILE} (crm, chat,`);
 
     let yanked = 0;
     let prereleases = 0;
@@ -628,7 +628,7 @@ test('--seed loads the development catalog into an empty catalog, attributed to 
       assert.equal(again.data, list.data, 'the seed survives a restart and is not loaded twice');
       const auditAgain = (await (await restarted.admin()).get('/api/admin/audit?limit=1000')).body.data;
       assert.is(auditAgain.length, audit.length, 'nothing was recorded by the second start');
-      assert.not.match(restarted.logs.join(''), 'seeded');
+      assert.match(restarted.logs.join(''), `seed: added 0 extensions from ${SEED_FILE}; skipped ${keys.length} already in the catalog`);
     } finally {
       await restarted.destroy();
     }
@@ -637,15 +637,24 @@ test('--seed loads the development catalog into an empty catalog, attributed to 
   }
 });
 
-test('--seed does nothing to a catalog that has entries', async () => {
+test('--seed adds the seed extensions the catalog lacks and leaves the others as they are', async () => {
   const own = await startTestDaemon();
   try {
-    await (await own.admin()).post(ADMIN_BASE, { extensionKey: 'mine', name: 'Mine' });
+    const ownAdmin = await own.admin();
+    await ownAdmin.post(ADMIN_BASE, { extensionKey: 'weather', name: 'Weather' });
+    await ownAdmin.post(ADMIN_BASE, { extensionKey: 'crm', name: 'My own CRM' });
     const restarted = await own.restart({ seed: true });
     try {
-      const list = (await restarted.anon.get(BROWSE_BASE)).body;
-      assert.equal(list.data.map((item: { extensionKey: string }) => item.extensionKey), ['mine']);
-      assert.is((await restarted.anon.get(`${BROWSE_BASE}/crm`)).status, 404);
+      const keys = (await restarted.anon.get(`${BROWSE_BASE}?limit=500`)).body.data.map((item: { extensionKey: string }) => item.extensionKey);
+      for (const key of ['weather', 'crm', 'chat', 'github-sync']) assert.ok(keys.includes(key), `${key} is in the catalog`);
+      const crm = (await restarted.anon.get(`${BROWSE_BASE}/crm`)).body.data;
+      assert.is(crm.name, 'My own CRM', 'an extension already there is not touched');
+      assert.equal(crm.versions, []);
+      const line = restarted.logs.join('').split('\n').find((text) => text.includes('seed: added'));
+      assert.match(line!, /seed: added 9 extensions from .* \(chat, .*\); skipped 1 already in the catalog \(crm\)/);
+      assert.is((await (await restarted.admin()).post('/api/admin/workspaces', { id: 'acme', name: 'Acme' })).status, 201);
+      const installed = await (await restarted.admin()).post('/api/workspaces/acme/extensions', { extensionKey: 'chat' });
+      assert.is(installed.status, 201, installed.text);
     } finally {
       await restarted.destroy();
     }

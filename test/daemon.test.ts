@@ -25,7 +25,7 @@ test('serve on an empty data directory creates what it needs (0700/0600) and pri
     for (const file of ['users.json', 'revocations.log', 'jwt-secret', 'daemon.lock']) {
       assert.is(statSync(join(dir, file)).mode & 0o777, 0o600, file);
     }
-    assert.is(readFileSync(join(dir, 'daemon.lock'), 'utf8').trim(), String(daemon.child.pid));
+    assert.is(readFileSync(join(dir, 'daemon.lock'), 'utf8').split('\n')[0], String(daemon.child.pid));
     assert.is((await call(daemon.url, 'GET', '/api/health')).status, 200);
   } finally {
     daemon.child.kill('SIGTERM');
@@ -82,7 +82,8 @@ test('a stale lock of a dead process is taken over', async () => {
   writeFileSync(join(dir, 'daemon.lock'), `${dead}\n`);
   const daemon = await spawnDaemon(dir, adminEnv);
   try {
-    assert.is(readFileSync(join(dir, 'daemon.lock'), 'utf8').trim(), String(daemon.child.pid));
+    assert.is(readFileSync(join(dir, 'daemon.lock'), 'utf8').split('\n')[0], String(daemon.child.pid));
+    assert.match(daemon.output(), `took over the stale lock ${join(dir, 'daemon.lock')} (pid ${dead}, not running)`);
   } finally {
     daemon.child.kill('SIGTERM');
     await daemon.exited;
@@ -153,7 +154,7 @@ test('PLATFORM_HOST and PLATFORM_PORT are honoured; a port in use is a clear sta
       env: { ...adminEnv, PLATFORM_HOST: '127.0.0.1', PLATFORM_PORT: String(port) },
     });
     assert.is(result.code, 1);
-    assert.match(result.stderr, `cannot listen on 127.0.0.1:${port}`);
+    assert.match(result.stderr, `port ${port} is in use`);
   } finally {
     blocker.close();
   }

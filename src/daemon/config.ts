@@ -19,7 +19,7 @@ export interface DaemonConfig {
   loginThrottle: { maxFailures: number; windowSeconds: number };
   /** How long a graceful stop waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
-  /** Load data/seed/catalog.json into an empty catalog at start (`--seed`, PLATFORM_SEED). */
+  /** Load seed/catalog.json into an empty catalog at start (`--seed`, PLATFORM_SEED). */
   seed: boolean;
   /** In-process plugins are loaded from here (`--plugins-dir`; default <data-dir>/plugins). */
   pluginsDir: string;

@@ -1,12 +1,15 @@
 import type { DaemonConfig } from './config.js';
-import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
-import { SEED_FILE, seedCatalog } from './catalog/seed.js';
+import { chmod, lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
+import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
-import { startHttpServer } from './http/server.js';
+import { startHttpServer, type HttpServer } from './http/server.js';
 import { startJobs } from './jobs.js';
 import { createLogger, type Logger } from './log.js';
 import { openServices, type Services } from './services.js';
-import { ensurePrivateDir } from './store/files.js';
+import { takeTornTails } from './store/append-log.js';
+import { FILE_MODE, ensurePrivateDir } from './store/files.js';
 import { lockDataDir } from './store/lock.js';
 
 export interface Daemon {
@@ -17,7 +20,7 @@ export interface Daemon {
   /** The first admin created by this start, if the data directory had no users. */
   firstAdmin: FirstAdmin | null;
   /** Graceful: stop accepting, finish in-flight requests, flush storage, release the lock. */
-  stop(): Promise<void>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
 export interface StartOptions {
@@ -34,51 +37,84 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
+  let http: HttpServer | undefined;
   try {
+    const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
     opened = await openServices(config, logger);
     const { services } = opened;
+    const resumed = services.events.dispatcher.stats().pending;
+    opened.start();
+    // Listen before creating anything: a port in use must not leave an administrator whose
+    // generated password was never shown.
+    http = await startHttpServer(createApiApp(services, config, logger), config, logger);
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
-    opened.start();
-    const http = await startHttpServer(createApiApp(services, config, logger), config, logger);
+    const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, logger);
 
+    if (lock.tookOver) logger.info(lock.tookOver);
+    for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);
+    for (const { file, bytes } of takeTornTails(config.dataDir)) {
+      logger.info(`cut a torn last line (${bytes} bytes, never acknowledged) off ${file}`);
+    }
+    if (resumed > 0) logger.info(`resumed ${resumed} pending deliveries`);
     if (firstAdmin?.generatedPassword) {
       logger.info(
         `created the first administrator ${firstAdmin.email} with password ${firstAdmin.generatedPassword} ` +
           `(shown once; also in ${firstAdmin.passwordFile})`,
       );
     } else if (firstAdmin) {
-      logger.info(`created the first administrator ${firstAdmin.email}`);
+      logger.info(`created the first administrator ${firstAdmin.email} from PLATFORM_ADMIN_EMAIL and PLATFORM_ADMIN_PASSWORD`);
     }
-    if (seeded !== null) logger.info(`seeded the empty catalog with ${seeded} extensions from ${SEED_FILE}`);
+    if (leftover) logger.warn(leftover);
+    if (seeded !== null) logger.info(describeSeeding(seeded, SEED_FILE));
     logger.info(`platform listening on ${http.url} (data: ${config.dataDir})`);
 
     let stopping: Promise<void> | null = null;
     const ready = opened;
+    const server = http;
     return {
       url: http.url,
       port: http.port,
       config,
       services,
       firstAdmin,
-      stop() {
+      stop(signal?: NodeJS.Signals) {
         stopping ??= (async () => {
-          await http.close(config.shutdownGraceMs);
+          await server.close(config.shutdownGraceMs);
           await ready.stop();
           await jobs.stop();
           await ready.close();
           lock.release();
-          logger.info('platform stopped');
+          logger.info(signal ? `platform stopped (${signal})` : 'platform stopped');
           logger.flush();
         })();
         return stopping;
       },
     };
   } catch (error) {
+    await http?.close(0).catch(() => undefined);
     await opened?.stop().catch(() => undefined);
     await opened?.close().catch(() => undefined);
     lock.release();
     throw error;
   }
+}
+
+/**
+ * Every data file is meant to be 0600: one copied in or restored with a wider
+ * mode is tightened before anything reads it. Plugins are code, not data: left alone.
+ */
+async function tightenFileModes(dir: string, pluginsDir: string): Promise<string[]> {
+  const tightened: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (path === pluginsDir) continue;
+    if (entry.isDirectory()) tightened.push(...(await tightenFileModes(path, pluginsDir)));
+    else if (entry.isFile() && ((await lstat(path)).mode & 0o077) !== 0) {
+      await chmod(path, FILE_MODE);
+      tightened.push(path);
+    }
+  }
+  return tightened;
 }

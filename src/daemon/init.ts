@@ -1,9 +1,14 @@
+import * as v from 'valibot';
 import type { DaemonConfig } from './config.js';
+import { Password } from './auth/schemas.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
+import { PasswordHasher } from './auth/passwords.js';
+import { UserStore, toPublicUser, type PublicUser } from './auth/users.js';
+import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { openServices } from './services.js';
 import { ensurePrivateDir } from './store/files.js';
-import { lockDataDir } from './store/lock.js';
+import { assertPlatformDataDir, lockDataDir } from './store/lock.js';
 
 /**
  * `platform init`: creates the data directory and its stores and the first
@@ -22,6 +27,37 @@ export async function initDataDir(
       return await ensureFirstAdmin(opened.services.auth, config.dataDir, credentials);
     } finally {
       await opened.close();
+    }
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * `platform users reset-password EMAIL --data-dir D`: for a locked-out sole
+ * administrator, with the daemon stopped (the lock refuses a live one). Every
+ * session of the user ends, as with any password change.
+ */
+export async function resetPasswordOffline(config: DaemonConfig, email: string, password: string): Promise<PublicUser> {
+  const checked = v.safeParse(Password, password);
+  if (!checked.success) throw new StartupError(`the password ${checked.issues[0].message}`);
+  assertPlatformDataDir(config.dataDir);
+  const lock = lockDataDir(config.dataDir);
+  try {
+    const users = await UserStore.open(config.dataDir);
+    const hasher = new PasswordHasher(config.bcryptCost);
+    try {
+      const user = users.findByEmail(email.trim());
+      if (!user) throw new StartupError(`there is no user ${email} in ${config.dataDir}`);
+      const passwordHash = await hasher.hash(password);
+      const updated = await users.modify(user.id, (record) => {
+        record.passwordHash = passwordHash;
+        record.tokenVersion += 1;
+      });
+      return toPublicUser(updated);
+    } finally {
+      await hasher.close();
+      await users.flush();
     }
   } finally {
     lock.release();

@@ -5,6 +5,8 @@ export interface LogSink {
 
 export interface Logger {
   info(message: string): void;
+  /** Something the operator should act on; the daemon carries on. */
+  warn(message: string): void;
   error(message: string): void;
   /** One line per request: never a body, a query string or a header value. */
   access(method: string, path: string, status: number, ms: number): void;
@@ -53,6 +55,7 @@ export function createLogger(sink: LogSink = processSink): Logger {
 
   return {
     info: (message) => write(`${timestamp()} ${message}\n`),
+    warn: (message) => write(`${timestamp()} warning: ${message}\n`),
     error: (message) => {
       flush();
       sink.err(`${timestamp()} error: ${message}\n`);

@@ -80,6 +80,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
     closers.push(() => workspaces.flush());
+    auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
     closers.push(() => eventLog.close());
     const reportError = (error: unknown) => logger.error(describeFault(error));
@@ -87,7 +88,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);
     closers.push(() => deadLetters.flush());
-    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box });
+    workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
+    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
     const events = new EventService({
       log: eventLog,

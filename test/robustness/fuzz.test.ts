@@ -102,6 +102,12 @@ const ROUTES: Record<string, RouteFixture> = {
     baseline: [404],
   },
   'DELETE /api/admin/users/:id': { access: 'admin', params: { id: MISSING_ID }, baseline: [404] },
+  'POST /api/admin/users/:id/password': {
+    access: 'admin',
+    params: { id: MISSING_ID },
+    body: { password: 'fuzz-password-1' },
+    baseline: [404],
+  },
   'GET /api/marketplace/extensions': {
     access: 'public',
     query: { search: 'text', category: 'text', limit: 'int', offset: 'int' },
@@ -152,6 +158,8 @@ const ROUTES: Record<string, RouteFixture> = {
     params: { id: MISSING, userId: MISSING_ID },
     baseline: [404],
   },
+  'PATCH /api/admin/workspaces/:id': { access: 'admin', params: { id: MISSING }, body: { name: 'Renamed' }, baseline: [404] },
+  'DELETE /api/admin/workspaces/:id': { access: 'admin', params: { id: MISSING }, query: { force: 'text' }, baseline: [404] },
   'POST /api/workspaces/:id/extensions': {
     access: 'admin',
     params: { id: MISSING },
@@ -224,6 +232,11 @@ const ROUTES: Record<string, RouteFixture> = {
     access: 'admin',
     params: { key: MISSING },
     body: { fields: [{ name: 'fuzz.setting', type: 'STRING', value: 'x' }] },
+    baseline: [404],
+  },
+  'DELETE /api/admin/marketplace/extensions/:key/config/:field': {
+    access: 'admin',
+    params: { key: MISSING, field: 'fuzz.setting' },
     baseline: [404],
   },
   'POST /api/webhooks/:extensionKey': {

@@ -28,7 +28,7 @@ function parseValue(type: FieldType, text: string): string | number | boolean {
   return text;
 }
 
-/** `platform ext config get|set|set-secret`, under the `ext` command. */
+/** `platform ext config get|set|set-secret|unset`, under the `ext` command. */
 export function registerExtConfig(ext: Command): void {
   const config = ext.command('config').description("an extension's configuration (ADMIN); SECRET values are never shown");
 
@@ -74,5 +74,13 @@ export function registerExtConfig(ext: Command): void {
       if (!value) throw usageError('the secret is empty');
       await clientFor(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
       printLine(`set ${key} ${name} (SECRET)`);
+    });
+
+  config
+    .command('unset <key> <name>')
+    .description('remove a field, SECRET or not')
+    .action(async (key: string, name: string, _flags, command: Command) => {
+      await clientFor(command).delete(`${configPath(key)}/${encodeURIComponent(name)}`);
+      printLine(`unset ${key} ${name}`);
     });
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type {
@@ -71,12 +72,20 @@ const TEXT_FIELDS = [
 
 /** Reads a publish file; its fields are checked for type here, for meaning by the daemon. */
 async function readPublishFile(file: string): Promise<PublishFields> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'cannot be read (permission denied)' : `cannot be read (${code ?? String(error)})`;
+    throw usageError(`publish file ${file} ${reason}`);
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
-    const reason = error instanceof SyntaxError ? 'not valid JSON' : 'cannot be read';
-    throw usageError(`${file} ${reason}`);
+    throw usageError(`publish file ${file} is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`${file} must hold a JSON object`);
   const fields: PublishFields = {};
@@ -95,6 +104,30 @@ async function readPublishFile(file: string): Promise<PublishFields> {
     }
   }
   return fields;
+}
+
+/**
+ * Commander gives an option that takes a value the next word, whatever it is:
+ * `--category release.json` would lose the file, and `--permission a.b.c
+ * release.json` (variadic) would take it as a permission. An existing .json
+ * file in an option's place is taken back as the file, or refused.
+ */
+function reclaimFile(file: string | undefined, flags: PublishFlags): string | undefined {
+  if (file !== undefined) return file;
+  const isFile = (value: string) => /\.json$/i.test(value) && existsSync(value);
+  const last = flags.permission?.at(-1);
+  if (last !== undefined && isFile(last)) {
+    flags.permission = flags.permission!.slice(0, -1);
+    if (flags.permission.length === 0) throw usageError(`--permission took ${last} as a permission: give the permissions before the file`);
+    return last;
+  }
+  for (const [name, value] of Object.entries(flags)) {
+    if (typeof value === 'string' && isFile(value)) {
+      const flag = `--${name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
+      throw usageError(`${flag} took ${value} as its value; give ${flag} a value, or put the file before the options`);
+    }
+  }
+  return undefined;
 }
 
 /** Flags win over the file. */
@@ -146,6 +179,33 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
     permissions: fields.permissions,
   });
   return { key, record: await publishVersion(), created: true };
+}
+
+/**
+ * On an existing extension, the name, description, category or permissions
+ * given to publish that differ from the catalog's are updated (PUT) too.
+ * Returns the names of the fields changed.
+ */
+async function updateChangedFields(client: Client, key: string, fields: PublishFields): Promise<string[]> {
+  const given = { name: fields.name, description: fields.description, category: fields.category, permissions: fields.permissions };
+  if (Object.values(given).every((value) => value === undefined)) return [];
+  const current = await client.get<ExtensionDetail>(browsePath(key));
+  const changes = Object.fromEntries(
+    Object.entries(given).filter(([name, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(current[name as keyof typeof given])),
+  );
+  if (Object.keys(changes).length === 0) return [];
+  await client.put(adminPath(key), changes);
+  return Object.keys(changes);
+}
+
+function printVersion(key: string, record: VersionRecord): void {
+  printLine(`${key} ${record.version}${record.yanked ? '  (yanked)' : ''}`);
+  printLine(`  released:           ${record.releaseDate}`);
+  printLine(`  artifact:           ${record.artifactUrl}`);
+  if (record.manifestUrl) printLine(`  manifest:           ${record.manifestUrl}`);
+  if (record.requiresPlatform) printLine(`  requires platform:  ${record.requiresPlatform}`);
+  if (record.requiresSdk) printLine(`  requires SDK:       ${record.requiresSdk}`);
+  printLine(`  changelog:          ${record.changelog ?? '(none)'}`);
 }
 
 function printDetail(detail: ExtensionDetail): void {
@@ -208,10 +268,16 @@ export function registerExt(program: Command): Command {
     });
 
   ext
-    .command('show <key>')
-    .description('show an extension and its versions')
+    .command('show <key> [version]')
+    .description('show an extension and its versions, or one version with its artifact URL and changelog')
     .option('--json', 'print JSON')
-    .action(async (key: string, flags: { json?: boolean }, command: Command) => {
+    .action(async (key: string, version: string | undefined, flags: { json?: boolean }, command: Command) => {
+      if (version !== undefined) {
+        const record = await clientFor(command).get<VersionRecord>(`${browsePath(key)}/versions/${encodeURIComponent(version)}`);
+        if (flags.json) printJson(record);
+        else printVersion(key, record);
+        return;
+      }
       const detail = await clientFor(command).get<ExtensionDetail>(browsePath(key));
       if (flags.json) printJson(detail);
       else printDetail(detail);
@@ -219,12 +285,12 @@ export function registerExt(program: Command): Command {
 
   ext
     .command('publish [file]')
-    .description('publish a version, creating the extension first if it does not exist (fields from flags or FILE.json)')
+    .description('publish a version, creating the extension first if it does not exist, updating its name, description, category or permissions if given and changed (fields from flags or FILE.json)')
     .option('--key <key>', 'extension key')
-    .option('--name <name>', 'display name (needed to create the extension)')
-    .option('--description <text>', 'short description (when creating)')
-    .option('--category <category>', 'category (when creating)')
-    .option('--permission <names...>', 'permissions such as crm.deals.read (when creating)')
+    .option('--name <name>', 'display name (needed to create the extension; updated when it differs)')
+    .option('--description <text>', 'short description (updated when it differs)')
+    .option('--category <category>', 'category (updated when it differs)')
+    .option('--permission <names...>', 'permissions such as crm.deals.read (the full list; updated when it differs)')
     .option('--version <version>', 'semantic version, e.g. 1.4.0 or 2.0.0-beta.1')
     .option('--artifact-url <url>', 'http(s) URL of the artifact')
     .option('--manifest-url <url>', 'http(s) URL of the manifest')
@@ -232,11 +298,15 @@ export function registerExt(program: Command): Command {
     .option('--requires-sdk <version>', 'lowest SDK version it needs')
     .option('--changelog <text>', 'release notes')
     .option('--json', 'print the published version record as JSON')
-    .action(async (file: string | undefined, flags: PublishFlags, command: Command) => {
+    .action(async (fileArgument: string | undefined, flags: PublishFlags, command: Command) => {
+      const file = reclaimFile(fileArgument, flags);
       const fields = { ...(file ? await readPublishFile(file) : {}), ...fromFlags(flags) };
-      const { key, record, created } = await publish(clientFor(command), fields);
+      const client = clientFor(command);
+      const { key, record, created } = await publish(client, fields);
+      const updated = created ? [] : await updateChangedFields(client, key, fields);
       if (flags.json) return printJson(record);
       if (created) printLine(`created extension ${key}`);
+      if (updated.length > 0) printLine(`updated ${updated.join(', ')} of ${key}`);
       printLine(`published ${key} ${record.version} (${record.releaseDate})`);
     });
 

@@ -10,7 +10,7 @@ export function registerServe(program: Command): void {
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
     .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
-    .option('--seed', 'load the development catalog (data/seed/catalog.json) into an empty catalog (PLATFORM_SEED)')
+    .option('--seed', 'add the development catalog\'s extensions (seed/catalog.json) that the catalog lacks (PLATFORM_SEED)')
     .option('--plugins-dir <dir>', 'in-process plugins folder (PLATFORM_PLUGINS_DIR; default <data-dir>/plugins)')
     .option('--retry-schedule <ms,...>', 'delays between delivery attempts in ms (PLATFORM_RETRY_SCHEDULE; default 1000,5000,30000,120000,600000)')
     .option('--cors-origin <origins>', 'browser origins allowed to call the API, comma-separated (PLATFORM_CORS_ORIGIN; default none)')
@@ -33,14 +33,16 @@ export function registerServe(program: Command): void {
       const report = (kind: string) => (error: unknown) => logger.error(`${kind} outside any request: ${describeFault(error)}`);
       process.on('unhandledRejection', report('a promise was rejected'));
       process.on('uncaughtException', report('an exception was thrown'));
-      const daemon = await startDaemon(config, { logger });
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
-        process.once('SIGTERM', resolve);
-        process.once('SIGINT', resolve);
+      // Listening before the start completes: a signal during the start stops the daemon once it is
+      // up, never kills it half-started. SIGHUP (its terminal closed) stops as cleanly as SIGTERM.
+      const signal = new Promise<NodeJS.Signals>((resolve) => {
+        for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(name, resolve);
       });
+      const daemon = await startDaemon(config, { logger });
+      const received = await signal;
       process.once('SIGINT', () => process.exit(130));
-      process.stderr.write(`received ${signal}; stopping (finishing requests in flight; Ctrl-C again to force)\n`);
-      await daemon.stop();
+      logger.info(`received ${received}; stopping (finishing requests in flight${received === 'SIGINT' ? '; Ctrl-C again to force' : ''})`);
+      await daemon.stop(received);
       process.exit(0);
     });
 }

@@ -79,4 +79,61 @@ export function registerUsers(program: Command): void {
         printLine(`${name}d ${user.email}`);
       });
   }
+
+  users
+    .command('set-roles <user>')
+    .description('replace the roles of an account, by e-mail or id')
+    .requiredOption('--role <role...>', 'ADMIN and/or USER')
+    .action(async (who: string, flags: { role: string[] }, command: Command) => {
+      const client = clientFor(command);
+      const user = await findUser(client, who);
+      const updated = await client.patch<PublicUser>(`/api/admin/users/${user.id}`, {
+        roles: flags.role.map((role) => role.toUpperCase()),
+      });
+      printLine(`${updated.email} now has ${updated.roles.join(', ')}`);
+    });
+
+  users
+    .command('delete <user>')
+    .description('delete an account, by e-mail or id: its sessions end and it leaves every workspace')
+    .action(async (who: string, _flags, command: Command) => {
+      const client = clientFor(command);
+      const user = await findUser(client, who);
+      await client.delete(`/api/admin/users/${user.id}`);
+      printLine(`deleted ${user.email}`);
+    });
+
+  users
+    .command('reset-password <user>')
+    .description("set another user's password (ends their sessions); with --data-dir, offline, for a locked-out administrator")
+    .option('--password-stdin', 'read the new password from stdin instead of prompting')
+    .option('--data-dir <dir>', 'reset in this data directory directly, with the daemon stopped (no login needed)')
+    .action(async (who: string, flags: { passwordStdin?: boolean; dataDir?: string }, command: Command) => {
+      const password = await newPassword(flags.passwordStdin);
+      if (flags.dataDir !== undefined) {
+        const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
+        const { resetPasswordOffline } = await import('../../daemon/init.js');
+        let config;
+        try {
+          config = resolveConfig({ dataDir: flags.dataDir });
+        } catch (error) {
+          if (error instanceof ConfigError) throw usageError(error.message);
+          throw error;
+        }
+        const user = await resetPasswordOffline(config, who, password);
+        printLine(`reset the password of ${user.email} in ${config.dataDir}; its sessions have ended`);
+        return;
+      }
+      const client = clientFor(command);
+      const user = await findUser(client, who);
+      await client.post(`/api/admin/users/${user.id}/password`, { password });
+      printLine(`reset the password of ${user.email}; its sessions have ended`);
+    });
+}
+
+async function newPassword(fromStdin: boolean | undefined): Promise<string> {
+  if (fromStdin) return readStdin();
+  const password = await askSecret('New password (8-72 bytes)', '--password-stdin');
+  if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
+  return password;
 }

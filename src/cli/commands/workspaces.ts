@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { clientFor, urlPath } from '../client.js';
-import { usageError } from '../errors.js';
-import { printJson, printLine, printTable } from '../output.js';
-import { findUser } from './users.js';
+import { ApiError, usageError } from '../errors.js';
+import { type Column, printJson, printLine, printTable } from '../output.js';
+import { findUser, type PublicUser } from './users.js';
 
 interface Workspace {
   id: string;
@@ -25,17 +25,34 @@ interface Subscription {
   extensionKey: string;
   kind: string;
   serviceBaseUrl: string | null;
+  /** Where deliveries are POSTed: {serviceBaseUrl}/events. */
+  deliveryUrl: string | null;
   createdAt: string;
   signingSecret?: string;
 }
 
 
-/** KEY or KEY@VERSION. */
+/** KEY, KEY@VERSION, KEY@RANGE or KEY@latest: the version part goes to the daemon as given. */
 function parseReference(reference: string): { extensionKey: string; version?: string } {
   const at = reference.indexOf('@');
-  if (at === 0 || at === reference.length - 1) throw usageError(`expected KEY or KEY@VERSION, got ${reference}`);
+  if (at === 0 || at === reference.length - 1) throw usageError(`expected KEY, KEY@VERSION, KEY@RANGE or KEY@latest, got ${reference}`);
   return at < 0 ? { extensionKey: reference } : { extensionKey: reference.slice(0, at), version: reference.slice(at + 1) };
 }
+
+const installationColumns: Column<Installation>[] = [
+  { header: 'EXTENSION', value: (installation) => installation.extensionKey },
+  { header: 'VERSION', value: (installation) => installation.version },
+  { header: 'ENABLED', value: (installation) => (installation.enabled ? 'yes' : 'no') },
+  { header: 'INSTALLED', value: (installation) => installation.installedAt.slice(0, 10) },
+];
+
+const subscriptionColumns: Column<Subscription>[] = [
+  { header: 'ID', value: (subscription) => subscription.id },
+  { header: 'EVENT', value: (subscription) => subscription.eventKey },
+  { header: 'EXTENSION', value: (subscription) => subscription.extensionKey },
+  { header: 'KIND', value: (subscription) => subscription.kind },
+  { header: 'DELIVERED TO', value: (subscription) => subscription.deliveryUrl },
+];
 
 export function registerWorkspaces(program: Command): void {
   const workspaces = program.command('workspaces').description('workspaces and their members');
@@ -64,6 +81,52 @@ export function registerWorkspaces(program: Command): void {
       ]);
     });
 
+  workspaces
+    .command('show <id>')
+    .description('a workspace with its members, installed extensions and subscriptions')
+    .option('--json', 'print JSON')
+    .action(async (id: string, flags: { json?: boolean }, command: Command) => {
+      const client = clientFor(command);
+      const [workspace, installations, subscriptions] = await Promise.all([
+        client.get<Workspace>(`/api/workspaces/${urlPath(id)}`),
+        client.get<Installation[]>(`/api/workspaces/${urlPath(id, 'extensions')}`),
+        client.get<Subscription[]>(`/api/workspaces/${urlPath(id, 'subscriptions')}`),
+      ]);
+      if (flags.json) return printJson({ ...workspace, installations, subscriptions });
+      // Member e-mails need the user list, which only an ADMIN may read; others see ids.
+      const emails = await client
+        .get<PublicUser[]>('/api/admin/users')
+        .then((users) => new Map(users.map((user) => [user.id, user.email])))
+        .catch((error: unknown) => {
+          if (error instanceof ApiError && error.status === 403) return new Map<string, string>();
+          throw error;
+        });
+      printLine(`${workspace.id}  ${workspace.name}  (created ${workspace.createdAt.slice(0, 10)})`);
+      printLine(`members: ${workspace.members.length > 0 ? workspace.members.map((member) => emails.get(member) ?? member).join(', ') : '(none)'}`);
+      printLine('');
+      printTable(installations, installationColumns, '(no extensions installed)');
+      printLine('');
+      printTable(subscriptions, subscriptionColumns, '(no subscriptions)');
+    });
+
+  workspaces
+    .command('rename <id>')
+    .description('change the display name of a workspace (ADMIN)')
+    .requiredOption('--name <name>', 'the new display name')
+    .action(async (id: string, flags: { name: string }, command: Command) => {
+      const workspace = await clientFor(command).patch<Workspace>(`/api/admin/workspaces/${urlPath(id)}`, { name: flags.name });
+      printLine(`renamed workspace ${workspace.id} to ${workspace.name}`);
+    });
+
+  workspaces
+    .command('delete <id>')
+    .description('delete a workspace (ADMIN); refused while extensions are installed, unless --force')
+    .option('--force', 'also remove its installations, subscriptions and dead letters')
+    .action(async (id: string, flags: { force?: boolean }, command: Command) => {
+      await clientFor(command).delete(`/api/admin/workspaces/${urlPath(id)}`, flags.force ? { force: true } : undefined);
+      printLine(`deleted workspace ${id}`);
+    });
+
   for (const [name, method] of [
     ['add-member', 'PUT'],
     ['remove-member', 'DELETE'],
@@ -81,7 +144,7 @@ export function registerWorkspaces(program: Command): void {
 
   program
     .command('install <workspace> <extension>')
-    .description('install KEY or KEY@VERSION into a workspace (ADMIN); without a version, the latest')
+    .description('install KEY, KEY@VERSION, KEY@RANGE (e.g. crm@^1.2) or KEY@latest into a workspace (ADMIN); without a version, the latest')
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
       const installation = await clientFor(command).post<Installation>(
         `/api/workspaces/${urlPath(workspace, 'extensions')}`,
@@ -99,12 +162,7 @@ export function registerWorkspaces(program: Command): void {
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<Installation[]>(`/api/workspaces/${urlPath(workspace, 'extensions')}`);
       if (flags.json) return printJson(list);
-      printTable(list, [
-        { header: 'EXTENSION', value: (installation) => installation.extensionKey },
-        { header: 'VERSION', value: (installation) => installation.version },
-        { header: 'ENABLED', value: (installation) => (installation.enabled ? 'yes' : 'no') },
-        { header: 'INSTALLED', value: (installation) => installation.installedAt.slice(0, 10) },
-      ]);
+      printTable(list, installationColumns);
     });
 
   for (const [name, enabled] of [
@@ -122,8 +180,9 @@ export function registerWorkspaces(program: Command): void {
 
   extensions
     .command('upgrade <workspace> <extension>')
-    .description('move an installed extension to KEY@VERSION, or to the latest version (ADMIN)')
-    .action(async (workspace: string, reference: string, _flags, command: Command) => {
+    .description('move an installed extension to KEY@VERSION, KEY@RANGE or KEY@latest; without a version, the latest (ADMIN)')
+    .option('--allow-downgrade', 'allow moving to a lower version')
+    .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
       const target =
@@ -132,6 +191,7 @@ export function registerWorkspaces(program: Command): void {
       if (!target) throw usageError(`${extensionKey} has no version to upgrade to`);
       const installation = await client.patch<Installation>(`/api/workspaces/${urlPath(workspace, 'extensions', extensionKey)}`, {
         version: target,
+        ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
       });
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
     });
@@ -151,7 +211,7 @@ export function registerWorkspaces(program: Command): void {
     .description('subscribe an extension to an event key (ADMIN); prints the signing secret once')
     .requiredOption('--event <eventKey>', 'event key, e.g. crm.deal.closed')
     .requiredOption('--extension <key>', 'the subscribing extension')
-    .option('--service-url <url>', 'external service: events are POSTed to <url>/events')
+    .option('--service-url <url>', 'external service base URL: events are POSTed to <url>/events')
     .option('--in-process', "deliver to the extension's in-process plugin instead")
     .option('--json', 'print JSON')
     .action(
@@ -161,14 +221,23 @@ export function registerWorkspaces(program: Command): void {
         command: Command,
       ) => {
         if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
-        const subscription = await clientFor(command).post<Subscription>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`, {
-          eventKey: flags.event,
-          extensionKey: flags.extension,
-          kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
-          ...(flags.serviceUrl ? { serviceBaseUrl: flags.serviceUrl } : {}),
-        });
+        const { data: subscription, meta } = await clientFor(command).request<Subscription>(
+          'POST',
+          `/api/workspaces/${urlPath(workspace, 'subscriptions')}`,
+          {
+            body: {
+              eventKey: flags.event,
+              extensionKey: flags.extension,
+              kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
+              ...(flags.serviceUrl ? { serviceBaseUrl: flags.serviceUrl } : {}),
+            },
+          },
+        );
+        const warnings = Array.isArray(meta?.warnings) ? (meta.warnings as string[]) : [];
+        for (const warning of warnings) process.stderr.write(`platform: warning: ${warning}\n`);
         if (flags.json) return printJson(subscription);
         printLine(`subscribed ${subscription.extensionKey} to ${subscription.eventKey} in ${workspace} (id ${subscription.id})`);
+        if (subscription.deliveryUrl) printLine(`deliveries are POSTed to ${subscription.deliveryUrl}`);
         if (subscription.kind === 'EXTERNAL_SERVICE') {
           printLine(`signing secret (shown only now; verify the webhook-signature header with it): ${subscription.signingSecret}`);
         }
@@ -182,13 +251,7 @@ export function registerWorkspaces(program: Command): void {
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<Subscription[]>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`);
       if (flags.json) return printJson(list);
-      printTable(list, [
-        { header: 'ID', value: (subscription) => subscription.id },
-        { header: 'EVENT', value: (subscription) => subscription.eventKey },
-        { header: 'EXTENSION', value: (subscription) => subscription.extensionKey },
-        { header: 'KIND', value: (subscription) => subscription.kind },
-        { header: 'URL', value: (subscription) => subscription.serviceBaseUrl },
-      ]);
+      printTable(list, subscriptionColumns);
     });
 
   subscriptions

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { StartupError } from '../errors.js';
-import { writeFileDurably } from '../store/files.js';
+import { isMissing, writeFileDurably } from '../store/files.js';
 import type { AuthService } from './service.js';
 import { Email, Password } from './schemas.js';
 
 const INITIAL_PASSWORD_FILE = 'initial-admin-password';
+const GENERATED_ADMIN = 'admin@localhost';
 
 export interface FirstAdmin {
   email: string;
@@ -37,6 +39,25 @@ export async function ensureFirstAdmin(
   const generatedPassword = randomBytes(18).toString('base64url');
   const passwordFile = join(dataDir, INITIAL_PASSWORD_FILE);
   await writeFileDurably(passwordFile, `${generatedPassword}\n`);
-  await auth.createUser({ email: 'admin@localhost', fullName: 'Administrator', password: generatedPassword, roles: ['ADMIN'] });
-  return { email: 'admin@localhost', generatedPassword, passwordFile };
+  await auth.createUser({ email: GENERATED_ADMIN, fullName: 'Administrator', password: generatedPassword, roles: ['ADMIN'] });
+  return { email: GENERATED_ADMIN, generatedPassword, passwordFile };
+}
+
+/**
+ * A warning when <data-dir>/initial-admin-password is left over: its password
+ * no longer opens the account (another one was set, or the account is gone),
+ * so the file only lies around. Null while it is still the way in.
+ */
+export async function leftoverPasswordFile(auth: AuthService, dataDir: string): Promise<string | null> {
+  const file = join(dataDir, INITIAL_PASSWORD_FILE);
+  let password: string;
+  try {
+    password = (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+  const admin = auth.users.findByEmail(GENERATED_ADMIN);
+  if (admin && (await auth.passwordMatches(admin, password))) return null;
+  return `${file} is left over: the password in it no longer works (another one was set); delete it with: rm ${file}`;
 }

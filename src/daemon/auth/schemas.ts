@@ -55,6 +55,8 @@ export const PatchUserBody = v.pipe(
   v.check((body) => Object.keys(body).length > 0, 'must change at least one of fullName, roles, active'),
 );
 
+export const ResetPasswordBody = jsonObject({ password: Password });
+
 export type LoginInput = v.InferOutput<typeof LoginBody>;
 export type ChangePasswordInput = v.InferOutput<typeof ChangePasswordBody>;
 export type CreateUserInput = v.InferOutput<typeof CreateUserBody>;

@@ -24,6 +24,8 @@ const accountDisabled = () => new DomainError('ACCOUNT_DISABLED', 'this account 
 export class AuthService {
   /** Compared against when the e-mail is unknown, so both paths cost one bcrypt comparison. */
   private readonly decoyHash: string;
+  /** What else refers to users (workspace memberships) forgets a deleted one. */
+  private readonly deletionListeners: Array<(userId: string) => Promise<void>> = [];
 
   constructor(
     readonly users: UserStore,
@@ -83,6 +85,20 @@ export class AuthService {
     return this.tokens.issue(user.id, user.tokenVersion);
   }
 
+  passwordMatches(user: UserRecord, password: string): Promise<boolean> {
+    return this.passwords.verify(password, user.passwordHash);
+  }
+
+  /** An ADMIN sets another user's password: every session of that user ends. */
+  async resetPassword(id: string, password: string): Promise<PublicUser> {
+    const passwordHash = await this.passwords.hash(password);
+    const user = await this.users.modify(id, (record) => {
+      record.passwordHash = passwordHash;
+      record.tokenVersion += 1;
+    });
+    return toPublicUser(user);
+  }
+
   async createUser(input: CreateUserInput): Promise<PublicUser> {
     if (this.users.findByEmail(input.email)) throw conflict(`a user with e-mail ${input.email} already exists`);
     const passwordHash = await this.passwords.hash(input.password);
@@ -114,10 +130,17 @@ export class AuthService {
     return toPublicUser(user);
   }
 
-  async deleteUser(id: string): Promise<void> {
+  /** The user's tokens stop working with the account (authenticate finds no user). */
+  async deleteUser(caller: Caller, id: string): Promise<void> {
+    if (caller.user.id === id) throw conflict('you cannot delete your own account; another administrator can');
     const user = this.users.get(id);
     if (user && user.active && isAdmin(user)) this.assertAnotherActiveAdmin(id);
     await this.users.remove(id);
+    for (const listener of this.deletionListeners) await listener(id);
+  }
+
+  onUserDeleted(listener: (userId: string) => Promise<void>): void {
+    this.deletionListeners.push(listener);
   }
 
   /**

@@ -104,7 +104,7 @@ export const AuditQuery = v.object({
 export const YankQuery = v.object({ reason: optionalText(500) });
 
 /**
- * data/seed/catalog.json: extensions with their versions. A version may carry
+ * seed/catalog.json: extensions with their versions. A version may carry
  * its historical release date and be yanked, as a real catalog's would.
  */
 export const SeedFile = jsonObject({

@@ -8,32 +8,48 @@ import { SeedFile, type SeedInput } from './schemas.js';
 import type { CatalogService } from './service.js';
 import { samePrecedence } from './versions.js';
 
-// src/daemon/catalog and dist/daemon/catalog are both three levels below the repository root.
-export const SEED_FILE = fileURLToPath(new URL('../../../data/seed/catalog.json', import.meta.url));
+// src/daemon/catalog and dist/daemon/catalog are both three levels below the package root, in a
+// clone and in an installed package alike; outside the default data directory, so `rm -rf data` keeps it.
+export const SEED_FILE = fileURLToPath(new URL('../../../seed/catalog.json', import.meta.url));
+
+export interface SeedResult {
+  added: string[];
+  /** Already in the catalog: left exactly as they are. */
+  skipped: string[];
+}
 
 /**
- * `platform serve --seed`: loads the development catalog into an empty catalog,
- * through the same validation and domain operations as the API, attributed to
- * the first active administrator. Returns how many extensions were loaded, or
- * null when the catalog already had entries (then nothing is done). The whole
- * file is checked before anything is written.
+ * `platform serve --seed`: adds the development catalog's extensions that the
+ * catalog lacks, through the same validation and domain operations as the
+ * API, attributed to the first active administrator. Extensions already there
+ * (seeded earlier, or published by hand under the same key) are not touched.
+ * The whole file is checked before anything is written.
  */
 export async function seedCatalog(
   catalog: CatalogService,
   users: { list(): UserRecord[] },
   file = SEED_FILE,
-): Promise<number | null> {
-  if (catalog.size > 0) return null;
+): Promise<SeedResult> {
+  const seed = await readSeed(file);
+  const missing = seed.extensions.filter((extension) => !catalog.has(extension.extensionKey));
+  const skipped = seed.extensions.filter((extension) => catalog.has(extension.extensionKey)).map((extension) => extension.extensionKey);
+  if (missing.length === 0) return { added: [], skipped };
   const actor = users.list().find((user) => user.active && isAdmin(user));
   if (!actor) throw new StartupError('cannot seed the catalog: there is no active administrator to attribute it to');
-  const seed = await readSeed(file);
   try {
-    for (const extension of seed.extensions) await loadExtension(catalog, actor, extension);
+    for (const extension of missing) await loadExtension(catalog, actor, extension);
   } catch (error) {
     if (error instanceof DomainError) throw new StartupError(`seed file ${file}: ${error.message}`);
     throw error;
   }
-  return seed.extensions.length;
+  return { added: missing.map((extension) => extension.extensionKey), skipped };
+}
+
+/** The one start-up line of `--seed`. */
+export function describeSeeding({ added, skipped }: SeedResult, file: string): string {
+  const list = (keys: string[]) => (keys.length > 0 ? ` (${keys.join(', ')})` : '');
+  const already = skipped.length > 0 ? `; skipped ${skipped.length} already in the catalog${list(skipped)}` : '';
+  return `seed: added ${added.length} extensions from ${file}${list(added)}${already}`;
 }
 
 async function readSeed(file: string): Promise<SeedInput> {

@@ -34,7 +34,8 @@ function signature(key: Buffer, id: string, timestampSeconds: number, body: stri
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
 }
 
-const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/\/+$/, '')}/events`;
+/** Where an external subscriber receives its deliveries. */
+export const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/\/+$/, '')}/events`;
 
 /**
  * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here

@@ -83,17 +83,25 @@ export class ExtensionConfigService {
     private readonly collection: Collection<ConfigDocument>,
     private readonly catalog: { has(extensionKey: string): boolean },
     private readonly box: SecretBox,
+    private readonly workspaces: { exists(workspaceId: string): boolean },
   ) {
     collection.onReset(() => this.decrypted.clear());
   }
 
-  static async open(dataDir: string, dependencies: { catalog: { has(extensionKey: string): boolean }; box: SecretBox }) {
+  static async open(
+    dataDir: string,
+    dependencies: {
+      catalog: { has(extensionKey: string): boolean };
+      box: SecretBox;
+      workspaces: { exists(workspaceId: string): boolean };
+    },
+  ) {
     const collection = await Collection.open<ConfigDocument>({
       file: join(dataDir, 'extension-config.json'),
       schemaVersion: 1,
       create: () => ({ schemaVersion: 1, extensions: [] }),
     });
-    return new ExtensionConfigService(collection, dependencies.catalog, dependencies.box);
+    return new ExtensionConfigService(collection, dependencies.catalog, dependencies.box, dependencies.workspaces);
   }
 
   view(extensionKey: string): { fields: FieldView[] } {
@@ -109,6 +117,10 @@ export class ExtensionConfigService {
       if (seen.has(update.name)) throw invalidField(index, `${update.name} is given twice`);
       seen.add(update.name);
       checkField(update, index);
+      // Events of a webhook naming a missing workspace could only be refused at every call.
+      if (update.name === 'webhook.workspaceId' && typeof update.value === 'string' && !this.workspaces.exists(update.value)) {
+        throw invalidField(index, `webhook.workspaceId names workspace ${update.value}, which does not exist`);
+      }
     });
     const now = new Date().toISOString();
     await this.collection.update((data) => {
@@ -134,6 +146,18 @@ export class ExtensionConfigService {
       this.decrypted.delete(extensionKey);
     });
     return this.view(extensionKey);
+  }
+
+  /** Removes a field, SECRET or not: the way to unset one (a SECRET sent as null keeps its value). */
+  async remove(extensionKey: string, name: string): Promise<void> {
+    this.assertKnown(extensionKey);
+    const entry = this.collection.data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
+    const field = entry?.fields.find((candidate) => candidate.name === name);
+    if (!entry || !field) throw notFound(`${extensionKey} has no configuration field ${name}`);
+    await this.collection.update(() => {
+      entry.fields = entry.fields.filter((candidate) => candidate !== field);
+      this.decrypted.delete(extensionKey);
+    });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
 import { listen } from 'listhen';
@@ -61,7 +61,8 @@ export async function startHttpServer(
       autoClose: false,
     });
   } catch (error) {
-    throw new StartupError(`cannot listen on ${options.host}:${options.port}: ${describeFault(error)}`);
+    // listhen reports every failure as "unable to find a port": bind once more to learn the real cause.
+    throw new StartupError(listenFailure((await bindError(options.host, options.port)) ?? error, options.host, options.port));
   }
 
   const server = listening.server as Server;
@@ -87,6 +88,24 @@ export async function startHttpServer(
       server.closeAllConnections();
     },
   };
+}
+
+function bindError(host: string, port: number): Promise<NodeJS.ErrnoException | null> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', resolve);
+    probe.listen(port, host, () => probe.close(() => resolve(null)));
+  });
+}
+
+function listenFailure(error: unknown, host: string, port: number): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return `port ${port} is in use (choose another with --port or PLATFORM_PORT)`;
+  if (code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL' || code === 'EAI_AGAIN') {
+    return `cannot listen on ${host}: no such address (--host or PLATFORM_HOST)`;
+  }
+  if (code === 'EACCES') return `cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges)`;
+  return `cannot listen on ${host}:${port}: ${describeFault(error)}`;
 }
 
 /** What Node's own parser refuses, in the contract's envelope rather than a bare status line. */

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DaemonConfig } from '../config.js';
 import { StartupError } from '../errors.js';
-import { ensurePrivateDir, isMissing, writeFileDurably } from '../store/files.js';
-import { lockDataDir } from '../store/lock.js';
+import { isMissing, writeFileDurably } from '../store/files.js';
+import { assertPlatformDataDir, lockDataDir } from '../store/lock.js';
 import { SecretBox } from './box.js';
 
 /** The data files that hold sealed secrets. */
@@ -20,7 +20,8 @@ const FILES_WITH_SECRETS = ['workspaces.json', 'extension-config.json'];
  * one after a comma; the files are re-sealed under the first.
  */
 export async function rotateMasterKey(config: DaemonConfig): Promise<{ resealed: number }> {
-  await ensurePrivateDir(config.dataDir);
+  // A mistyped --data-dir must not become a new directory with a new key and a report of success.
+  assertPlatformDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   try {
     const current = await SecretBox.open(config.dataDir, config.masterKey);

@@ -213,6 +213,23 @@ export async function replay<R>(file: string, onRecord: (record: R) => void): Pr
     }
     intact = lineEnd;
   }
-  if (intact < fileSize) await truncate(file, intact);
+  if (intact < fileSize) {
+    await truncate(file, intact);
+    tornTails.set(file, fileSize - intact);
+  }
   return intact;
+}
+
+/** Torn tails cut by `replay`, by file, until the daemon's start-up report takes them. */
+const tornTails = new Map<string, number>();
+
+/** The torn tails cut under `dir` since the last call, forgotten once taken. */
+export function takeTornTails(dir: string): Array<{ file: string; bytes: number }> {
+  const taken: Array<{ file: string; bytes: number }> = [];
+  for (const [file, bytes] of tornTails) {
+    if (!file.startsWith(`${dir}/`)) continue;
+    taken.push({ file, bytes });
+    tornTails.delete(file);
+  }
+  return taken;
 }

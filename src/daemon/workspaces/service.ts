@@ -7,14 +7,15 @@ import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
 import { PLATFORM_VERSION } from '../version.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
+import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
 import type {
   CatalogReader,
   HandlerDirectory,
   Installation,
+  PublicSubscription,
   StoredSubscription,
   SubscriberKind,
-  Subscription,
   Workspace,
 } from './types.js';
 
@@ -50,6 +51,8 @@ export class WorkspaceService {
   private byTopic = new Map<string, StoredSubscription[]>();
   /** Decrypted signing keys, so that signing a delivery never decrypts. */
   private readonly signingKeys = new Map<string, Buffer>();
+  /** What else keeps records by workspace (dead letters) forgets a deleted one. */
+  private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
 
   private constructor(
     private readonly collection: Collection<WorkspacesDocument>,
@@ -101,6 +104,42 @@ export class WorkspaceService {
     return workspace;
   }
 
+  async rename(id: string, name: string): Promise<Workspace> {
+    const workspace = this.get(id);
+    await this.collection.update(() => {
+      workspace.name = name;
+    });
+    return workspace;
+  }
+
+  /**
+   * Refused while extensions are installed, unless forced: then its
+   * installations and subscriptions go with it (pending deliveries to them end
+   * as for a deleted subscription), and the deletion listeners (dead letters)
+   * run. Recorded events stay in the event log until retention removes them.
+   */
+  async delete(id: string, force: boolean): Promise<void> {
+    const workspace = this.get(id);
+    const installed = [...this.installations.values()].filter((installation) => installation.workspaceId === id);
+    if (installed.length > 0 && !force) {
+      throw conflict(
+        `workspace ${id} has ${installed.length} installed extensions (${installed.map((i) => i.extensionKey).join(', ')}); ` +
+          'uninstall them first, or delete with force',
+      );
+    }
+    await this.collection.update((data) => {
+      data.workspaces = data.workspaces.filter((candidate) => candidate !== workspace);
+      data.installations = data.installations.filter((installation) => installation.workspaceId !== id);
+      data.subscriptions = data.subscriptions.filter((subscription) => subscription.workspaceId !== id);
+      this.reindex();
+    });
+    for (const listener of this.deletionListeners) await listener(id);
+  }
+
+  onWorkspaceDeleted(listener: (workspaceId: string) => Promise<void>): void {
+    this.deletionListeners.push(listener);
+  }
+
   exists(id: string): boolean {
     return this.workspaces.has(id);
   }
@@ -135,6 +174,15 @@ export class WorkspaceService {
     if (!workspace.members.includes(userId)) return;
     await this.collection.update(() => {
       workspace.members = workspace.members.filter((member) => member !== userId);
+    });
+  }
+
+  /** A deleted user leaves every workspace. */
+  async forgetMember(userId: string): Promise<void> {
+    const memberOf = [...this.workspaces.values()].filter((workspace) => workspace.members.includes(userId));
+    if (memberOf.length === 0) return;
+    await this.collection.update(() => {
+      for (const workspace of memberOf) workspace.members = workspace.members.filter((member) => member !== userId);
     });
   }
 
@@ -220,13 +268,20 @@ export class WorkspaceService {
 
   // Subscriptions
 
-  listSubscriptions(workspaceId: string): Subscription[] {
+  listSubscriptions(workspaceId: string): PublicSubscription[] {
     this.get(workspaceId);
     return [...this.subscriptions.values()].filter((s) => s.workspaceId === workspaceId).map(toPublicSubscription);
   }
 
-  /** Returns the subscription with its signing secret: the only time the secret is shown. */
-  async subscribe(workspaceId: string, input: NewSubscription): Promise<Subscription & { signingSecret: string }> {
+  /**
+   * Returns the subscription with its signing secret (the only time the secret
+   * is shown), and warnings: an extension not installed in the workspace gets
+   * nothing until it is.
+   */
+  async subscribe(
+    workspaceId: string,
+    input: NewSubscription,
+  ): Promise<{ subscription: PublicSubscription & { signingSecret: string }; warnings: string[] }> {
     this.get(workspaceId);
     if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
     const serviceBaseUrl = input.kind === 'EXTERNAL_SERVICE' ? (input.serviceBaseUrl ?? null) : null;
@@ -260,7 +315,10 @@ export class WorkspaceService {
       data.subscriptions.push(subscription);
       this.indexSubscription(subscription);
     });
-    return { ...toPublicSubscription(subscription), signingSecret };
+    const warnings = this.installations.has(installationKey(workspaceId, input.extensionKey))
+      ? []
+      : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
+    return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
   }
 
   async unsubscribe(workspaceId: string, subscriptionId: string): Promise<void> {
@@ -326,7 +384,7 @@ export class WorkspaceService {
   }
 }
 
-function toPublicSubscription(subscription: StoredSubscription): Subscription {
+function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
   const { sealedSigningSecret: _secret, ...visible } = subscription;
-  return visible;
+  return { ...visible, deliveryUrl: visible.serviceBaseUrl === null ? null : eventsUrl(visible.serviceBaseUrl) };
 }

@@ -28,6 +28,11 @@ export interface Subscription {
   createdAt: string;
 }
 
+/** As the API shows it: with the URL deliveries are POSTed to (`{serviceBaseUrl}/events`). */
+export interface PublicSubscription extends Subscription {
+  deliveryUrl: string | null;
+}
+
 export interface StoredSubscription extends Subscription {
   /** The whsec_ signing secret, sealed with the master key. */
   sealedSigningSecret: string;

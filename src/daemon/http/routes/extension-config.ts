@@ -8,6 +8,7 @@ const FieldName = v.pipe(
   v.string(),
   v.regex(/^[A-Za-z][A-Za-z0-9_.-]{0,127}$/, 'must start with a letter, then letters, digits, _, . or - (at most 128)'),
 );
+const FieldParams = v.object({ key: Slug, field: FieldName });
 const ConfigBody = jsonObject({
   fields: v.pipe(
     v.array(
@@ -34,6 +35,15 @@ export const extensionConfigRoutes: RouteModule = (routes, { endpoint, services:
       params: ConfigParams,
       body: ConfigBody,
       handle: ({ params, body }) => extensionConfig.update(params.key, body.fields),
+    }),
+  );
+  routes.delete(
+    '/api/admin/marketplace/extensions/:key/config/:field',
+    endpoint({
+      access: 'admin',
+      params: FieldParams,
+      status: 204,
+      handle: ({ params }) => extensionConfig.remove(params.key, params.field),
     }),
   );
 };

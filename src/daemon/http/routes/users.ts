@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { CreateUserBody, PatchUserBody } from '../../auth/schemas.js';
+import { CreateUserBody, PatchUserBody, ResetPasswordBody } from '../../auth/schemas.js';
 import type { RouteModule } from '../context.js';
 
 const UserParams = v.object({ id: v.pipe(v.string(), v.uuid('must be a user id')) });
@@ -21,6 +21,20 @@ export const userRoutes: RouteModule = (routes, { endpoint, services: { auth } }
   );
   routes.delete(
     '/api/admin/users/:id',
-    endpoint({ access: 'admin', params: UserParams, status: 204, handle: ({ params }) => auth.deleteUser(params.id) }),
+    endpoint({
+      access: 'admin',
+      params: UserParams,
+      status: 204,
+      handle: ({ caller, params }) => auth.deleteUser(caller, params.id),
+    }),
+  );
+  routes.post(
+    '/api/admin/users/:id/password',
+    endpoint({
+      access: 'admin',
+      params: UserParams,
+      body: ResetPasswordBody,
+      handle: ({ params, body }) => auth.resetPassword(params.id, body.password),
+    }),
   );
 };

@@ -3,6 +3,7 @@ import { EventKey } from '../../events/schemas.js';
 import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
 import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
 import type { RouteModule } from '../context.js';
+import { Reply } from '../endpoint.js';
 import { workspaceMember } from './access.js';
 
 const SemVerText = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
@@ -19,6 +20,10 @@ const InstallationParams = v.object({ id: Slug, key: Slug });
 const SubscriptionParams = v.object({ id: Slug, subscriptionId: v.pipe(v.string(), v.uuid('must be a subscription id')) });
 
 const CreateWorkspaceBody = jsonObject({ id: Slug, name: NonEmptyString(200) });
+const RenameWorkspaceBody = jsonObject({ name: NonEmptyString(200) });
+const DeleteWorkspaceQuery = v.object({
+  force: v.optional(v.picklist(['true', 'false'], 'must be true or false')),
+});
 const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(SemVerText) });
 const UpdateInstallationBody = v.pipe(
   jsonObject({ enabled: v.optional(v.boolean()), version: v.optional(SemVerText) }),
@@ -42,6 +47,25 @@ export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { wor
   routes.get(
     '/api/workspaces/:id',
     endpoint({ access: 'user', authorize: member, params: WorkspaceParams, handle: ({ params }) => workspaces.get(params.id) }),
+  );
+  routes.patch(
+    '/api/admin/workspaces/:id',
+    endpoint({
+      access: 'admin',
+      params: WorkspaceParams,
+      body: RenameWorkspaceBody,
+      handle: ({ params, body }) => workspaces.rename(params.id, body.name),
+    }),
+  );
+  routes.delete(
+    '/api/admin/workspaces/:id',
+    endpoint({
+      access: 'admin',
+      params: WorkspaceParams,
+      query: DeleteWorkspaceQuery,
+      status: 204,
+      handle: ({ params, query }) => workspaces.delete(params.id, query.force === 'true'),
+    }),
   );
   routes.put(
     '/api/admin/workspaces/:id/members/:userId',
@@ -106,7 +130,10 @@ export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { wor
       params: WorkspaceParams,
       body: SubscribeBody,
       status: 201,
-      handle: ({ params, body }) => workspaces.subscribe(params.id, body),
+      handle: async ({ params, body }) => {
+        const { subscription, warnings } = await workspaces.subscribe(params.id, body);
+        return new Reply(subscription, warnings.length > 0 ? { warnings } : null);
+      },
     }),
   );
   routes.get(
