@@ -112,8 +112,13 @@ export class Outbox {
     }
   }
 
-  async close(): Promise<void> {
+  /** Resolves once a compaction in progress, if any, has ended. */
+  async compacted(): Promise<void> {
     if (this.compacting) await this.compacting;
+  }
+
+  async close(): Promise<void> {
+    await this.compacted();
     await this.log.close();
   }
 
