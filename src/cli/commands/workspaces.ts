@@ -81,7 +81,7 @@ export function registerWorkspaces(program: Command): void {
 
   program
     .command('install <workspace> <extension>')
-    .description('install KEY or KEY@VERSION into a workspace (ADMIN); without a version, the latest')
+    .description('install KEY or KEY@VERSION (a version, latest or a range such as ^1.2) into a workspace (ADMIN); without a version, the latest it can run')
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
       const installation = await clientFor(command).post<Installation>(
         `/api/workspaces/${urlPath(workspace, 'extensions')}`,
@@ -122,16 +122,15 @@ export function registerWorkspaces(program: Command): void {
 
   extensions
     .command('upgrade <workspace> <extension>')
-    .description('move an installed extension to KEY@VERSION, or to the latest version (ADMIN)')
-    .action(async (workspace: string, reference: string, _flags, command: Command) => {
+    .description('move an installed extension to KEY@VERSION (a version, latest or a range such as ^1.2), by default the latest it can run (ADMIN)')
+    .option('--allow-downgrade', 'allow moving to a lower version')
+    .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
-      const target =
-        version ??
-        (await client.get<{ latestVersion: string | null }>(`/api/marketplace/extensions/${urlPath(extensionKey)}`)).latestVersion;
-      if (!target) throw usageError(`${extensionKey} has no version to upgrade to`);
+      // The daemon resolves `latest` and ranges to the highest version it can run.
       const installation = await client.patch<Installation>(`/api/workspaces/${urlPath(workspace, 'extensions', extensionKey)}`, {
-        version: target,
+        version: version ?? 'latest',
+        ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
       });
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
     });

@@ -1,13 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import semver from 'semver';
-import { SDK_VERSION } from '../../handlers/sdk.js';
-import { DomainError, conflict, forbidden, invalid, notFound } from '../errors.js';
+import { conflict, forbidden, invalid, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
-import { PLATFORM_VERSION } from '../version.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
+import { resolveVersion } from './versions.js';
 import type {
   CatalogReader,
   HandlerDirectory,
@@ -147,11 +146,10 @@ export class WorkspaceService {
 
   async install(workspaceId: string, input: { extensionKey: string; version?: string | undefined }): Promise<Installation> {
     this.get(workspaceId);
-    if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
-    const version = input.version ?? this.catalog.latestVersion(input.extensionKey);
-    if (version === null) throw conflict(`extension ${input.extensionKey} has no published version to install`);
-    this.assertInstallable(input.extensionKey, version);
     const key = installationKey(workspaceId, input.extensionKey);
+    if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
+    if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
+    const version = resolveVersion(this.catalog, input.extensionKey, input.version);
     const installation: Installation = {
       workspaceId,
       extensionKey: input.extensionKey,
@@ -160,25 +158,34 @@ export class WorkspaceService {
       installedAt: new Date().toISOString(),
     };
     await this.collection.update((data) => {
-      if (this.installations.has(key)) throw conflict(`${input.extensionKey} is already installed in ${workspaceId}`);
+      if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
       data.installations.push(installation);
       this.installations.set(key, installation);
     });
     return installation;
   }
 
-  /** Enable, disable, or move to another version (same rules as installing it). */
+  /**
+   * Enable, disable, or move to another version (resolved as for an install).
+   * Moving to a lower version needs allowDowngrade.
+   */
   async updateInstallation(
     workspaceId: string,
     extensionKey: string,
-    change: { enabled?: boolean | undefined; version?: string | undefined },
+    change: { enabled?: boolean | undefined; version?: string | undefined; allowDowngrade?: boolean | undefined },
   ): Promise<Installation> {
     const installation = this.installation(workspaceId, extensionKey);
+    let version: string | undefined;
     if (change.version !== undefined && change.version !== installation.version) {
-      this.assertInstallable(extensionKey, change.version);
+      version = resolveVersion(this.catalog, extensionKey, change.version);
+      if (semver.lt(version, installation.version) && change.allowDowngrade !== true) {
+        throw conflict(
+          `${extensionKey}@${version} is lower than the installed ${installation.version}; send allowDowngrade: true to downgrade`,
+        );
+      }
     }
     await this.collection.update(() => {
-      if (change.version !== undefined) installation.version = change.version;
+      if (version !== undefined) installation.version = version;
       if (change.enabled !== undefined) installation.enabled = change.enabled;
     });
     return installation;
@@ -197,25 +204,6 @@ export class WorkspaceService {
     const installation = this.installations.get(installationKey(workspaceId, extensionKey));
     if (!installation) throw notFound(`${extensionKey} is not installed in ${workspaceId}`);
     return installation;
-  }
-
-  /** Yanked versions cannot be newly installed; nor can versions needing a newer platform or SDK. */
-  private assertInstallable(extensionKey: string, version: string): void {
-    const record = this.catalog.versionRecord(extensionKey, version);
-    if (record.yanked) {
-      throw new DomainError('VERSION_YANKED', `${extensionKey}@${version} has been yanked and cannot be installed`);
-    }
-    for (const [requirement, required, ours] of [
-      ['platform', record.requiresPlatform, PLATFORM_VERSION],
-      ['plugin SDK', record.requiresSdk, SDK_VERSION],
-    ] as const) {
-      if (required !== null && semver.gt(required, ours)) {
-        throw new DomainError(
-          'INCOMPATIBLE_VERSION',
-          `${extensionKey}@${version} requires ${requirement} ${required}; this daemon has ${ours}`,
-        );
-      }
-    }
   }
 
   // Subscriptions
@@ -325,6 +313,9 @@ export class WorkspaceService {
     this.reindexSubscriptions();
   }
 }
+
+const alreadyInstalled = (workspaceId: string, extensionKey: string) =>
+  conflict(`${extensionKey} is already installed in ${workspaceId}`);
 
 function toPublicSubscription(subscription: StoredSubscription): Subscription {
   const { sealedSigningSecret: _secret, ...visible } = subscription;

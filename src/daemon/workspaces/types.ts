@@ -46,8 +46,8 @@ export interface CatalogReader {
   has(extensionKey: string): boolean;
   /** Throws NOT_FOUND for an unknown extension or version. */
   versionRecord(extensionKey: string, version: string): InstallableVersion;
-  /** Throws NOT_FOUND for an unknown extension; null while it has no version. */
-  latestVersion(extensionKey: string): string | null;
+  /** Throws NOT_FOUND for an unknown extension; versions newest first. */
+  detail(extensionKey: string): { versions: ReadonlyArray<{ version: string; yanked: boolean }> };
 }
 
 /** The part of the plugin registry that subscriptions rely on. */
