@@ -20,6 +20,7 @@ function event(workspace: string, ageMs: number, key = 'a.b'): PlatformEvent {
     eventKey: key,
     tenantId: workspace,
     actor: 'test',
+    publishedBy: 'test',
     payload: { n: sequence },
     schemaVersion: null,
     occurredAt: new Date(NOW - ageMs).toISOString(),

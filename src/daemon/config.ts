@@ -8,6 +8,8 @@ export interface DaemonConfig {
   /** Absolute path. */
   dataDir: string;
   maxBodyBytes: number;
+  /** An event payload is at most this many bytes of JSON (PLATFORM_MAX_PAYLOAD). */
+  maxPayloadBytes: number;
   /** Adds `Secure` to the session cookie; set it when TLS terminates in front of the daemon. */
   secureCookies: boolean;
   tokenTtlSeconds: number;
@@ -113,6 +115,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
     dataDir,
     maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
+    maxPayloadBytes: parseSetting('PLATFORM_MAX_PAYLOAD', Size, env.PLATFORM_MAX_PAYLOAD, 262_144),
     secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),
     tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
     jwtSecret,

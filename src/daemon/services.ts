@@ -98,6 +98,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
       dispatch: config.dispatch,
       retention: config.retention,
+      maxPayloadBytes: config.maxPayloadBytes,
       logger,
     });
     const webhooks = new WebhookService({

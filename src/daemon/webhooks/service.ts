@@ -87,7 +87,7 @@ export class WebhookService {
       const { eventId } = await this.deps.events.publish(
         settings.workspaceId,
         { eventKey: settings.eventKey, payload: request.body },
-        { actor: extensionKey, depth: 1 },
+        { actor: extensionKey, publishedBy: `webhook:${extensionKey}`, depth: 1 },
       );
       return { data: null, meta: { eventId } };
     } catch (error) {
@@ -96,13 +96,13 @@ export class WebhookService {
   }
 
   /**
-   * Rejections keep their (safe) message; a payload the event log refuses is the
-   * sender's 400, a full disk our 503; every other failure is logged and
-   * answered generically.
+   * Rejections keep their (safe) message; a payload the publish checks refuse is
+   * the sender's 400 or 413, a full disk our 503; every other failure is logged
+   * and answered generically.
    */
   private classify(extensionKey: string, error: unknown): DomainError {
     const code = (error as { code?: unknown } | null)?.code;
-    if (error instanceof DomainError && (code === 'VALIDATION_ERROR' || code === 'UNAVAILABLE')) return error;
+    if (error instanceof DomainError && (code === 'VALIDATION_ERROR' || code === 'PAYLOAD_TOO_LARGE' || code === 'UNAVAILABLE')) return error;
     if (code === 'WEBHOOK_REJECTED') {
       const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
       return new DomainError('WEBHOOK_REJECTED', message);
