@@ -80,7 +80,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
     closers.push(() => workspaces.flush());
-    const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
+    const eventLog = await EventLog.open(join(config.dataDir, 'events'), {
+      segmentMaxEvents: 100_000,
+      recent: { perWorkspace: 1_000, ...config.recentEventsMemory },
+    });
     closers.push(() => eventLog.close());
     const reportError = (error: unknown) => logger.error(describeFault(error));
     const outbox = await Outbox.open(join(config.dataDir, 'outbox.log'), reportError);

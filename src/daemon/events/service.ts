@@ -87,7 +87,7 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): PlatformEvent[] {
+  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): Promise<PlatformEvent[]> {
     this.deps.workspaces.get(workspaceId);
     return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
   }
@@ -98,6 +98,11 @@ export class EventService {
 
   get storedEvents(): number {
     return this.deps.log.storedCount;
+  }
+
+  /** Bytes of event JSON kept in memory for listing: bounded by the recent-events budget. */
+  get recentEventBytes(): number {
+    return this.deps.log.recentBytes;
   }
 
   /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */
