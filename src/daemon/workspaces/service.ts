@@ -6,6 +6,7 @@ import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
+import { hasCredentials, maskCredentials } from '../dispatch/url-credentials.js';
 import { resolveVersion } from './versions.js';
 import type {
   CatalogReader,
@@ -49,6 +50,8 @@ export class WorkspaceService {
   private byTopic = new Map<string, StoredSubscription[]>();
   /** Decrypted signing keys, so that signing a delivery never decrypts. */
   private readonly signingKeys = new Map<string, Buffer>();
+  /** Decrypted subscriber URLs that carry credentials. */
+  private readonly deliveryUrls = new Map<string, string>();
 
   private constructor(
     private readonly collection: Collection<WorkspacesDocument>,
@@ -78,7 +81,26 @@ export class WorkspaceService {
       create: () => ({ schemaVersion: 1, workspaces: [], installations: [], subscriptions: [] }),
     });
     const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
-    return new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
+    const service = new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
+    await service.sealClearCredentials();
+    return service;
+  }
+
+  /** Data written before URL credentials were sealed: sealed at open, so they are in clear nowhere after a start. */
+  private async sealClearCredentials(): Promise<void> {
+    const clear = this.collection.data.subscriptions.filter(
+      (s) => s.serviceBaseUrl !== null && s.sealedServiceBaseUrl === undefined && hasCredentials(s.serviceBaseUrl),
+    );
+    if (clear.length === 0) return;
+    await this.collection.update(() => {
+      for (const subscription of clear) Object.assign(subscription, this.storedUrl(subscription.serviceBaseUrl!));
+      this.reindexSubscriptions();
+    });
+  }
+
+  /** How a subscriber URL is stored: masked for display, sealed in full when it has credentials. */
+  private storedUrl(url: string): Pick<StoredSubscription, 'serviceBaseUrl' | 'sealedServiceBaseUrl'> {
+    return hasCredentials(url) ? { serviceBaseUrl: maskCredentials(url), sealedServiceBaseUrl: this.box.seal(url) } : { serviceBaseUrl: url };
   }
 
   // Workspaces and members
@@ -236,13 +258,14 @@ export class WorkspaceService {
       eventKey: input.eventKey,
       extensionKey: input.extensionKey,
       kind: input.kind,
-      serviceBaseUrl,
+      serviceBaseUrl: null,
+      ...(serviceBaseUrl === null ? {} : this.storedUrl(serviceBaseUrl)),
       createdAt: new Date().toISOString(),
       sealedSigningSecret: this.box.seal(signingSecret),
     };
     await this.collection.update((data) => {
       const duplicate = (this.byTopic.get(topic(workspaceId, input.eventKey)) ?? []).some(
-        (s) => s.extensionKey === input.extensionKey && s.kind === input.kind && s.serviceBaseUrl === serviceBaseUrl,
+        (s) => s.extensionKey === input.extensionKey && s.kind === input.kind && this.deliveryUrl(s.id) === serviceBaseUrl,
       );
       if (duplicate) throw conflict(`${input.extensionKey} is already subscribed to ${input.eventKey} in ${workspaceId}`);
       data.subscriptions.push(subscription);
@@ -289,6 +312,17 @@ export class WorkspaceService {
     return key;
   }
 
+  /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
+  deliveryUrl(subscriptionId: string): string | null {
+    const cached = this.deliveryUrls.get(subscriptionId);
+    if (cached) return cached;
+    const subscription = this.subscriptions.get(subscriptionId);
+    if (!subscription?.sealedServiceBaseUrl) return subscription?.serviceBaseUrl ?? null;
+    const url = this.box.open(subscription.sealedServiceBaseUrl);
+    this.deliveryUrls.set(subscriptionId, url);
+    return url;
+  }
+
   flush(): Promise<void> {
     return this.collection.flush();
   }
@@ -303,6 +337,7 @@ export class WorkspaceService {
     this.subscriptions = new Map();
     this.byTopic = new Map();
     this.signingKeys.clear();
+    this.deliveryUrls.clear();
     for (const subscription of this.collection.data.subscriptions) this.indexSubscription(subscription);
   }
 
@@ -318,6 +353,6 @@ const alreadyInstalled = (workspaceId: string, extensionKey: string) =>
   conflict(`${extensionKey} is already installed in ${workspaceId}`);
 
 function toPublicSubscription(subscription: StoredSubscription): Subscription {
-  const { sealedSigningSecret: _secret, ...visible } = subscription;
+  const { sealedSigningSecret: _secret, sealedServiceBaseUrl: _url, ...visible } = subscription;
   return visible;
 }

@@ -24,6 +24,7 @@ export interface Subscription {
   eventKey: string;
   extensionKey: string;
   kind: SubscriberKind;
+  /** With credentials masked: `https://****@host/...`. */
   serviceBaseUrl: string | null;
   createdAt: string;
 }
@@ -31,6 +32,8 @@ export interface Subscription {
 export interface StoredSubscription extends Subscription {
   /** The whsec_ signing secret, sealed with the master key. */
   sealedSigningSecret: string;
+  /** The serviceBaseUrl with its credentials, sealed; only when it has credentials. */
+  sealedServiceBaseUrl?: string;
 }
 
 /** What a catalog version must tell an installation. */
