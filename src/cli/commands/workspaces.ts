@@ -81,7 +81,7 @@ export function registerWorkspaces(program: Command): void {
 
   program
     .command('install <workspace> <extension>')
-    .description('install KEY or KEY@VERSION (a version, latest or a range such as ^1.2) into a workspace (ADMIN); without a version, the latest it can run')
+    .description('install KEY or KEY@VERSION (VERSION may be latest or a range such as ^1.2) into a workspace (ADMIN)')
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
       const installation = await clientFor(command).post<Installation>(
         `/api/workspaces/${urlPath(workspace, 'extensions')}`,
@@ -122,7 +122,7 @@ export function registerWorkspaces(program: Command): void {
 
   extensions
     .command('upgrade <workspace> <extension>')
-    .description('move an installed extension to KEY@VERSION (a version, latest or a range such as ^1.2), by default the latest it can run (ADMIN)')
+    .description('move an installed extension to KEY@VERSION (or a range such as ^1.2; default latest) (ADMIN)')
     .option('--allow-downgrade', 'allow moving to a lower version')
     .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);

@@ -102,7 +102,8 @@ export class WebhookService {
    */
   private classify(extensionKey: string, error: unknown): DomainError {
     const code = (error as { code?: unknown } | null)?.code;
-    if (error instanceof DomainError && (code === 'VALIDATION_ERROR' || code === 'PAYLOAD_TOO_LARGE' || code === 'UNAVAILABLE')) return error;
+    const passedOn = code === 'VALIDATION_ERROR' || code === 'PAYLOAD_TOO_LARGE' || code === 'UNAVAILABLE';
+    if (error instanceof DomainError && passedOn) return error;
     if (code === 'WEBHOOK_REJECTED') {
       const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
       return new DomainError('WEBHOOK_REJECTED', message);

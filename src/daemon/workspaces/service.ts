@@ -100,7 +100,8 @@ export class WorkspaceService {
 
   /** How a subscriber URL is stored: masked for display, sealed in full when it has credentials. */
   private storedUrl(url: string): Pick<StoredSubscription, 'serviceBaseUrl' | 'sealedServiceBaseUrl'> {
-    return hasCredentials(url) ? { serviceBaseUrl: maskCredentials(url), sealedServiceBaseUrl: this.box.seal(url) } : { serviceBaseUrl: url };
+    if (!hasCredentials(url)) return { serviceBaseUrl: url };
+    return { serviceBaseUrl: maskCredentials(url), sealedServiceBaseUrl: this.box.seal(url) };
   }
 
   // Workspaces and members
