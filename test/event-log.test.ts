@@ -20,6 +20,7 @@ function event(workspace: string, ageMs: number, key = 'a.b'): PlatformEvent {
     eventKey: key,
     tenantId: workspace,
     actor: 'test',
+    publishedBy: 'test',
     payload: { n: sequence },
     schemaVersion: null,
     occurredAt: new Date(NOW - ageMs).toISOString(),
@@ -37,23 +38,23 @@ const storedIds = (dir: string) =>
 
 test('appends go to the newest segment, which rolls over at its size; a reopen sees everything', async () => {
   const dir = join(await tempDir(), 'events');
-  const log = await EventLog.open(dir, { segmentMaxEvents: 10, recentPerWorkspace: 5 });
+  const log = await EventLog.open(dir, { segmentMaxEvents: 10, recent: { perWorkspace: 5, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   const written = Array.from({ length: 25 }, () => event('w', 0));
   for (const e of written) await log.append(e);
   await log.close();
   assert.equal(segments(dir), ['segment-000001.log', 'segment-000002.log', 'segment-000003.log']);
   assert.equal(storedIds(dir), written.map((e) => e.id));
 
-  const reopened = await EventLog.open(dir, { segmentMaxEvents: 10, recentPerWorkspace: 5 });
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 10, recent: { perWorkspace: 5, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   assert.is(reopened.storedCount, 25);
-  const recent = reopened.recent('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW);
+  const recent = (await reopened.recent('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW));
   assert.equal(recent.map((e) => e.id), written.slice(-3).reverse().map((e) => e.id));
   await reopened.close();
 });
 
 test('retention keeps per workspace only events within the age limit and among the newest N, whichever is fewer', async () => {
   const dir = join(await tempDir(), 'events');
-  const log = await EventLog.open(dir, { segmentMaxEvents: 4, recentPerWorkspace: 100 });
+  const log = await EventLog.open(dir, { segmentMaxEvents: 4, recent: { perWorkspace: 100, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   const old = [event('busy', 9 * DAY), event('quiet', 9 * DAY)];
   const busy = Array.from({ length: 10 }, () => event('busy', DAY));
   const quiet = [event('quiet', DAY), event('quiet', 0)];
@@ -72,24 +73,24 @@ test('retention keeps per workspace only events within the age limit and among t
   assert.is(removedEvents, 2 + 4);
   assert.is(log.storedCount, 8);
   assert.equal(
-    log.recent('busy', { limit: 100 }, policy, NOW).map((e) => e.id),
+    (await log.recent('busy', { limit: 100 }, policy, NOW)).map((e) => e.id),
     busy.slice(-6).reverse().map((e) => e.id),
     'reads apply the same policy',
   );
   await log.close();
-  const reopened = await EventLog.open(dir, { segmentMaxEvents: 4, recentPerWorkspace: 100 });
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 4, recent: { perWorkspace: 100, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   assert.is(reopened.storedCount, 8, 'retention is on disk');
   await reopened.close();
 });
 
 test('fully expired segments are deleted; the segment being written is never touched', async () => {
   const dir = join(await tempDir(), 'events');
-  const log = await EventLog.open(dir, { segmentMaxEvents: 3, recentPerWorkspace: 10 });
+  const log = await EventLog.open(dir, { segmentMaxEvents: 3, recent: { perWorkspace: 10, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   for (let i = 0; i < 7; i += 1) await log.append(event('w', 30 * DAY));
   await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW);
   assert.equal(segments(dir), ['segment-000003.log'], 'two sealed segments deleted');
   assert.is(log.storedCount, 1, 'the expired event in the active segment waits for its segment to be sealed');
-  assert.equal(log.recent('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW), [], 'but is not read');
+  assert.equal(await log.recent('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW), [], 'but is not read');
   await log.append(event('w', 0));
   await log.close();
 });

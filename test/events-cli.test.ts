@@ -99,6 +99,9 @@ test('events publish takes the payload from --payload, --payload-file or stdin; 
   );
   assert.is(events[0].id, eventId);
   assert.match(await ok(['events', 'list', 'acme', '--event', 'demo.file']), /demo\.file\s+admin@example\.test/);
+  const adminId = events[2].publishedBy;
+  assert.match(adminId, /^[0-9a-f-]{36}$/);
+  assert.match(await ok(['events', 'list', 'acme', '--event', 'demo.flag']), new RegExp(`demo\\.flag\\s+ci-bot\\s+${adminId}`), 'who really published');
 
   const badJson = await cli(['events', 'publish', 'acme', 'demo.bad', '--payload', '{nope']);
   assert.is(badJson.code, 2);

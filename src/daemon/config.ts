@@ -8,6 +8,8 @@ export interface DaemonConfig {
   /** Absolute path. */
   dataDir: string;
   maxBodyBytes: number;
+  /** An event payload is at most this many bytes of JSON (PLATFORM_MAX_PAYLOAD). */
+  maxPayloadBytes: number;
   /** Adds `Secure` to the session cookie; set it when TLS terminates in front of the daemon. */
   secureCookies: boolean;
   tokenTtlSeconds: number;
@@ -36,6 +38,8 @@ export interface DaemonConfig {
     denyPrivateTargets: boolean;
   };
   retention: { maxAgeMs: number; maxPerWorkspace: number };
+  /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
+  recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
 }
@@ -113,6 +117,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
     dataDir,
     maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
+    maxPayloadBytes: parseSetting('PLATFORM_MAX_PAYLOAD', Size, env.PLATFORM_MAX_PAYLOAD, 262_144),
     secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),
     tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
     jwtSecret,
@@ -140,6 +145,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),
     },
+    recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
   };
 }

@@ -81,7 +81,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     });
     closers.push(() => workspaces.flush());
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
-    const eventLog = await EventLog.open(join(config.dataDir, 'events'), { segmentMaxEvents: 100_000, recentPerWorkspace: 1_000 });
+    const eventLog = await EventLog.open(join(config.dataDir, 'events'), {
+      segmentMaxEvents: 100_000,
+      recent: { perWorkspace: 1_000, ...config.recentEventsMemory },
+    });
     closers.push(() => eventLog.close());
     const reportError = (error: unknown) => logger.error(describeFault(error));
     const outbox = await Outbox.open(join(config.dataDir, 'outbox.log'), reportError);
@@ -100,6 +103,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
       dispatch: config.dispatch,
       retention: config.retention,
+      maxPayloadBytes: config.maxPayloadBytes,
       logger,
     });
     const webhooks = new WebhookService({

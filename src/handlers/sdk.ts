@@ -12,6 +12,12 @@ export interface PlatformEvent {
   /** The workspace the event was published into. */
   tenantId: string;
   actor: string;
+  /**
+   * Who really published it, whatever the actor says: a user id, `webhook:<extensionKey>`
+   * for an inbound webhook, `plugin:<extensionKey>` for a plugin's handler. Absent on
+   * events recorded before it was introduced.
+   */
+  publishedBy: string;
   payload: Record<string, unknown>;
   schemaVersion: string | null;
   /** ISO 8601, UTC. */

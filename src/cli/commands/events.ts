@@ -9,6 +9,7 @@ interface PlatformEvent {
   id: string;
   eventKey: string;
   actor: string;
+  publishedBy?: string;
   payload: Record<string, unknown>;
   occurredAt: string;
 }
@@ -92,6 +93,7 @@ export function registerEvents(program: Command): void {
         { header: 'OCCURRED', value: (event) => event.occurredAt },
         { header: 'EVENT', value: (event) => event.eventKey },
         { header: 'ACTOR', value: (event) => event.actor },
+        { header: 'PUBLISHED BY', value: (event) => event.publishedBy ?? '-' },
         { header: 'ID', value: (event) => event.id },
       ]);
     });

@@ -185,12 +185,9 @@ export function registerWorkspaces(program: Command): void {
     .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
-      const target =
-        version ??
-        (await client.get<{ latestVersion: string | null }>(`/api/marketplace/extensions/${urlPath(extensionKey)}`)).latestVersion;
-      if (!target) throw usageError(`${extensionKey} has no version to upgrade to`);
+      // The daemon resolves `latest` and ranges to the highest version it can run.
       const installation = await client.patch<Installation>(`/api/workspaces/${urlPath(workspace, 'extensions', extensionKey)}`, {
-        version: target,
+        version: version ?? 'latest',
         ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
       });
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);

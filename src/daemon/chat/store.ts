@@ -6,6 +6,8 @@ export interface ChatMessage {
   channel: string;
   message: string;
   sender: string;
+  /** The publishedBy of the notification: who really sent the message (absent on older messages). */
+  publishedBy: string;
   /** The platform.notification event the message came from. */
   eventId: string;
   postedAt: string;
@@ -55,7 +57,10 @@ export class ChatStore {
   }
 
   /** Durable when it resolves. */
-  async post(workspaceId: string, input: { channel: string; message: string; sender: string; eventId: string }): Promise<ChatMessage> {
+  async post(
+    workspaceId: string,
+    input: { channel: string; message: string; sender: string; publishedBy: string; eventId: string },
+  ): Promise<ChatMessage> {
     const message: ChatMessage = { id: randomUUID(), ...input, postedAt: new Date().toISOString() };
     const record = { workspaceId, message };
     this.retained += 1 - keep(this.channels, record);

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Collection } from '../store/collection.js';
 import { notFound } from '../errors.js';
 import type { DeadLetter, DeadLetterFilter } from './types.js';
+import { hasCredentials, maskCredentials } from './url-credentials.js';
 
 /** Kept with the record so that a replay resumes the event chain where it was. */
 export interface StoredDeadLetter extends DeadLetter {
@@ -37,7 +38,20 @@ export class DeadLetterStore {
       schemaVersion: 1,
       create: () => ({ schemaVersion: 1, deadLetters: [] }),
     });
-    return new DeadLetterStore(collection);
+    const store = new DeadLetterStore(collection);
+    await store.maskClearCredentials();
+    return store;
+  }
+
+  /** Dead letters written before subscriber URLs were masked: masked at open, the file rewritten. */
+  private async maskClearCredentials(): Promise<void> {
+    const clear = this.collection.data.deadLetters.filter(({ subscriber: { serviceBaseUrl } }) => {
+      return serviceBaseUrl !== null && hasCredentials(serviceBaseUrl) && maskCredentials(serviceBaseUrl) !== serviceBaseUrl;
+    });
+    if (clear.length === 0) return;
+    await this.collection.update(() => {
+      for (const { subscriber } of clear) subscriber.serviceBaseUrl = maskCredentials(subscriber.serviceBaseUrl!);
+    });
   }
 
   get size(): number {

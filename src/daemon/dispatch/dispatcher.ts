@@ -7,6 +7,7 @@ import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { Outbox } from './outbox.js';
 import { withJitter } from './retry.js';
+import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
 import type { DeadLetterFilter, Delivery, DeliveryError } from './types.js';
 
@@ -34,6 +35,8 @@ export interface DispatcherDependencies {
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
     signingKey(subscriptionId: string): Buffer | null;
+    /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
+    deliveryUrl(subscriptionId: string): string | null;
   };
   handlerFor(extensionKey: string, eventKey: string): EventHandler | undefined;
   /** The context a handler gets for this delivery (its publish extends the chain). */
@@ -383,7 +386,7 @@ export class Dispatcher {
           ? await this.deliverExternal(delivery, now)
           : await this.runHandler(delivery, handler);
     } catch (error) {
-      this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${describeFault(error)}`);
+      this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${redactCredentials(describeFault(error))}`);
       outcome = { ok: false, retryable: true, error: { message: 'internal error while delivering', status: null } };
     }
 
@@ -395,6 +398,8 @@ export class Dispatcher {
       this.deps.outbox.done(delivery);
       return;
     }
+    // Whatever failed may quote the URL it was sending to: never with its credentials.
+    outcome.error.message = redactCredentials(outcome.error.message);
     delivery.lastError = outcome.error;
     // A synchronous handler ran while the publisher waited: it is not retried.
     const retryable = outcome.retryable && (handler === undefined || handler.async === true);
@@ -409,8 +414,9 @@ export class Dispatcher {
   }
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
-    const { subscriptionId, serviceBaseUrl } = delivery.subscriber;
+    const { subscriptionId } = delivery.subscriber;
     const signingKey = subscriptionId === null ? null : this.deps.subscribers.signingKey(subscriptionId);
+    const serviceBaseUrl = subscriptionId === null ? null : this.deps.subscribers.deliveryUrl(subscriptionId);
     if (signingKey === null || serviceBaseUrl === null) {
       return { ok: false, retryable: false, error: { message: 'subscription deleted', status: null } };
     }

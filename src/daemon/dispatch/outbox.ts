@@ -1,5 +1,6 @@
 import { AppendLog } from '../store/append-log.js';
 import type { Delivery, DeliveryError } from './types.js';
+import { hasCredentials, maskCredentials } from './url-credentials.js';
 
 type OutboxRecord =
   | { t: 'add'; delivery: Delivery }
@@ -52,7 +53,28 @@ export class Outbox {
         delivery.lastError = record.lastError;
       }
     });
-    return new Outbox(log, pending, reportError, records);
+    const outbox = new Outbox(log, pending, reportError, records);
+    await outbox.maskClearCredentials();
+    return outbox;
+  }
+
+  /**
+   * A journal written before subscriber URLs were masked may hold their
+   * credentials: masked in the pending deliveries (the dispatcher takes the
+   * real URL from the subscription) and the journal rewritten without them.
+   */
+  private async maskClearCredentials(): Promise<void> {
+    let masked = false;
+    for (const { subscriber } of this.pending.values()) {
+      if (subscriber.serviceBaseUrl !== null && hasCredentials(subscriber.serviceBaseUrl)) {
+        const shown = maskCredentials(subscriber.serviceBaseUrl);
+        masked ||= shown !== subscriber.serviceBaseUrl;
+        subscriber.serviceBaseUrl = shown;
+      }
+    }
+    if (!masked) return;
+    await this.log.rewrite([...this.pending.values()].map((delivery) => ({ t: 'add' as const, delivery })));
+    this.records = this.pending.size;
   }
 
   get size(): number {

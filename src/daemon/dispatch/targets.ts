@@ -1,7 +1,13 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
-/** Loopback, private, link-local and other non-public ranges a subscriber URL may not reach under --deny-private-targets. */
+/**
+ * Ranges a subscriber URL may not reach under --deny-private-targets: loopback,
+ * private, link-local, shared (CGNAT), benchmarking, multicast, reserved and
+ * broadcast, and the IPv6 forms that embed or translate to IPv4 addresses
+ * (IPv4-compatible, NAT64, 6to4, IPv4-translated). IPv4-mapped addresses
+ * (::ffff:a.b.c.d) are checked against the IPv4 ranges by BlockList itself.
+ */
 const NON_PUBLIC = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
@@ -11,13 +17,18 @@ for (const [network, prefix] of [
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
   ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
   ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ] as const) {
   NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
 }
+NON_PUBLIC.addAddress('255.255.255.255', 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
+  ['::ffff:0:0:0', 96],
+  ['64:ff9b::', 96],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],

@@ -1,8 +1,11 @@
+import { createReadStream } from 'node:fs';
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import { AppendLog, replay } from '../store/append-log.js';
-import { ensurePrivateDir, fsyncDir, writeFileDurably } from '../store/files.js';
+import { ensurePrivateDir, fsyncDir, isMissing, writeFileDurably } from '../store/files.js';
+import { RecentEvents, type RecentLimits } from './recent.js';
 
 export interface RetentionPolicy {
   maxAgeMs: number;
@@ -19,8 +22,8 @@ interface SegmentInfo {
 export interface EventLogOptions {
   /** A segment is sealed and a new one started after this many events. */
   segmentMaxEvents: number;
-  /** How many recent events per workspace are kept in memory for reading. */
-  recentPerWorkspace: number;
+  /** What is kept in memory for listing; the listing reads older events from disk when bytes ran out. */
+  recent: RecentLimits;
 }
 
 const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
@@ -31,7 +34,8 @@ const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6
  * <data-dir>/events. An append costs one line in the newest segment, whatever
  * the size of the log. Retention deletes whole expired segments and compacts
  * sealed ones that are partly expired; it never touches the segment being
- * written. Recent events per workspace are kept in memory for reads.
+ * written. Recent events per workspace are kept in memory for reads, within
+ * a byte budget (see recent.ts).
  */
 export class EventLog {
   private rolling: Promise<void> | null = null;
@@ -43,15 +47,15 @@ export class EventLog {
     private readonly options: EventLogOptions,
     private readonly segments: SegmentInfo[],
     private active: AppendLog<PlatformEvent>,
-    private readonly recentByWorkspace: Map<string, PlatformEvent[]>,
+    private readonly recentEvents: RecentEvents,
   ) {}
 
   static async open(dir: string, options: EventLogOptions): Promise<EventLog> {
     await ensurePrivateDir(dir);
     const files = (await readdir(dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
     if (files.length === 0) files.push(segmentName(1));
-    const recent = new Map<string, PlatformEvent[]>();
-    const remember = (event: PlatformEvent) => pushRecent(recent, event, options.recentPerWorkspace);
+    const recent = new RecentEvents(options.recent);
+    const remember = (event: PlatformEvent) => recent.push(event);
     const segments: SegmentInfo[] = [];
     let active: AppendLog<PlatformEvent> | undefined;
     for (const [index, name] of files.entries()) {
@@ -82,21 +86,87 @@ export class EventLog {
       this.appendsPending -= 1;
     }
     countInto(segment, event);
-    pushRecent(this.recentByWorkspace, event, this.options.recentPerWorkspace);
+    this.recentEvents.push(event);
   }
 
-  /** Newest first, within the retention policy. */
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }, policy: RetentionPolicy, now: number): PlatformEvent[] {
-    const events = this.recentByWorkspace.get(workspaceId) ?? [];
+  /**
+   * Newest first, within the retention policy, among the workspace's newest
+   * `recent.perWorkspace` events: from memory, and from disk for those memory
+   * dropped to stay within its byte budget.
+   */
+  async recent(
+    workspaceId: string,
+    query: { eventKey?: string | undefined; limit: number },
+    policy: RetentionPolicy,
+    now: number,
+  ): Promise<PlatformEvent[]> {
     const cutoff = now - policy.maxAgeMs;
+    const window = Math.min(policy.maxPerWorkspace, this.options.recent.perWorkspace);
     const result: PlatformEvent[] = [];
-    const oldestKept = Math.max(0, events.length - policy.maxPerWorkspace);
-    for (let index = events.length - 1; index >= oldestKept && result.length < query.limit; index -= 1) {
-      const event = events[index]!;
-      if (Date.parse(event.occurredAt) < cutoff) break;
+    let position = 0;
+    /** False once the listing is complete. */
+    const visit = (event: PlatformEvent): boolean => {
+      if (position >= window || result.length >= query.limit || Date.parse(event.occurredAt) < cutoff) return false;
+      position += 1;
       if (query.eventKey === undefined || event.eventKey === query.eventKey) result.push(event);
-    }
+      return true;
+    };
+    for (const event of this.recentEvents.newestFirst(workspaceId)) if (!visit(event)) return result;
+    const short = this.recentEvents.shortOf(workspaceId);
+    if (short === null || position >= window) return result;
+    const inMemory = new Set(Array.from(this.recentEvents.newestFirst(workspaceId), (event) => event.id));
+    for await (const event of this.olderOnDisk(workspaceId, inMemory, short.oldest, window - position)) if (!visit(event)) break;
     return result;
+  }
+
+  /** Bytes of event JSON held in memory for listing. */
+  get recentBytes(): number {
+    return this.recentEvents.bytes;
+  }
+
+  /**
+   * Up to `count` events of the workspace that memory no longer holds, newest
+   * first, read segment by segment (newest segment first). A segment is
+   * streamed, keeping only its newest `count` matches; the active one may end
+   * in a line still being written, which is skipped.
+   */
+  private async *olderOnDisk(
+    workspaceId: string,
+    inMemory: ReadonlySet<string>,
+    oldestInMemory: PlatformEvent | undefined,
+    count: number,
+  ): AsyncGenerator<PlatformEvent> {
+    const newestAllowed = oldestInMemory ? Date.parse(oldestInMemory.occurredAt) : Number.POSITIVE_INFINITY;
+    const marker = `"tenantId":${JSON.stringify(workspaceId)}`;
+    let remaining = count;
+    for (const segment of [...this.segments].reverse()) {
+      if (remaining <= 0) return;
+      if (!segment.workspaces.has(workspaceId)) continue;
+      let found: PlatformEvent[] = [];
+      try {
+        for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
+          if (!line.includes(marker)) continue;
+          let event: PlatformEvent;
+          try {
+            event = JSON.parse(line) as PlatformEvent;
+          } catch {
+            continue;
+          }
+          if (event.tenantId !== workspaceId || inMemory.has(event.id)) continue;
+          // Appended but not yet in memory: newer than what memory holds, not older.
+          if (Date.parse(event.occurredAt) > newestAllowed) continue;
+          found.push(event);
+          if (found.length >= remaining * 2) found = found.slice(-remaining);
+        }
+      } catch (error) {
+        // Retention deleted the segment meanwhile: its events are gone.
+        if (!isMissing(error)) throw error;
+      }
+      for (const event of found.slice(-remaining).reverse()) {
+        remaining -= 1;
+        yield event;
+      }
+    }
   }
 
   /** Events on disk, including expired ones not yet removed by retention. */
@@ -194,15 +264,4 @@ function countInto(segment: SegmentInfo, event: PlatformEvent): void {
   } else {
     segment.workspaces.set(event.tenantId, { count: 1, oldest: occurred });
   }
-}
-
-/** Keeps the newest `limit` events per workspace; trims in batches so a push stays O(1) amortised. */
-function pushRecent(recent: Map<string, PlatformEvent[]>, event: PlatformEvent, limit: number): void {
-  let events = recent.get(event.tenantId);
-  if (!events) {
-    events = [];
-    recent.set(event.tenantId, events);
-  }
-  events.push(event);
-  if (events.length >= limit * 2) events.splice(0, events.length - limit);
 }

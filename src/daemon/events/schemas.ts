@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { isPlainObject, jsonObject } from '../validation.js';
+import { DomainError } from '../errors.js';
+import { isPlainObject, jsonObject, parseOrThrow } from '../validation.js';
 
 /** Nesting deeper than this is refused: nothing legitimate needs it, and deep values cost stack later. */
 const MAX_PAYLOAD_DEPTH = 32;
@@ -21,6 +22,23 @@ export const Payload = v.pipe(
   v.custom<Record<string, unknown>>(isPlainObject, 'Invalid type: Expected a JSON object'),
   v.check((payload) => !deeperThan(payload, MAX_PAYLOAD_DEPTH), `must not nest deeper than ${MAX_PAYLOAD_DEPTH} levels`),
 );
+
+/**
+ * The checks every event payload passes, published or arriving through an
+ * inbound webhook: a JSON object nested at most MAX_PAYLOAD_DEPTH levels (400),
+ * then at most maxBytes of JSON (413). Depth comes first: serialising a deeper
+ * value would exhaust the stack.
+ */
+export function checkPayload(payload: unknown, maxBytes: number): Record<string, unknown> {
+  const checked = parseOrThrow(Payload, payload, 'payload');
+  const bytes = Buffer.byteLength(JSON.stringify(checked));
+  if (bytes > maxBytes) {
+    throw new DomainError('PAYLOAD_TOO_LARGE', `the event payload is ${bytes} bytes of JSON; the limit is ${maxBytes}`, {
+      limit: maxBytes,
+    });
+  }
+  return checked;
+}
 
 export const PublishEventBody = jsonObject({
   eventKey: EventKey,

@@ -9,7 +9,7 @@ import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
 import type { EventLog, RetentionPolicy } from './event-log.js';
-import { NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
+import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
 const MAX_CHAIN_DEPTH = 8;
@@ -24,13 +24,16 @@ export interface EventServiceDependencies {
   configFor(extensionKey: string): Readonly<Record<string, unknown>>;
   dispatch: DispatchSettings;
   retention: RetentionPolicy;
+  /** PLATFORM_MAX_PAYLOAD: bytes of JSON. */
+  maxPayloadBytes: number;
   logger: Logger;
   now?: () => number;
 }
 
-/** Who publishes: the default actor and the position in an event chain. */
+/** Who publishes: the default actor, who is recorded as publishedBy, and the position in an event chain. */
 export interface Origin {
   actor: string;
+  publishedBy: string;
   depth: number;
   /** The provider's delivery id of an inbound webhook call, kept on the event. */
   sourceId?: string;
@@ -62,7 +65,8 @@ export class EventService {
 
   async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
     this.deps.workspaces.get(workspaceId);
-    const payload = input.payload ?? {};
+    // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
+    const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
 
     const now = this.now();
@@ -71,6 +75,7 @@ export class EventService {
       eventKey: input.eventKey,
       tenantId: workspaceId,
       actor: input.actor ?? origin.actor,
+      publishedBy: origin.publishedBy,
       payload,
       schemaVersion: input.schemaVersion ?? null,
       occurredAt: new Date(now).toISOString(),
@@ -85,7 +90,7 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): PlatformEvent[] {
+  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): Promise<PlatformEvent[]> {
     this.deps.workspaces.get(workspaceId);
     return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
   }
@@ -96,6 +101,11 @@ export class EventService {
 
   get storedEvents(): number {
     return this.deps.log.storedCount;
+  }
+
+  /** Bytes of event JSON kept in memory for listing: bounded by the recent-events budget. */
+  get recentEventBytes(): number {
+    return this.deps.log.recentBytes;
   }
 
   /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */
@@ -120,9 +130,11 @@ export class EventService {
    * The context of a plugin handler run. Its publish extends the chain of the
    * event being handled (parentDepth 0 for a webhook call) and refuses, recording
    * why, beyond MAX_CHAIN_DEPTH: that ends loops of handlers triggering each other.
+   * Its events are publishedBy `webhook:<key>` from a webhook handler, else `plugin:<key>`.
    */
   pluginContext(extensionKey: string, parentDepth: number): HandlerRun {
     let cut: string | null = null;
+    const publishedBy = `${parentDepth === 0 ? 'webhook' : 'plugin'}:${extensionKey}`;
     const context: PluginContext = {
       config: this.deps.configFor(extensionKey),
       publish: async (workspaceId, eventKey, payload) => {
@@ -132,7 +144,7 @@ export class EventService {
         }
         // A plugin is an edge too: its arguments are validated like a request body.
         const input = parseOrThrow(PublishEventBody, { eventKey, ...(payload === undefined ? {} : { payload }) });
-        return this.publish(workspaceId, input, { actor: extensionKey, depth: parentDepth + 1 });
+        return this.publish(workspaceId, input, { actor: extensionKey, publishedBy, depth: parentDepth + 1 });
       },
     };
     return { context, chainCut: () => cut };

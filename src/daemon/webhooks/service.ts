@@ -96,7 +96,12 @@ export class WebhookService {
         const { eventId } = await this.deps.events.publish(
           workspaceId,
           { eventKey: webhookEventKey(settings.eventKey, call.eventType), payload: request.body },
-          { actor: extensionKey, depth: 1, ...(call.sourceId === null ? {} : { sourceId: call.sourceId }) },
+          {
+            actor: extensionKey,
+            publishedBy: `webhook:${extensionKey}`,
+            depth: 1,
+            ...(call.sourceId === null ? {} : { sourceId: call.sourceId }),
+          },
         );
         return { data: null, meta: { eventId } };
       };
@@ -117,13 +122,14 @@ export class WebhookService {
   }
 
   /**
-   * Rejections keep their (safe) message; a payload the event log refuses is the
-   * sender's 400, a full disk our 503; every other failure is logged and
-   * answered generically.
+   * Rejections keep their (safe) message; a payload the publish checks refuse is
+   * the sender's 400 or 413, a full disk our 503; every other failure is logged
+   * and answered generically.
    */
   private classify(extensionKey: string, error: unknown): DomainError {
     const code = (error as { code?: unknown } | null)?.code;
-    if (error instanceof DomainError && (code === 'VALIDATION_ERROR' || code === 'UNAVAILABLE')) return error;
+    const passedOn = code === 'VALIDATION_ERROR' || code === 'PAYLOAD_TOO_LARGE' || code === 'UNAVAILABLE';
+    if (error instanceof DomainError && passedOn) return error;
     if (code === 'WEBHOOK_REJECTED') {
       const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
       return new DomainError('WEBHOOK_REJECTED', message);

@@ -1,14 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import semver from 'semver';
-import { SDK_VERSION } from '../../handlers/sdk.js';
-import { DomainError, conflict, forbidden, invalid, notFound } from '../errors.js';
+import { conflict, forbidden, invalid, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
 import { Collection } from '../store/collection.js';
-import { PLATFORM_VERSION } from '../version.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
+import { hasCredentials, maskCredentials } from '../dispatch/url-credentials.js';
+import { resolveVersion } from './versions.js';
 import type {
   CatalogReader,
   HandlerDirectory,
@@ -53,6 +53,8 @@ export class WorkspaceService {
   private readonly signingKeys = new Map<string, Buffer>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
+  /** Decrypted subscriber URLs that carry credentials. */
+  private readonly deliveryUrls = new Map<string, string>();
 
   private constructor(
     private readonly collection: Collection<WorkspacesDocument>,
@@ -82,7 +84,27 @@ export class WorkspaceService {
       create: () => ({ schemaVersion: 1, workspaces: [], installations: [], subscriptions: [] }),
     });
     const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
-    return new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
+    const service = new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
+    await service.sealClearCredentials();
+    return service;
+  }
+
+  /** Data written before URL credentials were sealed: sealed at open, so they are in clear nowhere after a start. */
+  private async sealClearCredentials(): Promise<void> {
+    const clear = this.collection.data.subscriptions.filter(
+      (s) => s.serviceBaseUrl !== null && s.sealedServiceBaseUrl === undefined && hasCredentials(s.serviceBaseUrl),
+    );
+    if (clear.length === 0) return;
+    await this.collection.update(() => {
+      for (const subscription of clear) Object.assign(subscription, this.storedUrl(subscription.serviceBaseUrl!));
+      this.reindexSubscriptions();
+    });
+  }
+
+  /** How a subscriber URL is stored: masked for display, sealed in full when it has credentials. */
+  private storedUrl(url: string): Pick<StoredSubscription, 'serviceBaseUrl' | 'sealedServiceBaseUrl'> {
+    if (!hasCredentials(url)) return { serviceBaseUrl: url };
+    return { serviceBaseUrl: maskCredentials(url), sealedServiceBaseUrl: this.box.seal(url) };
   }
 
   // Workspaces and members
@@ -195,11 +217,10 @@ export class WorkspaceService {
 
   async install(workspaceId: string, input: { extensionKey: string; version?: string | undefined }): Promise<Installation> {
     this.get(workspaceId);
-    if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
-    const version = input.version ?? this.catalog.latestVersion(input.extensionKey);
-    if (version === null) throw conflict(`extension ${input.extensionKey} has no published version to install`);
-    this.assertInstallable(input.extensionKey, version);
     const key = installationKey(workspaceId, input.extensionKey);
+    if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
+    if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
+    const version = resolveVersion(this.catalog, input.extensionKey, input.version);
     const installation: Installation = {
       workspaceId,
       extensionKey: input.extensionKey,
@@ -208,25 +229,34 @@ export class WorkspaceService {
       installedAt: new Date().toISOString(),
     };
     await this.collection.update((data) => {
-      if (this.installations.has(key)) throw conflict(`${input.extensionKey} is already installed in ${workspaceId}`);
+      if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
       data.installations.push(installation);
       this.installations.set(key, installation);
     });
     return installation;
   }
 
-  /** Enable, disable, or move to another version (same rules as installing it). */
+  /**
+   * Enable, disable, or move to another version (resolved as for an install).
+   * Moving to a lower version needs allowDowngrade.
+   */
   async updateInstallation(
     workspaceId: string,
     extensionKey: string,
-    change: { enabled?: boolean | undefined; version?: string | undefined },
+    change: { enabled?: boolean | undefined; version?: string | undefined; allowDowngrade?: boolean | undefined },
   ): Promise<Installation> {
     const installation = this.installation(workspaceId, extensionKey);
+    let version: string | undefined;
     if (change.version !== undefined && change.version !== installation.version) {
-      this.assertInstallable(extensionKey, change.version);
+      version = resolveVersion(this.catalog, extensionKey, change.version);
+      if (semver.lt(version, installation.version) && change.allowDowngrade !== true) {
+        throw conflict(
+          `${extensionKey}@${version} is lower than the installed ${installation.version}; send allowDowngrade: true to downgrade`,
+        );
+      }
     }
     await this.collection.update(() => {
-      if (change.version !== undefined) installation.version = change.version;
+      if (version !== undefined) installation.version = version;
       if (change.enabled !== undefined) installation.enabled = change.enabled;
     });
     return installation;
@@ -245,25 +275,6 @@ export class WorkspaceService {
     const installation = this.installations.get(installationKey(workspaceId, extensionKey));
     if (!installation) throw notFound(`${extensionKey} is not installed in ${workspaceId}`);
     return installation;
-  }
-
-  /** Yanked versions cannot be newly installed; nor can versions needing a newer platform or SDK. */
-  private assertInstallable(extensionKey: string, version: string): void {
-    const record = this.catalog.versionRecord(extensionKey, version);
-    if (record.yanked) {
-      throw new DomainError('VERSION_YANKED', `${extensionKey}@${version} has been yanked and cannot be installed`);
-    }
-    for (const [requirement, required, ours] of [
-      ['platform', record.requiresPlatform, PLATFORM_VERSION],
-      ['plugin SDK', record.requiresSdk, SDK_VERSION],
-    ] as const) {
-      if (required !== null && semver.gt(required, ours)) {
-        throw new DomainError(
-          'INCOMPATIBLE_VERSION',
-          `${extensionKey}@${version} requires ${requirement} ${required}; this daemon has ${ours}`,
-        );
-      }
-    }
   }
 
   // Subscriptions
@@ -303,13 +314,14 @@ export class WorkspaceService {
       eventKey: input.eventKey,
       extensionKey: input.extensionKey,
       kind: input.kind,
-      serviceBaseUrl,
+      serviceBaseUrl: null,
+      ...(serviceBaseUrl === null ? {} : this.storedUrl(serviceBaseUrl)),
       createdAt: new Date().toISOString(),
       sealedSigningSecret: this.box.seal(signingSecret),
     };
     await this.collection.update((data) => {
       const duplicate = (this.byTopic.get(topic(workspaceId, input.eventKey)) ?? []).some(
-        (s) => s.extensionKey === input.extensionKey && s.kind === input.kind && s.serviceBaseUrl === serviceBaseUrl,
+        (s) => s.extensionKey === input.extensionKey && s.kind === input.kind && this.deliveryUrl(s.id) === serviceBaseUrl,
       );
       if (duplicate) throw conflict(`${input.extensionKey} is already subscribed to ${input.eventKey} in ${workspaceId}`);
       data.subscriptions.push(subscription);
@@ -359,6 +371,17 @@ export class WorkspaceService {
     return key;
   }
 
+  /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
+  deliveryUrl(subscriptionId: string): string | null {
+    const cached = this.deliveryUrls.get(subscriptionId);
+    if (cached) return cached;
+    const subscription = this.subscriptions.get(subscriptionId);
+    if (!subscription?.sealedServiceBaseUrl) return subscription?.serviceBaseUrl ?? null;
+    const url = this.box.open(subscription.sealedServiceBaseUrl);
+    this.deliveryUrls.set(subscriptionId, url);
+    return url;
+  }
+
   flush(): Promise<void> {
     return this.collection.flush();
   }
@@ -373,6 +396,7 @@ export class WorkspaceService {
     this.subscriptions = new Map();
     this.byTopic = new Map();
     this.signingKeys.clear();
+    this.deliveryUrls.clear();
     for (const subscription of this.collection.data.subscriptions) this.indexSubscription(subscription);
   }
 
@@ -384,7 +408,10 @@ export class WorkspaceService {
   }
 }
 
+const alreadyInstalled = (workspaceId: string, extensionKey: string) =>
+  conflict(`${extensionKey} is already installed in ${workspaceId}`);
+
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
-  const { sealedSigningSecret: _secret, ...visible } = subscription;
+  const { sealedSigningSecret: _secret, sealedServiceBaseUrl: _url, ...visible } = subscription;
   return { ...visible, deliveryUrl: visible.serviceBaseUrl === null ? null : eventsUrl(visible.serviceBaseUrl) };
 }

@@ -24,6 +24,7 @@ export interface Subscription {
   eventKey: string;
   extensionKey: string;
   kind: SubscriberKind;
+  /** With credentials masked: `https://****@host/...`. */
   serviceBaseUrl: string | null;
   createdAt: string;
 }
@@ -36,6 +37,8 @@ export interface PublicSubscription extends Subscription {
 export interface StoredSubscription extends Subscription {
   /** The whsec_ signing secret, sealed with the master key. */
   sealedSigningSecret: string;
+  /** The serviceBaseUrl with its credentials, sealed; only when it has credentials. */
+  sealedServiceBaseUrl?: string;
 }
 
 /** What a catalog version must tell an installation. */
@@ -51,8 +54,8 @@ export interface CatalogReader {
   has(extensionKey: string): boolean;
   /** Throws NOT_FOUND for an unknown extension or version. */
   versionRecord(extensionKey: string, version: string): InstallableVersion;
-  /** Throws NOT_FOUND for an unknown extension; null while it has no version. */
-  latestVersion(extensionKey: string): string | null;
+  /** Throws NOT_FOUND for an unknown extension; versions newest first. */
+  detail(extensionKey: string): { versions: ReadonlyArray<{ version: string; yanked: boolean }> };
 }
 
 /** The part of the plugin registry that subscriptions rely on. */

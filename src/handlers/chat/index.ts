@@ -5,8 +5,8 @@ import type { PlatformEvent, PluginContext } from '../sdk.js';
 export interface ChatChannels {
   post(
     workspaceId: string,
-    input: { channel: string; message: string; sender: string; eventId: string },
-  ): Promise<{ id: string; channel: string; message: string; sender: string; postedAt: string }>;
+    input: { channel: string; message: string; sender: string; publishedBy: string; eventId: string },
+  ): Promise<{ id: string; channel: string; message: string; sender: string; publishedBy: string; postedAt: string }>;
 }
 
 /**
@@ -29,6 +29,8 @@ export function createChatPlugin(channels: ChatChannels): BuiltinPlugin {
             channel: payload.channel,
             message: payload.message,
             sender: payload.sender ?? event.actor,
+            // sender is whatever the publisher wrote; publishedBy is who that really was.
+            publishedBy: event.publishedBy,
             eventId: event.id,
           });
           await context.publish(event.tenantId, 'chat.message.received', {
@@ -36,6 +38,7 @@ export function createChatPlugin(channels: ChatChannels): BuiltinPlugin {
             channel: posted.channel,
             message: posted.message,
             sender: posted.sender,
+            publishedBy: posted.publishedBy,
             postedAt: posted.postedAt,
           });
         },

@@ -19,7 +19,11 @@ export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspa
       params: WorkspaceParams,
       body: PublishEventBody,
       handle: async ({ params, body, caller }) => {
-        const { eventId } = await events.publish(params.id, body, { actor: caller.user.email, depth: 1 });
+        const { eventId } = await events.publish(params.id, body, {
+          actor: caller.user.email,
+          publishedBy: caller.user.id,
+          depth: 1,
+        });
         return new Reply(null, { eventId });
       },
     }),

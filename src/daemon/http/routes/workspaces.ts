@@ -2,11 +2,17 @@ import * as v from 'valibot';
 import { EventKey } from '../../events/schemas.js';
 import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
 import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
+import { isVersionRequest } from '../../workspaces/versions.js';
 import type { RouteModule } from '../context.js';
 import { Reply } from '../endpoint.js';
 import { workspaceMember } from './access.js';
 
-const SemVerText = v.pipe(v.string(), v.minLength(1), v.maxLength(256));
+const VersionRequest = v.pipe(
+  v.string(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(256),
+  v.check(isVersionRequest, 'must be a version, "latest" or a semver range such as ^1.2, ~1.4 or 1.x'),
+);
 const HttpUrl = v.pipe(
   v.string(),
   v.maxLength(2048),
@@ -24,9 +30,9 @@ const RenameWorkspaceBody = jsonObject({ name: NonEmptyString(200) });
 const DeleteWorkspaceQuery = v.object({
   force: v.optional(v.picklist(['true', 'false'], 'must be true or false')),
 });
-const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(SemVerText) });
+const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(VersionRequest) });
 const UpdateInstallationBody = v.pipe(
-  jsonObject({ enabled: v.optional(v.boolean()), version: v.optional(SemVerText) }),
+  jsonObject({ enabled: v.optional(v.boolean()), version: v.optional(VersionRequest), allowDowngrade: v.optional(v.boolean()) }),
   v.check((body) => body.enabled !== undefined || body.version !== undefined, 'must change enabled or version'),
 );
 const SubscribeBody = jsonObject({
