@@ -26,6 +26,13 @@ export interface EventLogOptions {
 const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
 const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6, '0')}.log`;
 
+export interface RecentQuery {
+  eventKey?: string | undefined;
+  limit: number;
+  /** How many of the newest matches to skip (default 0). */
+  offset?: number;
+}
+
 /**
  * The event log: append-only JSON lines in numbered segment files under
  * <data-dir>/events. An append costs one line in the newest segment, whatever
@@ -86,15 +93,18 @@ export class EventLog {
   }
 
   /** Newest first, within the retention policy. */
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }, policy: RetentionPolicy, now: number): PlatformEvent[] {
+  recent(workspaceId: string, query: RecentQuery, policy: RetentionPolicy, now: number): PlatformEvent[] {
     const events = this.recentByWorkspace.get(workspaceId) ?? [];
     const cutoff = now - policy.maxAgeMs;
     const result: PlatformEvent[] = [];
+    let skip = query.offset ?? 0;
     const oldestKept = Math.max(0, events.length - policy.maxPerWorkspace);
     for (let index = events.length - 1; index >= oldestKept && result.length < query.limit; index -= 1) {
       const event = events[index]!;
       if (Date.parse(event.occurredAt) < cutoff) break;
-      if (query.eventKey === undefined || event.eventKey === query.eventKey) result.push(event);
+      if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
+      if (skip > 0) skip -= 1;
+      else result.push(event);
     }
     return result;
   }
