@@ -56,6 +56,7 @@ test('--version and -V print the version; `help A B` is the help of A B; an unkn
 
 /** Every command path below `path`, read from the help output. */
 async function commandsBelow(path: string[]): Promise<string[][]> {
+  assert.ok(path.length <= 3, `help ${path.join(' ')}: the help of a nested command must not repeat its parent's`);
   const { stdout } = await cli(['help', ...path]);
   const section = /\nCommands:\n([\s\S]*?)(\n\n|$)/.exec(stdout)?.[1] ?? '';
   const names = [...section.matchAll(/^  (\S+)/gm)].map((match) => match[1]!).filter((name) => name !== 'help');

@@ -72,6 +72,7 @@ async function waitForReplays(client: Client, ids: string[]): Promise<string[]> 
   const waiting = new Set(ids);
   const failed: string[] = [];
   const started = Date.now();
+  let nextLogAt = 0;
   while (waiting.size > 0) {
     for (const id of [...waiting]) {
       const { state } = await client.get<{ state: 'dead' | 'queued' | 'gone' }>(`/api/admin/dead-letters/${encodeURIComponent(id)}/state`);
@@ -89,8 +90,13 @@ async function waitForReplays(client: Client, ids: string[]): Promise<string[]> 
     }
     if (waiting.size === 0) break;
     const seconds = Math.round((Date.now() - started) / 1000);
-    process.stderr.write(`${clearLine()}waiting for ${plural(waiting.size, 'replay')} (retries follow the daemon's schedule): ${seconds} s`);
-    if (!process.stderr.isTTY) process.stderr.write('\n');
+    const progress = `waiting for ${plural(waiting.size, 'replay')} (retries follow the daemon's schedule): ${seconds} s`;
+    // A terminal line is rewritten in place; a log gets a line now and then, not one per poll.
+    if (process.stderr.isTTY) process.stderr.write(`${clearLine()}${progress}`);
+    else if (seconds >= nextLogAt) {
+      process.stderr.write(`${progress}\n`);
+      nextLogAt = seconds + 30;
+    }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   process.stderr.write(clearLine());
