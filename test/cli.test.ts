@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { ADMIN, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { closedPort } from './helpers/ports.js';
 import { tempDir } from './helpers/temp.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runCliOnTty } from './helpers/cli.js';
 import { api } from './helpers/http.js';
 
 let t: TestDaemon;
@@ -173,6 +173,12 @@ test('without a terminal, missing input is a usage error (2), never a silent suc
   const noPassword = await cli(['login', '--email', ADMIN.email]);
   assert.is(noPassword.code, 2);
   assert.match(noPassword.stderr, '--password-stdin');
+  const onTerminal = await runCliOnTty(['login', '--email', ADMIN.email, '--password-stdin'], {
+    env: { XDG_CONFIG_HOME: await tempDir(), PLATFORM_URL: t.url },
+    answers: `${ADMIN.password}\n\x04`,
+    waitFor: 'reading the password from stdin; end it with Ctrl-D',
+  });
+  assert.is(onTerminal.code, 0, 'reading stdin from a terminal says so, instead of waiting silently');
 });
 
 test('an error answer prints its message and exits 1; an unreachable daemon exits 3', async () => {

@@ -90,11 +90,16 @@ export function runCliOnTty(
     });
     child.stderr.on('data', (chunk) => (stderr += chunk));
     // A prompt nobody answers would hang the test run: give up after a while.
-    const guard = setTimeout(() => child.kill(), 20_000);
+    // (`script` itself exits 0 when killed, so a kill is reported as code null.)
+    let killed = false;
+    const guard = setTimeout(() => {
+      killed = true;
+      child.kill();
+    }, 20_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(guard);
-      resolve({ code, stdout, stderr });
+      resolve({ code: killed ? null : code, stdout, stderr });
     });
   });
 }

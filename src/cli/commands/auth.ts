@@ -28,7 +28,7 @@ export function registerAuth(program: Command): void {
     .action(async (flags: { email?: string; passwordStdin?: boolean }, command: Command) => {
       const url = resolveUrl(command.optsWithGlobals().url);
       const email = flags.email ?? (await askText('E-mail', '--email'));
-      const password = flags.passwordStdin ? await readStdin() : await askSecret('Password', '--password-stdin');
+      const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
       const client = clientFor(command, { token: null });
       const response = await client.request<PublicUser>('POST', '/api/auth/login', { body: { email, password } });

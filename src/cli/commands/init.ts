@@ -23,7 +23,7 @@ export function registerInit(program: Command): void {
 
       const email = flags.email ?? (await askText('Administrator e-mail', '--email', check(Email)));
       let password: string;
-      if (flags.passwordStdin) password = await readStdin();
+      if (flags.passwordStdin) password = await readStdin('the password');
       else {
         password = await askSecret('Password (8-72 bytes)', '--password-stdin', check(Password));
         const again = await askSecret('Password again', '--password-stdin');
