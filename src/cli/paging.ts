@@ -10,11 +10,17 @@ export interface PageFlags {
   all?: boolean;
 }
 
-/** --limit, --offset and --all for a listing whose route pages with limit/offset (at most `maxLimit` a page). */
-export const withPaging = (command: Command, maxLimit: number, defaultLimit = 50) =>
+/** The page size every listing route uses when no limit is given. */
+const DEFAULT_LIMIT = 50;
+
+/**
+ * --limit, --offset and --all for a listing whose route pages with limit/offset:
+ * the bounds are the route's, so a value it would refuse is a usage error here.
+ */
+export const withPaging = (command: Command, maxLimit: number, maxOffset = 999_999_999) =>
   command
-    .option('--limit <n>', `at most this many (1-${maxLimit}; default ${defaultLimit})`, integerFlag(1, maxLimit))
-    .option('--offset <n>', 'skip this many first (default 0)', integerFlag(0, 1_000_000_000))
+    .option('--limit <n>', `at most this many (1-${maxLimit}; default ${DEFAULT_LIMIT})`, integerFlag(1, maxLimit))
+    .option('--offset <n>', 'skip this many first (default 0)', integerFlag(0, maxOffset))
     .option('--all', 'every match, fetched page by page (not with --limit or --offset)');
 
 export interface Listing<T> {
@@ -36,13 +42,12 @@ export async function fetchListing<T>(
   query: Record<string, string | number | undefined>,
   flags: PageFlags,
   maxLimit: number,
-  defaultLimit = 50,
 ): Promise<Listing<T>> {
   if (flags.all && (flags.limit !== undefined || flags.offset !== undefined)) throw usageError('give --all or --limit/--offset, not both');
   if (!flags.all) {
     const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
     const total = typeof meta?.total === 'number' ? meta.total : null;
-    return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? defaultLimit };
+    return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? DEFAULT_LIMIT };
   }
   const items: T[] = [];
   for (;;) {

@@ -46,7 +46,8 @@ async function replayAll(client: Client, flags: FilterFlags): Promise<void> {
     replayed += batch.replayed;
     skipped = batch.skipped;
     if (showProgress) process.stderr.write(`\r${progressBar(replayed, total - skipped)}`);
-    if (batch.replayed === 0) break;
+    // A replay that fails at once is a dead letter again: never chase it round, stop at the count asked for.
+    if (batch.replayed === 0 || replayed >= total) break;
   }
   if (showProgress) process.stderr.write('\n');
   printLine(`queued ${plural(replayed, 'dead letter')} for replay` + (skipped ? `; ${skipped} skipped (subscriber gone or disabled)` : ''));

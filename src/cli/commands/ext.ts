@@ -295,7 +295,7 @@ export function registerExt(program: Command): Command {
     });
 
   withExample(
-    withPaging(ext.command('audit [key]').description('show the audit trail of catalog changes, newest first (ADMIN)'), 1000),
+    withPaging(ext.command('audit [key]').description('show the audit trail of catalog changes, newest first (ADMIN)'), 1000, 100_000),
     'platform ext audit weather --limit 10',
   )
     .option('--json', 'print JSON')
