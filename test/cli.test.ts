@@ -41,6 +41,9 @@ test('--version and -V print the version; `help A B` is the help of A B; an unkn
     assert.is(result.code, 0);
     assert.is(result.stdout, `${version}\n`);
   }
+  assert.match((await cli(['--help'])).stdout, /-V, --version\s+print the version/);
+  const publishVersion = await cli(['ext', 'publish', '--version', '1.0.0'], { env: { PLATFORM_URL: 'http://127.0.0.1:1' } });
+  assert.not.match(publishVersion.stdout, version, "a subcommand's own --version is not the program's");
   const help = await cli(['help', 'events', 'publish']);
   assert.is(help.code, 0);
   assert.match(help.stdout, 'Usage: platform events publish [options] <workspace> <eventKey>');

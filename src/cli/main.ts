@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help, Option } from 'commander';
 import { registerAuth } from './commands/auth.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerDlq } from './commands/dlq.js';
@@ -23,12 +23,19 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-const program = new Command('platform')
-  .description('a self-hosted extension platform: the daemon and its admin CLI (-V, --version: print the version)')
+const program: Command = new Command('platform')
+  .description('a self-hosted extension platform: the daemon and its admin CLI')
   .option('--url <url>', 'daemon URL (PLATFORM_URL; default: the logged-in one, else http://127.0.0.1:8080)')
   .option('--timeout <seconds>', `how long to wait for the daemon's answer (default ${DEFAULT_TIMEOUT_SECONDS})`, secondsFlag)
   .helpCommand(false)
-  .exitOverride();
+  .exitOverride()
+  .configureHelp({
+    // Listed, not registered: see the --version handling below.
+    visibleOptions(command): Option[] {
+      const options = Help.prototype.visibleOptions.call(this, command);
+      return command === program ? [new Option('-V, --version', 'print the version'), ...options] : options;
+    },
+  });
 
 registerServe(program);
 registerInit(program);
@@ -56,7 +63,7 @@ withExample(
 });
 
 finishCommandTree(program);
-// Not commander's .version(): a program option is seen after any subcommand too, and `ext publish --version` is taken.
+// Not commander's .version(): a program option is recognised after any subcommand too, and `ext publish --version` is taken.
 program.addHelpText('after', examples('platform --version', 'platform help events publish', 'source <(platform completion bash)'));
 const [first] = process.argv.slice(2);
 if (first === '--version' || first === '-V') {
