@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { runCli, spawnDaemon } from './helpers/cli.js';
+import { PLATFORM_BIN, runCli, runCliOnTty, spawnDaemon } from './helpers/cli.js';
 import { api } from './helpers/http.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -137,12 +137,12 @@ test('ext list prints a table, filters by --search and --category, and --json pr
   const category = JSON.parse((await cli(['ext', 'list', '--category', 'PRODUCTIVITY', '--json'])).stdout);
   assert.equal(category.map((item: { extensionKey: string }) => item.extensionKey), ['notes']);
   const paged = await cli(['ext', 'list', '--limit', '1']);
-  assert.match(paged.stdout, /\(1-1 of \d+; see --limit and --offset\)/);
+  assert.match(paged.stdout, /\(1-1 of \d+; see --offset, or --all\)/);
   const none = await cli(['ext', 'list', '--search', 'no-such-thing-anywhere']);
   assert.match(none.stdout, '(no extensions match)');
   const invalid = await cli(['ext', 'list', '--limit', '501']);
-  assert.is(invalid.code, 1);
-  assert.match(invalid.stderr, 'limit');
+  assert.is(invalid.code, 2, 'a bad flag value is a usage error, found before any request');
+  assert.match(invalid.stderr, "option '--limit <n>' argument '501' is invalid. must be from 1 to 500");
 });
 
 test('ext show prints the metadata and a versions table; --json prints the detail', async () => {
@@ -175,7 +175,15 @@ test('ext update changes metadata; without a change it is a usage error', async 
 test('ext yank asks for confirmation: without a terminal and without --yes it refuses (2) and yanks nothing', async () => {
   const refused = await cli(['ext', 'yank', 'notes', '1.1.0']);
   assert.is(refused.code, 2);
-  assert.match(refused.stderr, '--yes');
+  assert.match(refused.stderr, 'pass --yes to confirm');
+  assert.is((await detail('notes')).data.versions[0].yanked, false);
+  const declined = await runCliOnTty(['ext', 'yank', 'notes', '1.1.0'], {
+    env: { XDG_CONFIG_HOME: config, PLATFORM_URL: t.url, PLATFORM_TOKEN: adminToken },
+    answers: 'n\r',
+    waitFor: 'Yank notes 1.1.0?',
+  });
+  assert.is(declined.code, 1, 'declining exits 1');
+  assert.match(declined.stdout, 'cancelled; nothing was changed');
   assert.is((await detail('notes')).data.versions[0].yanked, false);
 
   const yanked = await cli(['ext', 'yank', 'notes', '1.1.0', '--yes', '--reason', 'crashes on start']);
@@ -210,6 +218,14 @@ test('ext audit prints the trail newest first, by extension, limited; --json pri
   const forbidden = await cli(['ext', 'audit'], { token: readerToken });
   assert.is(forbidden.code, 1);
   assert.match(forbidden.stderr, 'ADMIN');
+  const paged = JSON.parse((await cli(['ext', 'audit', 'notes', '--offset', '1', '--limit', '1', '--json'])).stdout);
+  assert.equal(paged.map((record: { action: string }) => record.action), ['yank'], '--offset skips the newest');
+});
+
+test('ext audit of an extension that does not exist is "not found" (1), not an empty trail', async () => {
+  const typo = await cli(['ext', 'audit', 'nosuch']);
+  assert.is(typo.code, 1);
+  assert.match(typo.stderr, 'extension nosuch not found');
 });
 
 test('ext categories lists the categories with their counts', async () => {
@@ -221,6 +237,34 @@ test('ext categories lists the categories with their counts', async () => {
     { category: 'integrations', count: 1 },
     { category: 'productivity', count: 1 },
   ]);
+});
+
+test('ext list pages: a hint past the first page, --offset, and --all reaches every extension past the page maximum', async () => {
+  const admin = api(t.url, adminToken);
+  const keys = Array.from({ length: 505 }, (_, index) => `bulk-${String(index).padStart(3, '0')}`);
+  for (let start = 0; start < keys.length; start += 25) {
+    await Promise.all(keys.slice(start, start + 25).map((key) => admin.post('/api/admin/marketplace/extensions', { extensionKey: key, name: key })));
+  }
+  const total = (await t.anon.get('/api/marketplace/extensions?limit=1')).body.meta.total;
+  assert.ok(total > 500);
+  const first = await cli(['ext', 'list']);
+  assert.match(first.stdout, `(1-50 of ${total}; see --offset, or --all)`);
+  const page = JSON.parse((await cli(['ext', 'list', '--search', 'bulk', '--offset', '500', '--json'])).stdout);
+  assert.equal(page.map((item: { extensionKey: string }) => item.extensionKey), keys.slice(500));
+  const every = JSON.parse((await cli(['ext', 'list', '--all', '--json'])).stdout);
+  assert.is(every.length, total);
+  assert.ok(keys.every((key) => every.some((item: { extensionKey: string }) => item.extensionKey === key)));
+  const both = await cli(['ext', 'list', '--all', '--limit', '5']);
+  assert.is(both.code, 2);
+});
+
+test('a reader that stops early (| head -1) ends the CLI quietly with exit 0', async () => {
+  const result = await runCli(['-c', `"${process.execPath}" "${PLATFORM_BIN}" ext list --all --json | head -1; echo "exit=\${PIPESTATUS[0]}" >&2`], {
+    env: { PLATFORM_URL: t.url, XDG_CONFIG_HOME: config },
+    shell: 'bash',
+  });
+  assert.is(result.stdout, '[\n');
+  assert.is(result.stderr, 'exit=0\n', 'no stack trace, exit 0');
 });
 
 test('publishing needs a session: anonymous callers get the daemon error and exit 1', async () => {

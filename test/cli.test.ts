@@ -1,11 +1,12 @@
 import { readFileSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { closedPort } from './helpers/ports.js';
 import { tempDir } from './helpers/temp.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runCliOnTty } from './helpers/cli.js';
 import { api } from './helpers/http.js';
 
 let t: TestDaemon;
@@ -31,6 +32,120 @@ test('--help answers at once with exit 0; an unknown command is a usage error (2
   assert.match(help.stdout, 'Usage: platform');
   const unknown = await cli(['frobnicate']);
   assert.is(unknown.code, 2);
+});
+
+test('--version and -V print the version; `help A B` is the help of A B; an unknown option is one line and a hint', async () => {
+  const version = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+  for (const flag of ['--version', '-V']) {
+    const result = await cli([flag]);
+    assert.is(result.code, 0);
+    assert.is(result.stdout, `${version}\n`);
+  }
+  assert.match((await cli(['--help'])).stdout, /-V, --version\s+print the version/);
+  const publishVersion = await cli(['ext', 'publish', '--version', '1.0.0'], { env: { PLATFORM_URL: 'http://127.0.0.1:1' } });
+  assert.not.match(publishVersion.stdout, version, "a subcommand's own --version is not the program's");
+  const help = await cli(['help', 'events', 'publish']);
+  assert.is(help.code, 0);
+  assert.match(help.stdout, 'Usage: platform events publish [options] <workspace> <eventKey>');
+  assert.is((await cli(['help', 'events', 'nosuch'])).code, 2);
+
+  const unknown = await cli(['events', 'publish', 'acme', 'a.b', '--foo']);
+  assert.is(unknown.code, 2);
+  assert.is(unknown.stderr, "error: unknown option '--foo'\n(run 'platform events publish --help')\n");
+  const bogus = await cli(['bogus']);
+  assert.is(bogus.code, 2);
+  assert.is(bogus.stderr, "error: unknown command 'bogus'\n(run 'platform --help')\n", 'no suggestion of an unrelated command');
+});
+
+/** Every command path below `path`, read from the help output. */
+async function commandsBelow(path: string[]): Promise<string[][]> {
+  assert.ok(path.length <= 3, `help ${path.join(' ')}: the help of a nested command must not repeat its parent's`);
+  const { stdout } = await cli(['help', ...path]);
+  const section = /\nCommands:\n([\s\S]*?)(\n\n|$)/.exec(stdout)?.[1] ?? '';
+  const names = [...section.matchAll(/^  (\S+)/gm)].map((match) => match[1]!).filter((name) => name !== 'help');
+  const below = await Promise.all(names.map((name) => commandsBelow([...path, name])));
+  return [path, ...below.flat()];
+}
+
+test("every command's help ends with an example; required options say so", async () => {
+  const paths = await commandsBelow([]);
+  assert.ok(paths.length > 40, `found ${paths.length} commands`);
+  for (const path of paths) {
+    const { stdout } = await cli([...path, '--help']);
+    if (/\nCommands:\n/.test(stdout) && path.length > 0) continue;
+    assert.match(stdout, /\nExamples?:\n( {2}\$ .*platform.*\n)+$/, `platform ${path.join(' ')} --help ends with an example`);
+  }
+  assert.match((await cli(['workspaces', 'create', '--help'])).stdout, /--name <name>\s+display name \(required\)/);
+});
+
+test('bad flag values and a malformed PLATFORM_URL are usage errors (2) that name the flag, found before any request', async () => {
+  let connections = 0;
+  const listener = createServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  try {
+    const cases: Array<[string[], string]> = [
+      [['dlq', 'list', '--limit', 'abc'], "option '--limit <n>' argument 'abc' is invalid. must be a whole number from 1 to 500"],
+      [['dlq', 'list', '--limit', '501'], 'must be from 1 to 500'],
+      [['events', 'list', 'acme', '--limit', '1001'], 'must be from 1 to 1000'],
+      [['users', 'add', '--email', 'x@example.test', '--full-name', 'X', '--role', 'SUPERUSER', '--password-stdin'], "option '--role <role...>' argument 'SUPERUSER' is invalid. must be ADMIN or USER"],
+      [['events', 'publish', 'acme', 'a.b', '--payload', '[1,2]'], "option '--payload <json>' argument '[1,2]' is invalid. must be a JSON object"],
+      [['events', 'publish', 'acme', 'a.b', '--payload', '{nope'], 'is not valid JSON'],
+      [['ext', 'config', 'set', 'weather', 'units', 'x', '--type', 'DATE'], "option '--type <type>'"],
+      [['--timeout', 'soon', 'whoami'], "option '--timeout <seconds>'"],
+    ];
+    for (const [args, message] of cases) {
+      const result = await cli(args, { env: { PLATFORM_URL: url }, input: 'a-long-password' });
+      assert.is(result.code, 2, `platform ${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message);
+    }
+    for (const bad of ['nope', 'ftp://127.0.0.1', 'http://']) {
+      const result = await cli(['whoami'], { env: { PLATFORM_URL: bad } });
+      assert.is(result.code, 2, bad);
+      assert.match(result.stderr, `PLATFORM_URL must be an http(s) URL such as http://127.0.0.1:8080, not ${JSON.stringify(bad)}`);
+    }
+    assert.is((await cli(['whoami', '--url', 'localhost:8080'])).code, 2);
+    assert.is(connections, 0, 'no request was sent');
+  } finally {
+    await new Promise((resolve) => listener.close(resolve));
+  }
+});
+
+test('a daemon that accepts and never answers: "no answer from URL in N s" (exit 3), N from --timeout', async () => {
+  const sockets: Socket[] = [];
+  const silent = createServer((socket) => void sockets.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  try {
+    const result = await cli(['--timeout', '1', 'whoami'], { env: { PLATFORM_URL: url } });
+    assert.is(result.code, 3);
+    assert.is(result.stderr, `platform: no answer from ${url} in 1 s (see --timeout)\n`);
+    assert.is(sockets.length, 1, 'the daemon was reached');
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
+});
+
+test('completion: bash completes commands and subcommands from the command tree; zsh and fish scripts too', async () => {
+  const script = (await cli(['completion', 'bash'])).stdout;
+  const complete = async (words: string[]) => {
+    const program = `${script}\nCOMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _platform; echo "\${COMPREPLY[*]}"`;
+    return (await runCli(['-c', program], { shell: 'bash' })).stdout.trim();
+  };
+  assert.is(await complete(['platform', 'dl']), 'dlq');
+  assert.is(await complete(['platform', 'dlq', '']), 'list show replay discard');
+  assert.is(await complete(['platform', 'ext', 'config', 's']), 'set set-secret');
+  assert.match(await complete(['platform', 'dlq', 'replay', '--']), '--wait');
+  const zsh = await cli(['completion', 'zsh']);
+  assert.match(zsh.stdout, 'bashcompinit');
+  assert.match(zsh.stdout, 'complete -F _platform platform');
+  const fish = (await cli(['completion', 'fish'])).stdout;
+  assert.match(fish, "complete -c platform -n '__fish_seen_subcommand_from dlq; and not __fish_seen_subcommand_from list show replay discard' -a 'list show replay discard'");
+  assert.is((await cli(['completion', 'tcsh'])).code, 2);
 });
 
 test('login with --password-stdin keeps the session in a 0600 file under XDG_CONFIG_HOME', async () => {
@@ -61,6 +176,12 @@ test('without a terminal, missing input is a usage error (2), never a silent suc
   const noPassword = await cli(['login', '--email', ADMIN.email]);
   assert.is(noPassword.code, 2);
   assert.match(noPassword.stderr, '--password-stdin');
+  const onTerminal = await runCliOnTty(['login', '--email', ADMIN.email, '--password-stdin'], {
+    env: { XDG_CONFIG_HOME: await tempDir(), PLATFORM_URL: t.url },
+    answers: `${ADMIN.password}\n\x04`,
+    waitFor: 'reading the password from stdin; end it with Ctrl-D',
+  });
+  assert.is(onTerminal.code, 0, 'reading stdin from a terminal says so, instead of waiting silently');
 });
 
 test('an error answer prints its message and exits 1; an unreachable daemon exits 3', async () => {
@@ -90,14 +211,19 @@ test('users add, list, disable and enable', async () => {
   assert.match(table.stdout, /EMAIL\s+NAME\s+ROLES\s+ACTIVE\s+ID/);
   assert.match(table.stdout, /cli-user@example\.test\s+Cli User\s+USER\s+yes/);
 
-  assert.is((await cli(['users', 'disable', 'CLI-USER@example.test'])).code, 0);
+  const unconfirmed = await cli(['users', 'disable', 'CLI-USER@example.test']);
+  assert.is(unconfirmed.code, 2);
+  assert.match(unconfirmed.stderr, 'pass --yes to confirm');
+  assert.is((await t.anon.post('/api/auth/login', { email: 'cli-user@example.test', password: 'cli-user-password' })).status, 200);
+  assert.is((await cli(['users', 'disable', 'CLI-USER@example.test', '--yes'])).code, 0);
   const disabled = await t.anon.post('/api/auth/login', { email: 'cli-user@example.test', password: 'cli-user-password' });
   assert.is(disabled.body.code, 'ACCOUNT_DISABLED');
   assert.is((await cli(['users', 'enable', created.id])).code, 0);
   const enabled = await t.anon.post('/api/auth/login', { email: 'cli-user@example.test', password: 'cli-user-password' });
   assert.is(enabled.status, 200);
-  const missing = await cli(['users', 'disable', 'nobody@example.test']);
+  const missing = await cli(['users', 'disable', 'nobody@example.test', '--yes']);
   assert.is(missing.code, 1);
+  assert.match(missing.stderr, 'user nobody@example.test not found');
 });
 
 test('passwd changes the password and keeps the CLI session working with the fresh token', async () => {

@@ -165,7 +165,7 @@ test('replay one: 202, delivered to that one subscriber, and gone from the dead 
   assert.is((await admin.post(`/api/admin/dead-letters/${letter.id}/replay`)).status, 404);
 });
 
-test('a replay that fails again comes back with replayCount + 1 and a fresh attempt count', async () => {
+test('a replay that fails again comes back under its id, with replayCount + 1 and a fresh attempt count', async () => {
   const receiver = await subscriber(() => ({ status: 502 }));
   await workspaceWith(admin, 'again', 'crm');
   await subscribeExternal(admin, 'again', 'crm.deal.closed', 'crm', receiver.url);
@@ -175,8 +175,10 @@ test('a replay that fails again comes back with replayCount + 1 and a fresh atte
   await receiver.waitForCount(8);
   const [second] = await waitFor('the dead letter to come back', async () => {
     const letters = await deadLettersOf(admin, 'again');
-    return letters.length === 1 && letters[0].id !== first.id && letters;
+    return letters.length === 1 && letters[0].replayCount === 1 && letters;
   });
+  assert.is(second.id, first.id);
+  assert.equal((await admin.get(`/api/admin/dead-letters/${first.id}/state`)).body.data, { state: 'dead' });
   assert.is(second.replayCount, 1);
   assert.is(second.attempts, 4);
   assert.is(second.deliveryId, first.deliveryId);
@@ -234,6 +236,22 @@ test('list filters and pages; discard deletes; only an ADMIN sees dead letters',
   assert.is((await admin.get('/api/admin/dead-letters?limit=501')).status, 400);
   const user = await createUser(t, 'dlq-reader@example.test');
   assert.is((await user.get('/api/admin/dead-letters')).status, 403);
+  assert.is((await user.post('/api/admin/dead-letters/discard', {})).status, 403);
+
+  const typo = await admin.get('/api/admin/dead-letters?workspaceId=nosuch');
+  assert.is(typo.status, 404, 'an unknown workspace filter is a typo, not an empty list');
+  assert.is(typo.body.message, 'workspace nosuch not found');
+  assert.is((await admin.get('/api/admin/dead-letters?extensionKey=nosuch')).status, 404);
+  assert.is((await admin.post('/api/admin/dead-letters/replay', { workspaceId: 'nosuch' })).status, 404);
+  assert.is((await admin.post('/api/admin/dead-letters/discard', { workspaceId: 'nosuch' })).status, 404);
+
+  const discarded = await admin.post('/api/admin/dead-letters/discard', { workspaceId: 'listed', eventKey: 'crm.deal.won' });
+  assert.is(discarded.status, 200);
+  assert.equal(discarded.body.data, { discarded: 1 });
+  assert.is((await admin.get('/api/admin/dead-letters?workspaceId=listed')).body.meta.total, 1);
+  assert.equal((await admin.post('/api/admin/dead-letters/discard', { workspaceId: 'listed' })).body.data, { discarded: 1 });
+  assert.is((await admin.get('/api/admin/dead-letters?workspaceId=listed')).body.meta.total, 0);
+  assert.equal((await admin.get(`/api/admin/dead-letters/${newestFirst[0].id}/state`)).body.data, { state: 'gone' });
 });
 
 test('in-process: a throwing synchronous handler is dead-lettered at once, the publish still succeeds', async () => {

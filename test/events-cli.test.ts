@@ -1,9 +1,9 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { runCli } from './helpers/cli.js';
+import { runCli, runCliOnTty } from './helpers/cli.js';
 import { FAST_DISPATCH, publishExtension } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
 import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
@@ -13,6 +13,7 @@ import { waitFor } from './helpers/wait.js';
 let t: TestDaemon;
 let admin: Api & { token: string };
 let receiver: Subscriber;
+let redirected: string;
 
 test.before(async () => {
   t = await startTestDaemon({ dispatch: FAST_DISPATCH });
@@ -20,14 +21,15 @@ test.before(async () => {
   await publishExtension(admin, 'crm', '1.0.0');
   await publishExtension(admin, 'crm', '1.2.0');
   receiver = await startSubscriber();
+  redirected = join(await tempDir(), 'stdout.txt');
 });
 test.after(async () => {
   await receiver.close();
   await t.destroy();
 });
 
-const cli = (args: string[], input?: string) =>
-  runCli(args, { input, env: { PLATFORM_URL: t.url, PLATFORM_TOKEN: admin.token, XDG_CONFIG_HOME: '/nonexistent' } });
+const cliEnv = () => ({ PLATFORM_URL: t.url, PLATFORM_TOKEN: admin.token, XDG_CONFIG_HOME: '/nonexistent' });
+const cli = (args: string[], input?: string) => runCli(args, { input, env: cliEnv() });
 
 async function ok(args: string[], input?: string): Promise<string> {
   const result = await cli(args, input);
@@ -58,7 +60,17 @@ test('install KEY@VERSION, then list, disable, enable, upgrade and uninstall', a
   assert.is(again.code, 1);
   assert.match(again.stderr, 'already installed');
   assert.is((await cli(['install', 'acme', 'crm@'])).code, 2);
-  await ok(['extensions', 'uninstall', 'acme', 'crm']);
+  const unconfirmed = await cli(['extensions', 'uninstall', 'acme', 'crm']);
+  assert.is(unconfirmed.code, 2);
+  assert.match(unconfirmed.stderr, 'Uninstall crm from acme: without a terminal to ask on, pass --yes to confirm');
+  assert.is(JSON.parse(await ok(['extensions', 'list', 'acme', '--json'])).length, 1, 'nothing was uninstalled');
+  const declined = await runCliOnTty(['extensions', 'uninstall', 'acme', 'crm'], { env: cliEnv(), answers: 'n\r', shellSuffix: `> ${redirected}` });
+  assert.is(declined.code, 1, 'declining exits 1');
+  assert.match(declined.stdout, 'Uninstall crm from acme?', 'with stdout redirected, the question still shows on the terminal');
+  assert.match(declined.stdout, 'cancelled; nothing was changed');
+  assert.is(readFileSync(redirected, 'utf8'), '', 'and not in the redirected output');
+  assert.is(JSON.parse(await ok(['extensions', 'list', 'acme', '--json'])).length, 1, 'nothing was uninstalled');
+  await ok(['extensions', 'uninstall', 'acme', 'crm', '--yes']);
   assert.equal(JSON.parse(await ok(['extensions', 'list', 'acme', '--json'])), []);
   await ok(['install', 'acme', 'crm']);
 });
@@ -78,7 +90,11 @@ test('subscriptions add prints the secret once; list never shows it; remove dele
   assert.ok(hasValidSignature(delivery!, secret!));
 
   const [subscription] = JSON.parse(await ok(['subscriptions', 'list', 'acme', '--json']));
-  await ok(['subscriptions', 'remove', 'acme', subscription.id]);
+  const unconfirmed = await cli(['subscriptions', 'remove', 'acme', subscription.id]);
+  assert.is(unconfirmed.code, 2);
+  assert.match(unconfirmed.stderr, 'pass --yes to confirm');
+  assert.is(JSON.parse(await ok(['subscriptions', 'list', 'acme', '--json'])).length, 1, 'nothing was removed');
+  await ok(['subscriptions', 'remove', 'acme', subscription.id, '--yes']);
   assert.equal(JSON.parse(await ok(['subscriptions', 'list', 'acme', '--json'])), []);
 });
 
@@ -107,8 +123,31 @@ test('events publish takes the payload from --payload, --payload-file or stdin; 
   assert.is(badJson.code, 2);
   assert.match(badJson.stderr, 'not valid JSON');
   const notObject = await cli(['events', 'publish', 'acme', 'demo.bad', '--payload', '[1]']);
-  assert.is(notObject.code, 1);
-  assert.match(notObject.stderr, 'payload');
+  assert.is(notObject.code, 2);
+  assert.match(notObject.stderr, 'must be a JSON object');
+  const arrayOnStdin = await cli(['events', 'publish', 'acme', 'demo.bad'], '[1]');
+  assert.is(arrayOnStdin.code, 2);
+  assert.match(arrayOnStdin.stderr, 'the payload from stdin must be a JSON object');
+
+  const noPayload = await cli(['events', 'publish', 'acme', 'demo.empty']);
+  assert.is(noPayload.code, 2, 'no payload and no terminal: nothing is published');
+  assert.match(noPayload.stderr, "--payload '{}'");
+  await ok(['events', 'publish', 'acme', 'demo.empty', '--payload', '{}']);
+  const asked = await runCliOnTty(['events', 'publish', 'acme', 'demo.asked'], { env: cliEnv(), answers: '{"asked":true}\r', waitFor: 'Payload' });
+  assert.is(asked.code, 0, asked.stdout);
+  const latest = JSON.parse(await ok(['events', 'list', 'acme', '--json', '--limit', '2']));
+  assert.equal(
+    latest.map((e: { eventKey: string; payload: unknown }) => [e.eventKey, e.payload]),
+    [
+      ['demo.asked', { asked: true }],
+      ['demo.empty', {}],
+    ],
+  );
+  const second = JSON.parse(await ok(['events', 'list', 'acme', '--json', '--offset', '1', '--limit', '1']));
+  assert.equal(second.map((e: { eventKey: string }) => e.eventKey), ['demo.empty'], '--offset pages');
+  const typo = await cli(['events', 'list', 'nosuch']);
+  assert.is(typo.code, 1);
+  assert.match(typo.stderr, 'workspace nosuch not found');
 });
 
 test('chat read shows a channel oldest first', async () => {
@@ -131,21 +170,84 @@ test('dlq list, show, replay (ids and --all with a summary line), discard; statu
     });
     assert.match(await ok(['dlq', 'list', '--event', 'crm.deal.lost']), /acme\s+crm\.deal\.lost\s+crm\s+4\s+subscriber answered HTTP 500/);
     const shown = await ok(['dlq', 'show', letters[0].id]);
-    assert.match(shown, 'last error: subscriber answered HTTP 500 (HTTP 500)');
+    assert.match(shown, 'last error: subscriber answered HTTP 500\n', 'no repeated status');
     assert.match(shown, `attempts:   4`);
     assert.match(await ok(['status']), 'dead letters: 3');
     assert.is(JSON.parse(await ok(['status', '--json'])).deadLetters, 3);
 
+    const failedAgain = await cli(['dlq', 'replay', letters[0].id, '--wait']);
+    assert.is(failedAgain.code, 1, failedAgain.stderr);
+    assert.match(failedAgain.stdout, `queued ${letters[0].id} for replay\n${letters[0].id}: failed again after 4 attempts: subscriber answered HTTP 500\n`);
+    assert.match(failedAgain.stderr, 'waiting for 1 replay');
+    const again = JSON.parse(await ok(['dlq', 'show', letters[0].id, '--json']));
+    assert.is(again.replayCount, 1, 'the dead letter came back under its id');
+
     failing.answer(() => ({ status: 200 }));
-    assert.match(await ok(['dlq', 'replay', letters[0].id]), `replaying ${letters[0].id}`);
-    assert.match(await ok(['dlq', 'discard', letters[1].id]), `discarded ${letters[1].id}`);
+    const delivered = await cli(['dlq', 'replay', letters[0].id, '--wait']);
+    assert.is(delivered.code, 0, delivered.stderr);
+    assert.match(delivered.stdout, `${letters[0].id}: delivered`);
+    const unconfirmed = await cli(['dlq', 'discard', letters[1].id]);
+    assert.is(unconfirmed.code, 2);
+    assert.match(unconfirmed.stderr, 'pass --yes to confirm');
+    assert.match(await ok(['dlq', 'discard', letters[1].id, '--yes']), `discarded ${letters[1].id}`);
     const summary = await ok(['dlq', 'replay', '--all', '--workspace', 'acme']);
-    assert.is(summary.trim(), 'replayed 1 dead letter');
+    assert.is(summary.trim(), 'queued 1 dead letter for replay');
     await waitFor('the replays delivered', () => failing.deliveredEventIds().size === 2);
     assert.equal(JSON.parse(await ok(['dlq', 'list', '--json'])), []);
     assert.is((await cli(['dlq', 'replay'])).code, 2);
     const missing = await cli(['dlq', 'show', '00000000-0000-4000-8000-000000000000']);
     assert.is(missing.code, 1);
+    assert.match(missing.stderr, 'not found');
+  } finally {
+    await failing.close();
+  }
+});
+
+test('typos never pass silently: an unknown workspace, extension, dead letter or membership is "not found" (1)', async () => {
+  for (const args of [
+    ['dlq', 'list', '--workspace', 'nosuch'],
+    ['dlq', 'list', '--extension', 'nosuch'],
+    ['dlq', 'replay', '--all', '--workspace', 'nosuch'],
+    ['dlq', 'discard', '--all', '--workspace', 'nosuch', '--yes'],
+    ['dlq', 'replay', '00000000-0000-4000-8000-000000000000'],
+    ['dlq', 'discard', '00000000-0000-4000-8000-000000000000', '--yes'],
+    ['extensions', 'list', 'nosuch'],
+    ['subscriptions', 'list', 'nosuch'],
+    ['events', 'publish', 'nosuch', 'a.b', '--payload', '{}'],
+    ['chat', 'read', 'nosuch', 'general'],
+    ['ext', 'show', 'nosuch'],
+    ['ext', 'config', 'get', 'nosuch'],
+    ['install', 'nosuch', 'crm'],
+    ['install', 'acme', 'nosuch'],
+    ['extensions', 'disable', 'acme', 'nosuch'],
+    ['workspaces', 'add-member', 'nosuch', 'admin@example.test'],
+    ['ext', 'yank', 'nosuch', '1.0.0', '--yes'],
+    ['dlq', 'discard', '--all', '--extension', 'nosuch', '--yes'],
+    ['workspaces', 'remove-member', 'acme', 'admin@example.test'],
+    ['workspaces', 'remove-member', 'acme', 'nobody@example.test'],
+    ['workspaces', 'remove-member', 'nosuch', 'admin@example.test'],
+  ]) {
+    const result = await cli(args);
+    assert.is(result.code, 1, `platform ${args.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, 'not found', `platform ${args.join(' ')}`);
+  }
+});
+
+test('dlq discard --all takes the filters of replay, asks first, and says how many went', async () => {
+  const failing = await startSubscriber(() => ({ status: 500 }));
+  try {
+    await ok(['subscriptions', 'add', 'acme', '--event', 'crm.deal.spam', '--extension', 'crm', '--service-url', failing.url]);
+    for (let i = 0; i < 2; i += 1) await ok(['events', 'publish', 'acme', 'crm.deal.spam', '--payload', `{"i":${i}}`]);
+    await ok(['events', 'publish', 'acme', 'crm.deal.lost', '--payload', '{"kept":true}']);
+    await waitFor('3 dead letters', async () => JSON.parse(await ok(['dlq', 'list', '--workspace', 'acme', '--json'])).length === 3);
+    const unconfirmed = await cli(['dlq', 'discard', '--all', '--workspace', 'acme', '--event', 'crm.deal.spam']);
+    assert.is(unconfirmed.code, 2);
+    assert.match(unconfirmed.stderr, 'Discard 2 dead letters for good: without a terminal to ask on, pass --yes to confirm');
+    assert.is((await cli(['dlq', 'discard', '--all', '--event', 'crm.deal.spam', 'some-id'])).code, 2, 'ids or --all');
+    assert.is((await ok(['dlq', 'discard', '--all', '--workspace', 'acme', '--event', 'crm.deal.spam', '--yes'])).trim(), 'discarded 2 dead letters');
+    const left = JSON.parse(await ok(['dlq', 'list', '--all', '--json']));
+    assert.equal(left.map((letter: { event: { eventKey: string } }) => letter.event.eventKey), ['crm.deal.lost']);
+    assert.match(await ok(['dlq', 'list', '--limit', '1']), /crm\.deal\.lost/);
   } finally {
     await failing.close();
   }

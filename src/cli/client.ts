@@ -37,9 +37,10 @@ export interface Client {
  * The CLI's one way to talk to the daemon: base URL and token resolved once,
  * the envelope unwrapped, errors turned into messages and exit codes.
  */
-export function createClient(options: { url?: string; token?: string | null } = {}): Client {
+export function createClient(options: { url?: string; token?: string | null; timeoutSeconds?: number } = {}): Client {
   const url = options.url ?? resolveUrl(undefined);
   const token = options.token === undefined ? resolveToken(url) : options.token;
+  const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
 
   async function request<T>(method: string, path: string, { body, query }: { body?: unknown; query?: Query } = {}) {
     const fetchOptions: FetchOptions<'json'> = {
@@ -49,7 +50,7 @@ export function createClient(options: { url?: string; token?: string | null } = 
       body: body as FetchOptions['body'],
       headers: token ? { authorization: `Bearer ${token}` } : {},
       retry: 0,
-      timeout: 30_000,
+      timeout: timeoutSeconds * 1000,
       ignoreResponseError: true,
     };
     let response;
@@ -57,8 +58,11 @@ export function createClient(options: { url?: string; token?: string | null } = 
       response = await ofetch.raw<Envelope<T>>(path, fetchOptions);
     } catch (error) {
       // ofetch wraps fetch's TypeError, which wraps the socket error that names the cause.
-      type Cause = { code?: string; message?: string; cause?: Cause };
+      type Cause = { name?: string; code?: string; message?: string; cause?: Cause };
       const outer = (error as { cause?: Cause }).cause;
+      if (outer?.name === 'TimeoutError') {
+        throw new CliError(`no answer from ${url} in ${timeoutSeconds} s (see --timeout)`, EXIT.unreachable);
+      }
       const reason = outer?.cause?.code ?? outer?.code ?? outer?.message ?? (error as Error).message;
       throw new CliError(`cannot reach the platform daemon at ${url} (${reason}); is \`platform serve\` running?`, EXIT.unreachable);
     }
@@ -85,8 +89,13 @@ export function createClient(options: { url?: string; token?: string | null } = 
   };
 }
 
-/** The client for a command: --url (a global option) or the usual resolution. */
-export const clientFor = (command: Command): Client => createClient({ url: resolveUrl(command.optsWithGlobals().url) });
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+
+/** The client for a command: the global --url and --timeout, or the usual resolution; `token: null` for none. */
+export const clientFor = (command: Command, options: { token?: null } = {}): Client => {
+  const globals = command.optsWithGlobals<{ url?: string; timeout?: number }>();
+  return createClient({ url: resolveUrl(globals.url), timeoutSeconds: globals.timeout, ...options });
+};
 
 /** URL path segments, each encoded: a workspace or key can never change the path's shape. */
 export const urlPath = (...segments: string[]): string => segments.map(encodeURIComponent).join('/');

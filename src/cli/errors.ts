@@ -1,5 +1,5 @@
-/** Exit codes of the contract: 0 ok, 1 the daemon answered an error, 2 usage, 3 unreachable. */
-export const EXIT = { ok: 0, daemonError: 1, usage: 2, unreachable: 3 } as const;
+/** Exit codes of the contract: 0 ok, 1 the daemon answered an error (or a confirmation was declined), 2 usage, 3 unreachable. */
+export const EXIT = { ok: 0, daemonError: 1, declined: 1, usage: 2, unreachable: 3 } as const;
 
 export class CliError extends Error {
   constructor(

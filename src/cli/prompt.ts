@@ -1,37 +1,45 @@
-import { usageError } from './errors.js';
+import { CliError, EXIT, usageError } from './errors.js';
 
-/** inquirer without a terminal throws and the process would exit 0: prompt only on a TTY. */
-export const isInteractive = () => Boolean(process.stdin.isTTY && process.stdout.isTTY);
+/** Prompts need a terminal to read from; without one, missing input is a usage error. */
+export const isInteractive = () => Boolean(process.stdin.isTTY);
 
-async function inquirer() {
-  return (await import('inquirer')).default;
+/**
+ * Prompts go to the terminal even when stdout is redirected (`platform ... > file`):
+ * then they are written to stderr, so nobody waits on a question they cannot see.
+ */
+async function prompt<T>(question: Record<string, unknown>): Promise<T> {
+  const inquirer = (await import('inquirer')).default;
+  const output = process.stdout.isTTY ? process.stdout : process.stderr;
+  const answers = await inquirer.createPromptModule({ output })([{ name: 'value', ...question }] as never);
+  return (answers as { value: T }).value;
 }
 
 /** Asks for a value on a TTY; without one, a missing value is a usage error naming `flag`. */
 export async function askText(message: string, flag: string, validate?: (value: string) => true | string): Promise<string> {
   if (!isInteractive()) throw usageError(`missing ${flag}`);
-  const { value } = await (await inquirer()).prompt<{ value: string }>([
-    { type: 'input', name: 'value', message, validate: (input: string) => validate?.(input) ?? true },
-  ]);
-  return value;
+  return prompt<string>({ type: 'input', message, validate: (input: string) => validate?.(input) ?? true });
 }
 
 export async function askSecret(message: string, flag: string, validate?: (value: string) => true | string): Promise<string> {
   if (!isInteractive()) throw usageError(`missing ${flag}`);
-  const { value } = await (await inquirer()).prompt<{ value: string }>([
-    { type: 'password', name: 'value', mask: '*', message, validate: (input: string) => validate?.(input) ?? true },
-  ]);
-  return value;
+  return prompt<string>({ type: 'password', mask: '*', message, validate: (input: string) => validate?.(input) ?? true });
 }
 
-export async function confirm(message: string, flag: string): Promise<boolean> {
-  if (!isInteractive()) throw usageError(`refusing without confirmation: pass ${flag}`);
-  const { ok } = await (await inquirer()).prompt<{ ok: boolean }>([{ type: 'confirm', name: 'ok', message, default: false }]);
-  return ok;
+/**
+ * The one gate of destructive commands: --yes, else a question on a terminal
+ * (declining exits 1, nothing changed), else a usage error saying --yes is needed.
+ */
+export async function confirmOrStop(question: string, flags: { yes?: boolean }): Promise<void> {
+  if (flags.yes) return;
+  if (!isInteractive()) throw usageError(`${question.replace(/\?$/, '')}: without a terminal to ask on, pass --yes to confirm`);
+  const ok = await prompt<boolean>({ type: 'confirm', message: question, default: false });
+  if (!ok) throw new CliError('cancelled; nothing was changed', EXIT.declined);
 }
 
 /** Reads all of stdin (for --password-stdin and payloads); trailing newlines dropped. */
-export async function readStdin(): Promise<string> {
+export async function readStdin(what = 'input'): Promise<string> {
+  // A terminal on stdin waits for typing: say so, or the command looks hung.
+  if (process.stdin.isTTY) process.stderr.write(`reading ${what} from stdin; end it with Ctrl-D\n`);
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
@@ -39,7 +47,7 @@ export async function readStdin(): Promise<string> {
 
 /** Reads stdin as lines, for commands that take more than one secret from it. */
 export async function readStdinLines(count: number, what: string): Promise<string[]> {
-  const lines = (await readStdin()).split(/\r?\n/);
+  const lines = (await readStdin(what)).split(/\r?\n/);
   if (lines.length < count || lines.slice(0, count).some((line) => line === '')) {
     throw usageError(`expected ${what} on stdin, one per line`);
   }

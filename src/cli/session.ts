@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { usageError } from './errors.js';
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 
@@ -43,9 +44,20 @@ export function clearSession(): void {
   rmSync(sessionFile(), { force: true });
 }
 
-/** --url, then PLATFORM_URL, then the URL of the saved session, then the default. */
+/** --url, then PLATFORM_URL, then the URL of the saved session, then the default; a malformed one is a usage error. */
 export function resolveUrl(flag: string | undefined): string {
-  return (flag ?? process.env.PLATFORM_URL ?? readSession()?.url ?? DEFAULT_URL).replace(/\/+$/, '');
+  const [source, value] =
+    flag !== undefined ? ['--url', flag] : process.env.PLATFORM_URL ? ['PLATFORM_URL', process.env.PLATFORM_URL] : ['the saved session', readSession()?.url ?? DEFAULT_URL];
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.search || parsed.hash) {
+    throw usageError(`${source} must be an http(s) URL such as http://127.0.0.1:8080, not ${JSON.stringify(value)}`);
+  }
+  return value.replace(/\/+$/, '');
 }
 
 /**

@@ -10,10 +10,16 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `bin/platform` as a process (the built CLI), with stdin piped, never a TTY. */
-export function runCli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<CliResult> {
+/**
+ * Runs `bin/platform` as a process (the built CLI), with stdin piped, never a TTY.
+ * With `shell`, runs that shell with `args` instead (for pipelines).
+ */
+export function runCli(
+  args: string[],
+  options: { env?: Record<string, string>; input?: string; cwd?: string; shell?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PLATFORM_BIN, ...args], {
+    const child = spawn(options.shell ?? process.execPath, options.shell ? args : [PLATFORM_BIN, ...args], {
       cwd: options.cwd,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -53,4 +59,47 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
     return /listening on (http:\/\/\S+)/.exec(output)?.[1] ?? '';
   });
   return { url, child, output: () => output, exited };
+}
+
+/**
+ * Runs `bin/platform` on a pseudo-terminal (util-linux `script`), for prompts:
+ * `answers` are typed once the prompt is on screen. `shellSuffix` is appended to
+ * the command line, e.g. `> file` to redirect stdout while stdin stays a terminal.
+ * The result's `stdout` is everything the terminal showed.
+ */
+export function runCliOnTty(
+  args: string[],
+  options: { env?: Record<string, string>; answers?: string; waitFor?: string; shellSuffix?: string } = {},
+): Promise<CliResult> {
+  const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+  const commandLine = [process.execPath, PLATFORM_BIN, ...args].map(quote).join(' ') + (options.shellSuffix ? ` ${options.shellSuffix}` : '');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qefc', commandLine, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TERM: 'dumb', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let answered = false;
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      if (!answered && options.answers !== undefined && stdout.includes(options.waitFor ?? '?')) {
+        answered = true;
+        child.stdin.write(options.answers);
+      }
+    });
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    // A prompt nobody answers would hang the test run: give up after a while.
+    // (`script` itself exits 0 when killed, so a kill is reported as code null.)
+    let killed = false;
+    const guard = setTimeout(() => {
+      killed = true;
+      child.kill();
+    }, 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(guard);
+      resolve({ code: killed ? null : code, stdout, stderr });
+    });
+  });
 }

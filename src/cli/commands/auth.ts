@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { clientFor, createClient } from '../client.js';
+import { clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
+import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
@@ -21,14 +22,15 @@ export function registerAuth(program: Command): void {
   program
     .command('login')
     .description('log in and keep the session for later commands')
+    .addHelpText('after', examples('platform login --url http://127.0.0.1:8080 --email admin@example.com'))
     .option('--email <email>', 'your e-mail (prompted on a terminal)')
     .option('--password-stdin', 'read the password from stdin')
     .action(async (flags: { email?: string; passwordStdin?: boolean }, command: Command) => {
       const url = resolveUrl(command.optsWithGlobals().url);
       const email = flags.email ?? (await askText('E-mail', '--email'));
-      const password = flags.passwordStdin ? await readStdin() : await askSecret('Password', '--password-stdin');
+      const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
-      const client = createClient({ url, token: null });
+      const client = clientFor(command, { token: null });
       const response = await client.request<PublicUser>('POST', '/api/auth/login', { body: { email, password } });
       saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
       printLine(`logged in to ${url} as ${describe(response.data)}`);
@@ -37,11 +39,11 @@ export function registerAuth(program: Command): void {
   program
     .command('logout')
     .description('end the session on the daemon and forget it here')
+    .addHelpText('after', examples('platform logout'))
     .action(async (_flags, command: Command) => {
-      const url = resolveUrl(command.optsWithGlobals().url);
       const session = readSession();
       try {
-        await createClient({ url }).post('/api/auth/logout');
+        await clientFor(command).post('/api/auth/logout');
       } catch (error) {
         // An expired or revoked session is as logged out as it gets; anything else is reported.
         if (!(error instanceof CliError && error.exitCode === EXIT.daemonError)) throw error;
@@ -53,6 +55,7 @@ export function registerAuth(program: Command): void {
   program
     .command('whoami')
     .description('show the user of the current session')
+    .addHelpText('after', examples('platform whoami --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const user = await clientFor(command).get<PublicUser>('/api/auth/me');
@@ -63,6 +66,7 @@ export function registerAuth(program: Command): void {
   program
     .command('passwd')
     .description('change your password (ends your other sessions)')
+    .addHelpText('after', examples('platform passwd', "printf '%s\\n%s\\n' \"$OLD\" \"$NEW\" | platform passwd --password-stdin"))
     .option('--password-stdin', 'read the current and the new password from stdin, one per line')
     .action(async (flags: { passwordStdin?: boolean }, command: Command) => {
       const url = resolveUrl(command.optsWithGlobals().url);
@@ -77,7 +81,7 @@ export function registerAuth(program: Command): void {
           throw usageError('the new passwords do not match');
         }
       }
-      const response = await createClient({ url }).request('PUT', '/api/auth/me/password', {
+      const response = await clientFor(command).request('PUT', '/api/auth/me/password', {
         body: { currentPassword, newPassword },
       });
       const session = readSession();

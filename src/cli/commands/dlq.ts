@@ -1,7 +1,11 @@
 import type { Command } from 'commander';
 import { type Client, clientFor } from '../client.js';
-import { usageError } from '../errors.js';
+import { CliError, EXIT, usageError } from '../errors.js';
+import { withYes } from '../flags.js';
+import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
+import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
+import { confirmOrStop } from '../prompt.js';
 
 interface DeadLetter {
   id: string;
@@ -38,18 +42,19 @@ async function replayAll(client: Client, flags: FilterFlags): Promise<void> {
   let replayed = 0;
   let skipped = 0;
   for (;;) {
-    const batch = await client.post<{ replayed: number; skipped: number }>('/api/admin/dead-letters/replay', {
-      ...Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined)),
-      limit: 100,
-    });
+    const batch = await client.post<{ replayed: number; skipped: number }>('/api/admin/dead-letters/replay', { ...definedOf(filter), limit: 100 });
     replayed += batch.replayed;
     skipped = batch.skipped;
     if (showProgress) process.stderr.write(`\r${progressBar(replayed, total - skipped)}`);
-    if (batch.replayed === 0) break;
+    // A replay that fails at once is a dead letter again: never chase it round, stop at the count asked for.
+    if (batch.replayed === 0 || replayed >= total) break;
   }
   if (showProgress) process.stderr.write('\n');
-  printLine(`replayed ${replayed} dead letter${replayed === 1 ? '' : 's'}` + (skipped ? `; ${skipped} skipped (subscriber gone or disabled)` : ''));
+  printLine(`queued ${plural(replayed, 'dead letter')} for replay` + (skipped ? `; ${skipped} skipped (subscriber gone or disabled)` : ''));
 }
+
+const definedOf = (filter: Record<string, string | undefined>) => Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined));
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 function progressBar(done: number, total: number): string {
   const width = 30;
@@ -57,34 +62,80 @@ function progressBar(done: number, total: number): string {
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${Math.max(total, done)}`;
 }
 
+const POLL_MS = 500;
+
+/**
+ * Waits for the outcome of replays: a replay that fails again comes back as a
+ * dead letter under the same id (`dead`); one that no longer is a dead letter
+ * nor queued was delivered (`gone`). Returns the ids that failed again.
+ */
+async function waitForReplays(client: Client, ids: string[]): Promise<string[]> {
+  const waiting = new Set(ids);
+  const failed: string[] = [];
+  const started = Date.now();
+  let nextLogAt = 0;
+  while (waiting.size > 0) {
+    for (const id of [...waiting]) {
+      const { state } = await client.get<{ state: 'dead' | 'queued' | 'gone' }>(`/api/admin/dead-letters/${encodeURIComponent(id)}/state`);
+      if (state === 'queued') continue;
+      waiting.delete(id);
+      if (state === 'gone') {
+        process.stderr.write(clearLine());
+        printLine(`${id}: delivered`);
+      } else {
+        const letter = await client.get<DeadLetter>(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
+        process.stderr.write(clearLine());
+        printLine(`${id}: failed again after ${plural(letter.attempts, 'attempt')}: ${describeError(letter.lastError)}`);
+        failed.push(id);
+      }
+    }
+    if (waiting.size === 0) break;
+    const seconds = Math.round((Date.now() - started) / 1000);
+    const progress = `waiting for ${plural(waiting.size, 'replay')} (retries follow the daemon's schedule): ${seconds} s`;
+    // A terminal line is rewritten in place; a log gets a line now and then, not one per poll.
+    if (process.stderr.isTTY) process.stderr.write(`${clearLine()}${progress}`);
+    else if (seconds >= nextLogAt) {
+      process.stderr.write(`${progress}\n`);
+      nextLogAt = seconds + 30;
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  process.stderr.write(clearLine());
+  return failed;
+}
+
+/** On a terminal the progress line is rewritten in place; elsewhere each is its own line. */
+const clearLine = () => (process.stderr.isTTY ? '\r\x1b[K' : '');
+
+/** "subscriber answered HTTP 500" already says the status: never "HTTP 500 (HTTP 500)". */
+const describeError = (error: DeadLetter['lastError']) =>
+  error.status !== null && !error.message.includes(String(error.status)) ? `${error.message} (HTTP ${error.status})` : error.message;
+
 export function registerDlq(program: Command): void {
   const dlq = program.command('dlq').description('dead letters: deliveries that failed for good (ADMIN)');
 
-  withFilters(dlq.command('list').description('dead letters, newest first'))
-    .option('--limit <n>', 'how many (default 50)')
+  withExample(
+    withPaging(withFilters(dlq.command('list').description('dead letters, newest first')), 500),
+    'platform dlq list --workspace acme --event crm.deal.closed',
+    'platform dlq list --all --json > dead-letters.json',
+  )
     .option('--json', 'print JSON')
-    .action(async (flags: FilterFlags & { limit?: string; json?: boolean }, command: Command) => {
-      const response = await clientFor(command).request<DeadLetter[]>('GET', '/api/admin/dead-letters', {
-        query: { ...filterOf(flags), limit: flags.limit },
-      });
-      if (flags.json) return printJson(response.data);
-      printTable(response.data, [
+    .action(async (flags: FilterFlags & PageFlags & { json?: boolean }, command: Command) => {
+      const listing = await fetchListing<DeadLetter>(clientFor(command), '/api/admin/dead-letters', filterOf(flags), flags, 500);
+      if (flags.json) return printJson(listing.items);
+      printTable(listing.items, [
         { header: 'ID', value: (letter) => letter.id },
         { header: 'WORKSPACE', value: (letter) => letter.event.tenantId },
         { header: 'EVENT', value: (letter) => letter.event.eventKey },
         { header: 'EXTENSION', value: (letter) => letter.subscriber.extensionKey },
         { header: 'ATTEMPTS', value: (letter) => letter.attempts },
-        { header: 'ERROR', value: (letter) => letter.lastError.message },
+        { header: 'ERROR', value: (letter) => describeError(letter.lastError) },
         { header: 'DEAD AT', value: (letter) => letter.deadAt },
       ]);
-      if (response.meta && Number(response.meta.total) > response.data.length) {
-        printLine(`(${response.data.length} of ${String(response.meta.total)}; use --limit for more)`);
-      }
+      printPageHint(listing);
     });
 
-  dlq
-    .command('show <id>')
-    .description('one dead letter in full')
+  withExample(dlq.command('show <id>').description('one dead letter in full'), 'platform dlq show 9d2f0c1e-5b7a-4c55-9a43-0d0f6f1c2b3a')
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
       const letter = await clientFor(command).get<DeadLetter>(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
@@ -93,30 +144,58 @@ export function registerDlq(program: Command): void {
       printLine(`event:      ${letter.event.eventKey} ${letter.event.id} in ${letter.event.tenantId}, ${letter.event.occurredAt}`);
       printLine(`subscriber: ${letter.subscriber.extensionKey} (${letter.subscriber.kind}${letter.subscriber.serviceBaseUrl ? ` ${letter.subscriber.serviceBaseUrl}` : ''})`);
       printLine(`attempts:   ${letter.attempts}, first ${letter.firstAttemptAt ?? '-'}, dead ${letter.deadAt}, replayed ${letter.replayCount} times`);
-      printLine(`last error: ${letter.lastError.message}${letter.lastError.status ? ` (HTTP ${letter.lastError.status})` : ''}`);
+      printLine(`last error: ${describeError(letter.lastError)}`);
       printLine(`payload:    ${JSON.stringify(letter.event.payload)}`);
     });
 
-  withFilters(dlq.command('replay [ids...]').description('send dead letters again, to their one subscriber'))
+  withExample(
+    withFilters(
+      dlq
+        .command('replay [ids...]')
+        .description('queue dead letters to be sent again, to their one subscriber; a replay that fails again keeps its id'),
+    ),
+    'platform dlq replay 9d2f0c1e-5b7a-4c55-9a43-0d0f6f1c2b3a --wait',
+    'platform dlq replay --all --workspace acme',
+  )
     .option('--all', 'every dead letter matching the filters')
-    .action(async (ids: string[], flags: FilterFlags & { all?: boolean }, command: Command) => {
+    .option('--wait', 'wait for the outcome of each replay (by id); exit 1 if one fails again')
+    .action(async (ids: string[], flags: FilterFlags & { all?: boolean; wait?: boolean }, command: Command) => {
       const client = clientFor(command);
       if (flags.all) {
         if (ids.length > 0) throw usageError('give ids or --all, not both');
+        if (flags.wait) throw usageError('--wait works with ids, not with --all');
         return replayAll(client, flags);
       }
       if (ids.length === 0) throw usageError('give dead letter ids, or --all');
+      if (flags.workspace || flags.event || flags.extension) throw usageError('--workspace, --event and --extension go with --all');
       for (const id of ids) {
         await client.post(`/api/admin/dead-letters/${encodeURIComponent(id)}/replay`);
-        printLine(`replaying ${id}`);
+        printLine(`queued ${id} for replay`);
       }
+      if (flags.wait && (await waitForReplays(client, ids)).length > 0) throw new CliError('a replay failed again', EXIT.daemonError);
     });
 
-  dlq
-    .command('discard <ids...>')
-    .description('delete dead letters for good')
-    .action(async (ids: string[], _flags, command: Command) => {
+  withExample(
+    withYes(withFilters(dlq.command('discard [ids...]').description('delete dead letters for good'))),
+    'platform dlq discard 9d2f0c1e-5b7a-4c55-9a43-0d0f6f1c2b3a --yes',
+    'platform dlq discard --all --workspace acme --event crm.deal.closed',
+  )
+    .option('--all', 'every dead letter matching the filters')
+    .action(async (ids: string[], flags: FilterFlags & { all?: boolean; yes?: boolean }, command: Command) => {
       const client = clientFor(command);
+      if (flags.all) {
+        if (ids.length > 0) throw usageError('give ids or --all, not both');
+        const filter = filterOf(flags);
+        const { meta } = await client.request('GET', '/api/admin/dead-letters', { query: { ...filter, limit: 1 } });
+        const total = Number(meta?.total ?? 0);
+        if (total === 0) return printLine('no dead letters match; nothing discarded');
+        await confirmOrStop(`Discard ${plural(total, 'dead letter')} for good?`, flags);
+        const { discarded } = await client.post<{ discarded: number }>('/api/admin/dead-letters/discard', definedOf(filter));
+        return printLine(`discarded ${plural(discarded, 'dead letter')}`);
+      }
+      if (ids.length === 0) throw usageError('give dead letter ids, or --all');
+      if (flags.workspace || flags.event || flags.extension) throw usageError('--workspace, --event and --extension go with --all');
+      await confirmOrStop(`Discard ${plural(ids.length, 'dead letter')} for good?`, flags);
       for (const id of ids) {
         await client.delete(`/api/admin/dead-letters/${encodeURIComponent(id)}`);
         printLine(`discarded ${id}`);

@@ -2,8 +2,11 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { clientFor, urlPath } from '../client.js';
 import { usageError } from '../errors.js';
+import { integerFlag, jsonObjectFlag } from '../flags.js';
+import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { readStdin } from '../prompt.js';
+import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
+import { askText, isInteractive, readStdin } from '../prompt.js';
 
 interface PlatformEvent {
   id: string;
@@ -22,35 +25,55 @@ interface ChatMessage {
 }
 
 
-/** --payload, else --payload-file, else stdin when it is not a terminal; none of them: no payload. */
-async function readPayload(flags: { payload?: string; payloadFile?: string }): Promise<unknown> {
+const parsePayload = (text: string, source: string): Record<string, unknown> => {
+  try {
+    return jsonObjectFlag(text);
+  } catch (error) {
+    throw usageError(`the payload from ${source} ${(error as Error).message}`);
+  }
+};
+
+/**
+ * --payload, else --payload-file, else stdin when it is not a terminal, else a
+ * prompt. An event is never published without a payload somebody gave:
+ * `--payload '{}'` says "empty" explicitly.
+ */
+async function readPayload(flags: { payload?: Record<string, unknown>; payloadFile?: string }): Promise<Record<string, unknown>> {
   if (flags.payload !== undefined && flags.payloadFile !== undefined) throw usageError('give --payload or --payload-file, not both');
-  let text: string | undefined = flags.payload;
-  let source = '--payload';
+  if (flags.payload !== undefined) return flags.payload;
   if (flags.payloadFile !== undefined) {
-    source = flags.payloadFile;
-    text = await readFile(flags.payloadFile, 'utf8').catch(() => {
+    const text = await readFile(flags.payloadFile, 'utf8').catch(() => {
       throw usageError(`cannot read ${flags.payloadFile}`);
     });
-  } else if (text === undefined && !process.stdin.isTTY) {
-    source = 'stdin';
-    text = await readStdin();
+    return parsePayload(text, flags.payloadFile);
   }
-  if (text === undefined || text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw usageError(`the payload from ${source} is not valid JSON`);
+  if (isInteractive()) {
+    const text = await askText('Payload (a JSON object; {} for none)', '--payload', (input) => {
+      try {
+        jsonObjectFlag(input);
+        return true;
+      } catch (error) {
+        return (error as Error).message;
+      }
+    });
+    return parsePayload(text, 'the prompt');
   }
+  const text = await readStdin('the payload');
+  if (text.trim() === '') throw usageError("no payload on stdin: give one, or --payload '{}' for an event without one");
+  return parsePayload(text, 'stdin');
 }
 
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('publish and read workspace events');
 
-  events
-    .command('publish <workspace> <eventKey>')
-    .description('publish an event; the payload (a JSON object) comes from --payload, --payload-file or stdin')
-    .option('--payload <json>', 'the payload as JSON')
+  withExample(
+    events
+      .command('publish <workspace> <eventKey>')
+      .description("publish an event; the payload (a JSON object) comes from --payload, --payload-file, stdin or a prompt; --payload '{}' for none"),
+    `platform events publish acme crm.deal.closed --payload '{"dealId":"D-42"}'`,
+    'platform events publish acme crm.deal.closed < deal.json',
+  )
+    .option('--payload <json>', 'the payload, a JSON object', jsonObjectFlag)
     .option('--payload-file <file>', 'read the payload from a JSON file')
     .option('--actor <actor>', 'who publishes (default: your e-mail)')
     .option('--schema-version <version>', 'version of the payload schema')
@@ -59,14 +82,14 @@ export function registerEvents(program: Command): void {
       async (
         workspace: string,
         eventKey: string,
-        flags: { payload?: string; payloadFile?: string; actor?: string; schemaVersion?: string; json?: boolean },
+        flags: { payload?: Record<string, unknown>; payloadFile?: string; actor?: string; schemaVersion?: string; json?: boolean },
         command: Command,
       ) => {
         const payload = await readPayload(flags);
         const response = await clientFor(command).request('POST', `/api/workspaces/${urlPath(workspace, 'events', 'publish')}`, {
           body: {
             eventKey,
-            ...(payload === undefined ? {} : { payload }),
+            payload,
             ...(flags.actor ? { actor: flags.actor } : {}),
             ...(flags.schemaVersion ? { schemaVersion: flags.schemaVersion } : {}),
           },
@@ -77,35 +100,41 @@ export function registerEvents(program: Command): void {
       },
     );
 
-  events
-    .command('list <workspace>')
-    .description('recent events, newest first')
-    .option('--event <eventKey>', 'only this event key')
-    .option('--limit <n>', 'how many (default 50)')
+  withExample(
+    withPaging(events.command('list <workspace>').description('recent events, newest first').option('--event <eventKey>', 'only this event key'), 1000),
+    'platform events list acme --event crm.deal.closed --limit 10',
+  )
     .option('--json', 'print JSON')
-    .action(async (workspace: string, flags: { event?: string; limit?: string; json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<PlatformEvent[]>(`/api/workspaces/${urlPath(workspace, 'events')}`, {
-        eventKey: flags.event,
-        limit: flags.limit,
-      });
-      if (flags.json) return printJson(list);
-      printTable(list, [
+    .action(async (workspace: string, flags: PageFlags & { event?: string; json?: boolean }, command: Command) => {
+      const listing = await fetchListing<PlatformEvent>(
+        clientFor(command),
+        `/api/workspaces/${urlPath(workspace, 'events')}`,
+        { eventKey: flags.event },
+        flags,
+        1000,
+      );
+      if (flags.json) return printJson(listing.items);
+      printTable(listing.items, [
         { header: 'OCCURRED', value: (event) => event.occurredAt },
         { header: 'EVENT', value: (event) => event.eventKey },
         { header: 'ACTOR', value: (event) => event.actor },
         { header: 'PUBLISHED BY', value: (event) => event.publishedBy ?? '-' },
         { header: 'ID', value: (event) => event.id },
       ]);
+      printPageHint(listing);
     });
 
-  program
-    .command('chat')
-    .description('read chat channels')
-    .command('read <workspace> <channel>')
-    .description('the latest messages of a channel, oldest first')
-    .option('--limit <n>', 'how many (default 50, at most 1000)')
+  withExample(
+    program
+      .command('chat')
+      .description('read chat channels')
+      .command('read <workspace> <channel>')
+      .description('the latest messages of a channel, oldest first (a channel keeps its latest 1000)'),
+    'platform chat read acme general --limit 20',
+  )
+    .option('--limit <n>', 'how many (1-1000; default 50)', integerFlag(1, 1000))
     .option('--json', 'print JSON')
-    .action(async (workspace: string, channel: string, flags: { limit?: string; json?: boolean }, command: Command) => {
+    .action(async (workspace: string, channel: string, flags: { limit?: number; json?: boolean }, command: Command) => {
       const messages = await clientFor(command).get<ChatMessage[]>(
         `/api/workspaces/${urlPath(workspace, 'chat', 'channels', channel, 'messages')}`,
         { limit: flags.limit },

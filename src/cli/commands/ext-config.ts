@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { clientFor } from '../client.js';
 import { usageError } from '../errors.js';
+import { choiceFlag } from '../flags.js';
+import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, isInteractive, readStdin } from '../prompt.js';
 
@@ -32,9 +34,7 @@ function parseValue(type: FieldType, text: string): string | number | boolean {
 export function registerExtConfig(ext: Command): void {
   const config = ext.command('config').description("an extension's configuration (ADMIN); SECRET values are never shown");
 
-  config
-    .command('get <key>')
-    .description('every field, SECRET values masked')
+  withExample(config.command('get <key>').description('every field, SECRET values masked'), 'platform ext config get weather')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
       const { fields } = await clientFor(command).get<{ fields: FieldView[] }>(configPath(key));
@@ -50,15 +50,16 @@ export function registerExtConfig(ext: Command): void {
       );
     });
 
-  config
-    .command('set <key> <name> <value>')
-    .description('set a STRING, NUMBER or BOOLEAN field (for secrets use set-secret)')
-    .option('--type <type>', 'STRING, NUMBER or BOOLEAN (default: the field\'s current type, else STRING)')
-    .action(async (key: string, name: string, text: string, flags: { type?: string }, command: Command) => {
+  withExample(
+    config.command('set <key> <name> <value>').description('set a STRING, NUMBER or BOOLEAN field (for secrets use set-secret)'),
+    'platform ext config set weather units metric',
+    'platform ext config set weather refreshMinutes 15 --type NUMBER',
+  )
+    .option('--type <type>', 'STRING, NUMBER or BOOLEAN (default: the field\'s current type, else STRING)', choiceFlag(['STRING', 'NUMBER', 'BOOLEAN', 'SECRET']))
+    .action(async (key: string, name: string, text: string, flags: { type?: FieldType }, command: Command) => {
       const client = clientFor(command);
-      const requested = flags.type?.toUpperCase();
+      const requested = flags.type;
       if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
-      if (requested && !['STRING', 'NUMBER', 'BOOLEAN'].includes(requested)) throw usageError('--type is STRING, NUMBER or BOOLEAN');
       const current = (await client.get<{ fields: FieldView[] }>(configPath(key))).fields.find((field) => field.name === name);
       if (!requested && current?.type === 'SECRET') throw usageError(`${name} is a SECRET: use \`platform ext config set-secret\``);
       const type = (requested ?? current?.type ?? 'STRING') as FieldType;
@@ -66,21 +67,21 @@ export function registerExtConfig(ext: Command): void {
       printLine(`set ${key} ${name} (${type})`);
     });
 
-  config
-    .command('set-secret <key> <name>')
-    .description('set a SECRET field from a hidden prompt, or from stdin without a terminal')
-    .action(async (key: string, name: string, _flags, command: Command) => {
-      const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin();
-      if (!value) throw usageError('the secret is empty');
-      await clientFor(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
-      printLine(`set ${key} ${name} (SECRET)`);
-    });
+  withExample(
+    config.command('set-secret <key> <name>').description('set a SECRET field from a hidden prompt, or from stdin without a terminal'),
+    'printf %s "$API_KEY" | platform ext config set-secret weather apiKey',
+  ).action(async (key: string, name: string, _flags, command: Command) => {
+    const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin('the secret');
+    if (!value) throw usageError('the secret is empty');
+    await clientFor(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
+    printLine(`set ${key} ${name} (SECRET)`);
+  });
 
-  config
-    .command('unset <key> <name>')
-    .description('remove a field, SECRET or not')
-    .action(async (key: string, name: string, _flags, command: Command) => {
-      await clientFor(command).delete(`${configPath(key)}/${encodeURIComponent(name)}`);
-      printLine(`unset ${key} ${name}`);
-    });
+  withExample(
+    config.command('unset <key> <name>').description('remove a field, SECRET or not'),
+    'platform ext config unset weather units',
+  ).action(async (key: string, name: string, _flags, command: Command) => {
+    await clientFor(command).delete(`${configPath(key)}/${encodeURIComponent(name)}`);
+    printLine(`unset ${key} ${name}`);
+  });
 }

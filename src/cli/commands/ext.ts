@@ -10,8 +10,11 @@ import type {
 } from '../../daemon/catalog/types.js';
 import { type Client, clientFor } from '../client.js';
 import { ApiError, usageError } from '../errors.js';
+import { withYes } from '../flags.js';
+import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { askText, confirm } from '../prompt.js';
+import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
+import { askText, confirmOrStop } from '../prompt.js';
 
 
 const browsePath = (key: string) => `/api/marketplace/extensions/${encodeURIComponent(key)}`;
@@ -34,11 +37,9 @@ interface PublishFields {
   changelog?: string;
 }
 
-interface ListFlags {
+interface ListFlags extends PageFlags {
   search?: string;
   category?: string;
-  limit?: string;
-  offset?: string;
   json?: boolean;
 }
 
@@ -236,21 +237,25 @@ function describeAudit(record: AuditRecord): string {
 export function registerExt(program: Command): Command {
   const ext = program.command('ext').description('browse the marketplace; publish, update and yank extensions (ADMIN)');
 
-  ext
-    .command('list')
-    .description('list the extensions of the marketplace, sorted by name')
-    .option('--search <terms>', 'only extensions whose key, name or description contain every term')
-    .option('--category <category>', 'only this category')
-    .option('--limit <n>', 'at most this many (1-500; default 50)')
-    .option('--offset <n>', 'skip this many first')
+  withExample(
+    withPaging(
+      ext
+        .command('list')
+        .description('list the extensions of the marketplace, sorted by name')
+        .option('--search <terms>', 'only extensions whose key, name or description contain every term')
+        .option('--category <category>', 'only this category'),
+      500,
+    ),
+    'platform ext list --search "deal" --category sales',
+    'platform ext list --all --json',
+  )
     .option('--json', 'print JSON')
     .action(async (flags: ListFlags, command: Command) => {
-      const { data, meta } = await clientFor(command).request<ExtensionSummary[]>('GET', '/api/marketplace/extensions', {
-        query: { search: flags.search, category: flags.category, limit: flags.limit, offset: flags.offset },
-      });
-      if (flags.json) return printJson(data);
+      const query = { search: flags.search, category: flags.category };
+      const listing = await fetchListing<ExtensionSummary>(clientFor(command), '/api/marketplace/extensions', query, flags, 500);
+      if (flags.json) return printJson(listing.items);
       printTable(
-        data,
+        listing.items,
         [
           { header: 'KEY', value: (item) => item.extensionKey },
           { header: 'NAME', value: (item) => item.name },
@@ -260,16 +265,16 @@ export function registerExt(program: Command): Command {
         ],
         '(no extensions match)',
       );
-      const total = Number(meta?.total ?? data.length);
-      const offset = Number(meta?.offset ?? 0);
-      if (data.length > 0 && data.length < total) {
-        printLine(`(${offset + 1}-${offset + data.length} of ${total}; see --limit and --offset)`);
-      }
+      printPageHint(listing);
     });
 
-  ext
-    .command('show <key> [version]')
-    .description('show an extension and its versions, or one version with its artifact URL and changelog')
+  withExample(
+    ext
+      .command('show <key> [version]')
+      .description('show an extension and its versions, or one version with its artifact URL and changelog'),
+    'platform ext show weather',
+    'platform ext show weather 1.2.0',
+  )
     .option('--json', 'print JSON')
     .action(async (key: string, version: string | undefined, flags: { json?: boolean }, command: Command) => {
       if (version !== undefined) {
@@ -283,16 +288,22 @@ export function registerExt(program: Command): Command {
       else printDetail(detail);
     });
 
-  ext
-    .command('publish [file]')
-    .description('publish a version, creating the extension first if it does not exist, updating its name, description, category or permissions if given and changed (fields from flags or FILE.json)')
-    .option('--key <key>', 'extension key')
-    .option('--name <name>', 'display name (needed to create the extension; updated when it differs)')
+  withExample(
+    ext
+      .command('publish [file]')
+      .description(
+        'publish a version, creating the extension first if it does not exist, updating its name, description, category or permissions if given and changed (fields from flags or FILE.json)',
+      ),
+    'platform ext publish --key weather --name Weather --version 1.0.0 --artifact-url https://example.com/weather-1.0.0.tgz',
+    'platform ext publish weather-1.0.0.json',
+  )
+    .option('--key <key>', 'extension key (required: from the flag, FILE.json or a prompt)')
+    .option('--name <name>', 'display name (required to create the extension; updated when it differs)')
     .option('--description <text>', 'short description (updated when it differs)')
     .option('--category <category>', 'category (updated when it differs)')
     .option('--permission <names...>', 'permissions such as crm.deals.read (the full list; updated when it differs)')
-    .option('--version <version>', 'semantic version, e.g. 1.4.0 or 2.0.0-beta.1')
-    .option('--artifact-url <url>', 'http(s) URL of the artifact')
+    .option('--version <version>', 'semantic version, e.g. 1.4.0 or 2.0.0-beta.1 (required)')
+    .option('--artifact-url <url>', 'http(s) URL of the artifact (required)')
     .option('--manifest-url <url>', 'http(s) URL of the manifest')
     .option('--requires-platform <version>', 'lowest platform version it runs on')
     .option('--requires-sdk <version>', 'lowest SDK version it needs')
@@ -310,9 +321,10 @@ export function registerExt(program: Command): Command {
       printLine(`published ${key} ${record.version} (${record.releaseDate})`);
     });
 
-  ext
-    .command('update <key>')
-    .description("change an extension's name, description, category or permissions")
+  withExample(
+    ext.command('update <key>').description("change an extension's name, description, category or permissions"),
+    'platform ext update weather --category productivity',
+  )
     .option('--name <name>', 'display name')
     .option('--description <text>', 'short description')
     .option('--category <category>', 'category')
@@ -339,38 +351,37 @@ export function registerExt(program: Command): Command {
       },
     );
 
-  ext
-    .command('yank <key> <version>')
-    .description('yank a version: it can no longer be newly installed; existing installations keep it')
-    .option('--reason <text>', 'why; kept in the audit trail')
-    .option('--yes', 'do not ask for confirmation (required without a terminal)')
+  withExample(
+    withYes(
+      ext
+        .command('yank <key> <version>')
+        .description('yank a version: it can no longer be newly installed; existing installations keep it')
+        .option('--reason <text>', 'why; kept in the audit trail'),
+    ),
+    'platform ext yank weather 1.0.0 --reason "wrong artifact" --yes',
+  )
     .action(async (key: string, version: string, flags: { reason?: string; yes?: boolean }, command: Command) => {
-      if (!flags.yes && !(await confirm(`Yank ${key} ${version}? New installations will refuse it.`, '--yes'))) {
-        printLine('nothing yanked');
-        return;
-      }
+      await confirmOrStop(`Yank ${key} ${version}? New installations will refuse it.`, flags);
       await clientFor(command).delete(versionPath(key, version), { reason: flags.reason });
       printLine(`yanked ${key} ${version}`);
     });
 
-  ext
-    .command('unyank <key> <version>')
-    .description('make a yanked version installable again')
+  withExample(ext.command('unyank <key> <version>').description('make a yanked version installable again'), 'platform ext unyank weather 1.0.0')
     .action(async (key: string, version: string, _flags, command: Command) => {
       const record = await clientFor(command).put<VersionRecord>(`${versionPath(key, version)}/unyank`);
       printLine(`${key} ${record.version} is available`);
     });
 
-  ext
-    .command('audit [key]')
-    .description('show the audit trail of catalog changes, newest first (ADMIN)')
-    .option('--limit <n>', 'at most this many records (1-1000; default 50)')
+  withExample(
+    withPaging(ext.command('audit [key]').description('show the audit trail of catalog changes, newest first (ADMIN)'), 1000, 100_000),
+    'platform ext audit weather --limit 10',
+  )
     .option('--json', 'print JSON')
-    .action(async (key: string | undefined, flags: { limit?: string; json?: boolean }, command: Command) => {
-      const records = await clientFor(command).get<AuditRecord[]>('/api/admin/audit', { extensionKey: key, limit: flags.limit });
-      if (flags.json) return printJson(records);
+    .action(async (key: string | undefined, flags: PageFlags & { json?: boolean }, command: Command) => {
+      const listing = await fetchListing<AuditRecord>(clientFor(command), '/api/admin/audit', { extensionKey: key }, flags, 1000);
+      if (flags.json) return printJson(listing.items);
       printTable(
-        records,
+        listing.items,
         [
           { header: 'TIME', value: (record) => record.at },
           { header: 'ACTOR', value: (record) => record.actor.email },
@@ -381,11 +392,13 @@ export function registerExt(program: Command): Command {
         ],
         '(no catalog changes recorded)',
       );
+      printPageHint(listing);
     });
 
-  ext
-    .command('categories')
-    .description('list the categories in use, with their number of extensions')
+  withExample(
+    ext.command('categories').description('list the categories in use, with their number of extensions'),
+    'platform ext categories --json',
+  )
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const categories = await clientFor(command).get<CategoryCount[]>('/api/marketplace/categories');

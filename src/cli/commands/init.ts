@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CliError, EXIT, usageError } from '../errors.js';
+import { examples } from '../help.js';
 import { printLine } from '../output.js';
 import { askSecret, askText, readStdin } from '../prompt.js';
 
@@ -7,6 +8,7 @@ export function registerInit(program: Command): void {
   program
     .command('init')
     .description('prepare a data directory and create its first administrator')
+    .addHelpText('after', examples('platform init --data-dir ./data --email admin@example.com'))
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .option('--email <email>', "the administrator's e-mail")
     .option('--password-stdin', 'read the password from stdin instead of prompting')
@@ -21,7 +23,7 @@ export function registerInit(program: Command): void {
 
       const email = flags.email ?? (await askText('Administrator e-mail', '--email', check(Email)));
       let password: string;
-      if (flags.passwordStdin) password = await readStdin();
+      if (flags.passwordStdin) password = await readStdin('the password');
       else {
         password = await askSecret('Password (8-72 bytes)', '--password-stdin', check(Password));
         const again = await askSecret('Password again', '--password-stdin');

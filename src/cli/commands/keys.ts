@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { usageError } from '../errors.js';
+import { examples } from '../help.js';
 import { printLine } from '../output.js';
 
 export function registerKeys(program: Command): void {
@@ -8,6 +9,7 @@ export function registerKeys(program: Command): void {
     .description('master key of the secrets kept at rest')
     .command('rotate')
     .description('re-encrypt every stored secret under a new master key (run with the daemon stopped)')
+    .addHelpText('after', examples('platform keys rotate --data-dir ./data'))
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .action(async (flags: { dataDir?: string }) => {
       const { resolveConfig, ConfigError } = await import('../../daemon/config.js');

@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
 import { usageError } from '../errors.js';
+import { examples } from '../help.js';
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('run the daemon in the foreground')
+    .addHelpText('after', examples('platform serve --port 8080 --data-dir ./data'))
     .option('--host <host>', 'address to listen on (PLATFORM_HOST; default 127.0.0.1)')
     .option('--port <port>', 'port to listen on, 0 for any free one (PLATFORM_PORT; default 8080)')
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { clientFor } from '../client.js';
+import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
 
 interface Status {
@@ -16,6 +17,7 @@ export function registerStatus(program: Command): void {
   program
     .command('status')
     .description("the daemon's queues: pending and in-flight deliveries, dead letters, events (ADMIN)")
+    .addHelpText('after', examples('platform status --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const status = await clientFor(command).get<Status>('/api/admin/status');

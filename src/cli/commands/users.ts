@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
 import { type Client, clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
+import { choiceFlag, eachOf, withYes } from '../flags.js';
+import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { askSecret, readStdin } from '../prompt.js';
+import { askSecret, confirmOrStop, readStdin } from '../prompt.js';
 
 /** The User resource of the API. */
 export interface PublicUser {
@@ -18,28 +20,29 @@ export interface PublicUser {
 export async function findUser(client: Client, who: string): Promise<PublicUser> {
   const users = await client.get<PublicUser[]>('/api/admin/users');
   const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
-  if (!match) throw new CliError(`no user ${who}`, EXIT.daemonError);
+  if (!match) throw new CliError(`user ${who} not found`, EXIT.daemonError);
   return match;
 }
 
 export function registerUsers(program: Command): void {
   const users = program.command('users').description('manage user accounts (ADMIN)');
 
-  users
-    .command('add')
-    .description('create a user')
+  withExample(
+    users.command('add').description('create a user'),
+    "printf '%s' \"$PASSWORD\" | platform users add --email dana@example.com --full-name Dana --role USER --password-stdin",
+  )
     .requiredOption('--email <email>', 'e-mail, unique')
     .requiredOption('--full-name <name>', 'display name')
-    .option('--role <role...>', 'ADMIN and/or USER (default USER)')
+    .option('--role <role...>', 'ADMIN and/or USER (default USER)', eachOf(choiceFlag(['ADMIN', 'USER'])))
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { email: string; fullName: string; role?: string[]; passwordStdin?: boolean }, command: Command) => {
       let password: string;
-      if (flags.passwordStdin) password = await readStdin();
+      if (flags.passwordStdin) password = await readStdin('the password');
       else {
         password = await askSecret('Password for the new user (8-72 bytes)', '--password-stdin');
         if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
       }
-      const roles = flags.role?.map((role) => role.toUpperCase());
+      const roles = flags.role;
       const user = await clientFor(command).post<PublicUser>('/api/admin/users', {
         email: flags.email,
         fullName: flags.fullName,
@@ -49,9 +52,7 @@ export function registerUsers(program: Command): void {
       printLine(`created ${user.email} (${user.roles.join(', ')}), id ${user.id}`);
     });
 
-  users
-    .command('list')
-    .description('list users')
+  withExample(users.command('list').description('list users'), 'platform users list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<PublicUser[]>('/api/admin/users');
@@ -69,43 +70,53 @@ export function registerUsers(program: Command): void {
     ['disable', false],
     ['enable', true],
   ] as const) {
-    users
-      .command(`${name} <user>`)
-      .description(`${name} an account, by e-mail or id${active ? '' : ' (its requests get 403 ACCOUNT_DISABLED)'}`)
-      .action(async (who: string, _flags, command: Command) => {
-        const client = clientFor(command);
-        const user = await findUser(client, who);
-        await client.patch(`/api/admin/users/${user.id}`, { active });
-        printLine(`${name}d ${user.email}`);
-      });
+    const toggle = withExample(
+      users
+        .command(`${name} <user>`)
+        .description(`${name} an account, by e-mail or id${active ? '' : ' (its requests get 403 ACCOUNT_DISABLED)'}`),
+      `platform users ${name} dana@example.com${active ? '' : ' --yes'}`,
+    );
+    if (!active) withYes(toggle);
+    toggle.action(async (who: string, flags: { yes?: boolean }, command: Command) => {
+      const client = clientFor(command);
+      const user = await findUser(client, who);
+      if (!active) await confirmOrStop(`Disable ${user.email}? Their sessions stop working.`, flags);
+      await client.patch(`/api/admin/users/${user.id}`, { active });
+      printLine(`${name}d ${user.email}`);
+    });
   }
 
-  users
-    .command('set-roles <user>')
-    .description('replace the roles of an account, by e-mail or id')
-    .requiredOption('--role <role...>', 'ADMIN and/or USER')
+  withExample(
+    users.command('set-roles <user>').description('replace the roles of an account, by e-mail or id'),
+    'platform users set-roles dana@example.com --role ADMIN USER',
+  )
+    .requiredOption('--role <role...>', 'ADMIN and/or USER', eachOf(choiceFlag(['ADMIN', 'USER'])))
     .action(async (who: string, flags: { role: string[] }, command: Command) => {
       const client = clientFor(command);
       const user = await findUser(client, who);
-      const updated = await client.patch<PublicUser>(`/api/admin/users/${user.id}`, {
-        roles: flags.role.map((role) => role.toUpperCase()),
-      });
+      const updated = await client.patch<PublicUser>(`/api/admin/users/${user.id}`, { roles: flags.role });
       printLine(`${updated.email} now has ${updated.roles.join(', ')}`);
     });
 
-  users
-    .command('delete <user>')
-    .description('delete an account, by e-mail or id: its sessions end and it leaves every workspace')
-    .action(async (who: string, _flags, command: Command) => {
+  withExample(
+    withYes(users.command('delete <user>').description('delete an account, by e-mail or id: its sessions end and it leaves every workspace')),
+    'platform users delete dana@example.com --yes',
+  )
+    .action(async (who: string, flags: { yes?: boolean }, command: Command) => {
       const client = clientFor(command);
       const user = await findUser(client, who);
+      await confirmOrStop(`Delete the account ${user.email}?`, flags);
       await client.delete(`/api/admin/users/${user.id}`);
       printLine(`deleted ${user.email}`);
     });
 
-  users
-    .command('reset-password <user>')
-    .description("set another user's password (ends their sessions); with --data-dir, offline, for a locked-out administrator")
+  withExample(
+    users
+      .command('reset-password <user>')
+      .description("set another user's password (ends their sessions); with --data-dir, offline, for a locked-out administrator"),
+    'platform users reset-password dana@example.com',
+    'platform users reset-password admin@localhost --data-dir ./data   # daemon stopped',
+  )
     .option('--password-stdin', 'read the new password from stdin instead of prompting')
     .option('--data-dir <dir>', 'reset in this data directory directly, with the daemon stopped (no login needed)')
     .action(async (who: string, flags: { passwordStdin?: boolean; dataDir?: string }, command: Command) => {

@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { clientFor, urlPath } from '../client.js';
-import { ApiError, usageError } from '../errors.js';
+import { ApiError, CliError, EXIT, usageError } from '../errors.js';
+import { withYes } from '../flags.js';
+import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
+import { confirmOrStop } from '../prompt.js';
 import { findUser, type PublicUser } from './users.js';
 
 interface Workspace {
@@ -57,18 +60,14 @@ const subscriptionColumns: Column<Subscription>[] = [
 export function registerWorkspaces(program: Command): void {
   const workspaces = program.command('workspaces').description('workspaces and their members');
 
-  workspaces
-    .command('create <id>')
-    .description('create a workspace (ADMIN)')
+  withExample(workspaces.command('create <id>').description('create a workspace (ADMIN)'), 'platform workspaces create acme --name "Acme Inc"')
     .requiredOption('--name <name>', 'display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
       const workspace = await clientFor(command).post<Workspace>('/api/admin/workspaces', { id, name: flags.name });
       printLine(`created workspace ${workspace.id} (${workspace.name})`);
     });
 
-  workspaces
-    .command('list')
-    .description('your workspaces (ADMIN: all)')
+  withExample(workspaces.command('list').description('your workspaces (ADMIN: all)'), 'platform workspaces list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<Workspace[]>('/api/workspaces');
@@ -81,9 +80,10 @@ export function registerWorkspaces(program: Command): void {
       ]);
     });
 
-  workspaces
-    .command('show <id>')
-    .description('a workspace with its members, installed extensions and subscriptions')
+  withExample(
+    workspaces.command('show <id>').description('a workspace with its members, installed extensions and subscriptions'),
+    'platform workspaces show acme',
+  )
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
       const client = clientFor(command);
@@ -109,20 +109,23 @@ export function registerWorkspaces(program: Command): void {
       printTable(subscriptions, subscriptionColumns, '(no subscriptions)');
     });
 
-  workspaces
-    .command('rename <id>')
-    .description('change the display name of a workspace (ADMIN)')
+  withExample(
+    workspaces.command('rename <id>').description('change the display name of a workspace (ADMIN)'),
+    'platform workspaces rename acme --name "Acme Corporation"',
+  )
     .requiredOption('--name <name>', 'the new display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
       const workspace = await clientFor(command).patch<Workspace>(`/api/admin/workspaces/${urlPath(id)}`, { name: flags.name });
       printLine(`renamed workspace ${workspace.id} to ${workspace.name}`);
     });
 
-  workspaces
-    .command('delete <id>')
-    .description('delete a workspace (ADMIN); refused while extensions are installed, unless --force')
+  withExample(
+    withYes(workspaces.command('delete <id>').description('delete a workspace (ADMIN); refused while extensions are installed, unless --force')),
+    'platform workspaces delete acme --yes',
+  )
     .option('--force', 'also remove its installations, subscriptions and dead letters')
-    .action(async (id: string, flags: { force?: boolean }, command: Command) => {
+    .action(async (id: string, flags: { force?: boolean; yes?: boolean }, command: Command) => {
+      await confirmOrStop(`Delete workspace ${id}${flags.force ? ' with everything in it' : ''}?`, flags);
       await clientFor(command).delete(`/api/admin/workspaces/${urlPath(id)}`, flags.force ? { force: true } : undefined);
       printLine(`deleted workspace ${id}`);
     });
@@ -131,20 +134,31 @@ export function registerWorkspaces(program: Command): void {
     ['add-member', 'PUT'],
     ['remove-member', 'DELETE'],
   ] as const) {
-    workspaces
-      .command(`${name} <workspace> <user>`)
-      .description(`${name === 'add-member' ? 'add a user to' : 'remove a user from'} a workspace, by e-mail or id (ADMIN)`)
+    withExample(
+      workspaces
+        .command(`${name} <workspace> <user>`)
+        .description(`${name === 'add-member' ? 'add a user to' : 'remove a user from'} a workspace, by e-mail or id (ADMIN)`),
+      `platform workspaces ${name} acme dana@example.com`,
+    )
       .action(async (workspace: string, who: string, _flags, command: Command) => {
         const client = clientFor(command);
         const user = await findUser(client, who);
+        if (method === 'DELETE') {
+          // The route answers 204 for a non-member too; a typo must not pass as a removal.
+          const { members } = await client.get<Workspace>(`/api/workspaces/${urlPath(workspace)}`);
+          if (!members.includes(user.id)) throw new CliError(`${user.email} is not a member of ${workspace}: membership not found`, EXIT.daemonError);
+        }
         await client.request(method, `/api/admin/workspaces/${urlPath(workspace, 'members', user.id)}`);
         printLine(`${name === 'add-member' ? 'added' : 'removed'} ${user.email} ${name === 'add-member' ? 'to' : 'from'} ${workspace}`);
       });
   }
 
-  program
-    .command('install <workspace> <extension>')
-    .description('install KEY, KEY@VERSION, KEY@RANGE (e.g. crm@^1.2) or KEY@latest into a workspace (ADMIN); without a version, the latest')
+  withExample(
+    program
+      .command('install <workspace> <extension>')
+      .description('install KEY, KEY@VERSION, KEY@RANGE (e.g. crm@^1.2) or KEY@latest into a workspace (ADMIN); without a version, the latest'),
+    'platform install acme crm@^1.2',
+  )
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
       const installation = await clientFor(command).post<Installation>(
         `/api/workspaces/${urlPath(workspace, 'extensions')}`,
@@ -155,9 +169,7 @@ export function registerWorkspaces(program: Command): void {
 
   const extensions = program.command('extensions').description('extensions installed in a workspace');
 
-  extensions
-    .command('list <workspace>')
-    .description('installed extensions')
+  withExample(extensions.command('list <workspace>').description('installed extensions'), 'platform extensions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<Installation[]>(`/api/workspaces/${urlPath(workspace, 'extensions')}`);
@@ -169,18 +181,22 @@ export function registerWorkspaces(program: Command): void {
     ['enable', true],
     ['disable', false],
   ] as const) {
-    extensions
-      .command(`${name} <workspace> <key>`)
-      .description(`${name} an installed extension (ADMIN)${enabled ? '' : ': its subscriptions get no events'}`)
+    withExample(
+      extensions.command(`${name} <workspace> <key>`).description(`${name} an installed extension (ADMIN)${enabled ? '' : ': its subscriptions get no events'}`),
+      `platform extensions ${name} acme crm`,
+    )
       .action(async (workspace: string, key: string, _flags, command: Command) => {
         await clientFor(command).patch(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`, { enabled });
         printLine(`${name}d ${key} in ${workspace}`);
       });
   }
 
-  extensions
-    .command('upgrade <workspace> <extension>')
-    .description('move an installed extension to KEY@VERSION, KEY@RANGE or KEY@latest; without a version, the latest (ADMIN)')
+  withExample(
+    extensions
+      .command('upgrade <workspace> <extension>')
+      .description('move an installed extension to KEY@VERSION, KEY@RANGE or KEY@latest; without a version, the latest (ADMIN)'),
+    'platform extensions upgrade acme crm',
+  )
     .option('--allow-downgrade', 'allow moving to a lower version')
     .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);
@@ -193,19 +209,22 @@ export function registerWorkspaces(program: Command): void {
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
     });
 
-  extensions
-    .command('uninstall <workspace> <key>')
-    .description('remove an extension from a workspace (ADMIN)')
-    .action(async (workspace: string, key: string, _flags, command: Command) => {
+  withExample(
+    withYes(extensions.command('uninstall <workspace> <key>').description('remove an extension from a workspace (ADMIN)')),
+    'platform extensions uninstall acme crm --yes',
+  )
+    .action(async (workspace: string, key: string, flags: { yes?: boolean }, command: Command) => {
+      await confirmOrStop(`Uninstall ${key} from ${workspace}?`, flags);
       await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`);
       printLine(`uninstalled ${key} from ${workspace}`);
     });
 
   const subscriptions = program.command('subscriptions').description('which extensions receive which events');
 
-  subscriptions
-    .command('add <workspace>')
-    .description('subscribe an extension to an event key (ADMIN); prints the signing secret once')
+  withExample(
+    subscriptions.command('add <workspace>').description('subscribe an extension to an event key (ADMIN); prints the signing secret once'),
+    'platform subscriptions add acme --event crm.deal.closed --extension crm --service-url https://crm.example.com/hooks',
+  )
     .requiredOption('--event <eventKey>', 'event key, e.g. crm.deal.closed')
     .requiredOption('--extension <key>', 'the subscribing extension')
     .option('--service-url <url>', 'external service base URL: events are POSTed to <url>/events')
@@ -241,9 +260,7 @@ export function registerWorkspaces(program: Command): void {
       },
     );
 
-  subscriptions
-    .command('list <workspace>')
-    .description('subscriptions of a workspace')
+  withExample(subscriptions.command('list <workspace>').description('subscriptions of a workspace'), 'platform subscriptions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
       const list = await clientFor(command).get<Subscription[]>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`);
@@ -251,10 +268,12 @@ export function registerWorkspaces(program: Command): void {
       printTable(list, subscriptionColumns);
     });
 
-  subscriptions
-    .command('remove <workspace> <id>')
-    .description('delete a subscription (ADMIN)')
-    .action(async (workspace: string, id: string, _flags, command: Command) => {
+  withExample(
+    withYes(subscriptions.command('remove <workspace> <id>').description('delete a subscription (ADMIN); its pending deliveries become dead letters')),
+    'platform subscriptions remove acme 4c1e0b7a-2f3d-4e5a-9b8c-1d2e3f4a5b6c --yes',
+  )
+    .action(async (workspace: string, id: string, flags: { yes?: boolean }, command: Command) => {
+      await confirmOrStop(`Remove subscription ${id} from ${workspace}?`, flags);
       await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'subscriptions', id)}`);
       printLine(`removed subscription ${id}`);
     });

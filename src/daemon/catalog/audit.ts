@@ -7,6 +7,7 @@ import type { AuditRecord } from './types.js';
 export interface AuditFilter {
   extensionKey?: string;
   limit: number;
+  offset?: number;
 }
 
 /**
@@ -51,12 +52,14 @@ export class AuditTrail {
   /** Newest first. */
   async read(filter: AuditFilter): Promise<AuditRecord[]> {
     const matches = (record: AuditRecord) => filter.extensionKey === undefined || record.extensionKey === filter.extensionKey;
+    const offset = filter.offset ?? 0;
+    const wanted = offset + filter.limit;
     const found: AuditRecord[] = [];
-    for (let i = this.recent.length - 1; i >= 0 && found.length < filter.limit; i -= 1) {
+    for (let i = this.recent.length - 1; i >= 0 && found.length < wanted; i -= 1) {
       if (matches(this.recent[i]!)) found.push(this.recent[i]!);
     }
-    if (found.length === filter.limit || this.recent.length === this.total) return found;
-    return this.scan(matches, filter.limit);
+    if (found.length === wanted || this.recent.length === this.total) return found.slice(offset);
+    return (await this.scan(matches, wanted)).slice(offset);
   }
 
   close(): Promise<void> {

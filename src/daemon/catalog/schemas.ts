@@ -99,6 +99,8 @@ export const MAX_AUDIT_PAGE = 1000;
 export const AuditQuery = v.object({
   extensionKey: v.optional(ExtensionKey),
   limit: v.optional(QueryInt(1, MAX_AUDIT_PAGE), '50'),
+  /** Bounded: a read past the in-memory window keeps up to twice offset + limit records while it scans. */
+  offset: v.optional(QueryInt(0, 100_000), '0'),
 });
 
 export const YankQuery = v.object({ reason: optionalText(500) });

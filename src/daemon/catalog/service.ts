@@ -162,6 +162,7 @@ export class CatalogService {
 
   /** Newest first. */
   auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
+    if (filter.extensionKey !== undefined && !this.byKey.has(filter.extensionKey)) throw notFound(`extension ${filter.extensionKey} not found`);
     return this.audit.read(filter);
   }
 

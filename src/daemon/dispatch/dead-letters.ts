@@ -64,6 +64,10 @@ export class DeadLetterStore {
     return letter;
   }
 
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
   /** Newest first. */
   list(filter: DeadLetterFilter, page: { limit: number; offset: number }): { items: StoredDeadLetter[]; total: number } {
     const all = this.collection.data.deadLetters.filter(matches(filter)).reverse();

@@ -282,6 +282,24 @@ export class Dispatcher {
     await this.deps.deadLetters.remove([deadLetterId]);
   }
 
+  async discardMatching(filter: DeadLetterFilter): Promise<{ discarded: number }> {
+    const ids = this.deps.deadLetters.matching(filter).map((letter) => letter.id);
+    await this.deps.deadLetters.remove(ids);
+    return { discarded: ids.length };
+  }
+
+  /**
+   * Where a dead letter stands: `dead` while it is one (again, if a replay failed),
+   * `queued` while a replay of it is pending, `gone` otherwise (delivered or discarded).
+   */
+  deadLetterState(deadLetterId: string): { state: 'dead' | 'queued' | 'gone' } {
+    if (this.deps.deadLetters.has(deadLetterId)) return { state: 'dead' };
+    for (const delivery of this.deps.outbox.values()) {
+      if (delivery.deadLetterId === deadLetterId) return { state: 'queued' };
+    }
+    return { state: 'gone' };
+  }
+
   private async requeue(letters: readonly StoredDeadLetter[]): Promise<void> {
     if (letters.length === 0) return;
     const now = this.now();
@@ -297,6 +315,7 @@ export class Dispatcher {
         firstAttemptAt: null,
         lastError: null,
         replayCount: letter.replayCount + 1,
+        deadLetterId: letter.id,
       }),
     );
     // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
@@ -454,7 +473,7 @@ export class Dispatcher {
 
   private async deadLetter(delivery: Delivery, error: DeliveryError): Promise<void> {
     const letter: StoredDeadLetter = {
-      id: randomUUID(),
+      id: delivery.deadLetterId ?? randomUUID(),
       deliveryId: delivery.id,
       event: delivery.event,
       subscriber: delivery.subscriber,

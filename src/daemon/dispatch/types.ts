@@ -30,6 +30,8 @@ export interface Delivery {
   firstAttemptAt: string | null;
   lastError: DeliveryError | null;
   replayCount: number;
+  /** The dead letter this delivery replays: if it fails again, it comes back under the same id. */
+  deadLetterId?: string;
 }
 
 /** The dead-letter record of the contract. */

@@ -29,6 +29,13 @@ export interface EventLogOptions {
 const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
 const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6, '0')}.log`;
 
+export interface RecentQuery {
+  eventKey?: string | undefined;
+  limit: number;
+  /** How many of the newest matches to skip (default 0). */
+  offset?: number;
+}
+
 /**
  * The event log: append-only JSON lines in numbered segment files under
  * <data-dir>/events. An append costs one line in the newest segment, whatever
@@ -94,21 +101,19 @@ export class EventLog {
    * `recent.perWorkspace` events: from memory, and from disk for those memory
    * dropped to stay within its byte budget.
    */
-  async recent(
-    workspaceId: string,
-    query: { eventKey?: string | undefined; limit: number },
-    policy: RetentionPolicy,
-    now: number,
-  ): Promise<PlatformEvent[]> {
+  async recent(workspaceId: string, query: RecentQuery, policy: RetentionPolicy, now: number): Promise<PlatformEvent[]> {
     const cutoff = now - policy.maxAgeMs;
     const window = Math.min(policy.maxPerWorkspace, this.options.recent.perWorkspace);
     const result: PlatformEvent[] = [];
     let position = 0;
+    let skip = query.offset ?? 0;
     /** False once the listing is complete. */
     const visit = (event: PlatformEvent): boolean => {
       if (position >= window || result.length >= query.limit || Date.parse(event.occurredAt) < cutoff) return false;
       position += 1;
-      if (query.eventKey === undefined || event.eventKey === query.eventKey) result.push(event);
+      if (query.eventKey !== undefined && event.eventKey !== query.eventKey) return true;
+      if (skip > 0) skip -= 1;
+      else result.push(event);
       return true;
     };
     for (const event of this.recentEvents.newestFirst(workspaceId)) if (!visit(event)) return result;

@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
-import type { EventLog, RetentionPolicy } from './event-log.js';
+import type { EventLog, RecentQuery, RetentionPolicy } from './event-log.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
@@ -90,7 +90,7 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): Promise<PlatformEvent[]> {
+  recent(workspaceId: string, query: RecentQuery): Promise<PlatformEvent[]> {
     this.deps.workspaces.get(workspaceId);
     return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
   }

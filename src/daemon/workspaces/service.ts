@@ -273,7 +273,7 @@ export class WorkspaceService {
   private installation(workspaceId: string, extensionKey: string): Installation {
     this.get(workspaceId);
     const installation = this.installations.get(installationKey(workspaceId, extensionKey));
-    if (!installation) throw notFound(`${extensionKey} is not installed in ${workspaceId}`);
+    if (!installation) throw notFound(`installation of ${extensionKey} in ${workspaceId} not found`);
     return installation;
   }
 

@@ -1,5 +1,7 @@
 import * as v from 'valibot';
 import { toPublicDeadLetter } from '../../dispatch/dead-letters.js';
+import type { DeadLetterFilter } from '../../dispatch/types.js';
+import { notFound } from '../../errors.js';
 import { EventKey } from '../../events/schemas.js';
 import { QueryInt, Slug, jsonObject } from '../../validation.js';
 import type { RouteModule } from '../context.js';
@@ -13,15 +15,24 @@ const ListQuery = v.object({
 });
 const DeadLetterParams = v.object({ id: v.pipe(v.string(), v.uuid('must be a dead letter id')) });
 const ReplayMatchingBody = jsonObject({ ...Filter, limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000))) });
+const DiscardMatchingBody = jsonObject(Filter);
 
-export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events } }) => {
+export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events, workspaces, catalog, plugins } }) => {
+  /** A filter naming a workspace or extension that does not exist is a typo: 404, not an empty result. */
+  const known = <T extends DeadLetterFilter>(filter: T): T => {
+    if (filter.workspaceId !== undefined) workspaces.get(filter.workspaceId);
+    const key = filter.extensionKey;
+    if (key !== undefined && !catalog.has(key) && !plugins.get(key)) throw notFound(`extension ${key} not found`);
+    return filter;
+  };
+
   routes.get(
     '/api/admin/dead-letters',
     endpoint({
       access: 'admin',
       query: ListQuery,
       handle: ({ query: { limit, offset, ...filter } }) => {
-        const { items, total } = deadLetters.list(filter, { limit, offset });
+        const { items, total } = deadLetters.list(known(filter), { limit, offset });
         return new Reply(items.map(toPublicDeadLetter), { total, limit, offset });
       },
     }),
@@ -32,12 +43,20 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       body: ReplayMatchingBody,
       status: 202,
-      handle: ({ body: { limit, ...filter } }) => events.dispatcher.replayMatching(filter, limit ?? Number.MAX_SAFE_INTEGER),
+      handle: ({ body: { limit, ...filter } }) => events.dispatcher.replayMatching(known(filter), limit ?? Number.MAX_SAFE_INTEGER),
     }),
+  );
+  routes.post(
+    '/api/admin/dead-letters/discard',
+    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: ({ body }) => events.dispatcher.discardMatching(known(body)) }),
   );
   routes.get(
     '/api/admin/dead-letters/:id',
     endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => toPublicDeadLetter(deadLetters.get(params.id)) }),
+  );
+  routes.get(
+    '/api/admin/dead-letters/:id/state',
+    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => events.dispatcher.deadLetterState(params.id) }),
   );
   routes.post(
     '/api/admin/dead-letters/:id/replay',

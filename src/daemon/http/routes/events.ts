@@ -6,7 +6,11 @@ import { workspaceMember } from './access.js';
 import { Reply } from '../endpoint.js';
 
 const WorkspaceParams = v.object({ id: Slug });
-const EventsQuery = v.object({ eventKey: v.optional(EventKey), limit: v.optional(QueryInt(1, 1000), '50') });
+const EventsQuery = v.object({
+  eventKey: v.optional(EventKey),
+  limit: v.optional(QueryInt(1, 1000), '50'),
+  offset: v.optional(QueryInt(0, 1_000_000_000), '0'),
+});
 
 export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
   const member = workspaceMember(workspaces);

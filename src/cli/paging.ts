@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import type { Client } from './client.js';
+import { usageError } from './errors.js';
+import { integerFlag } from './flags.js';
+import { printLine } from './output.js';
+
+export interface PageFlags {
+  limit?: number;
+  offset?: number;
+  all?: boolean;
+}
+
+/** The page size every listing route uses when no limit is given. */
+const DEFAULT_LIMIT = 50;
+
+/**
+ * --limit, --offset and --all for a listing whose route pages with limit/offset:
+ * the bounds are the route's, so a value it would refuse is a usage error here.
+ */
+export const withPaging = (command: Command, maxLimit: number, maxOffset = 999_999_999) =>
+  command
+    .option('--limit <n>', `at most this many (1-${maxLimit}; default ${DEFAULT_LIMIT})`, integerFlag(1, maxLimit))
+    .option('--offset <n>', 'skip this many first (default 0)', integerFlag(0, maxOffset))
+    .option('--all', 'every match, fetched page by page (not with --limit or --offset)');
+
+export interface Listing<T> {
+  items: T[];
+  offset: number;
+  /** Every match, when the route says (meta.total). */
+  total: number | null;
+  /** The page size asked for; a full page from a route without a total may have more behind it. */
+  pageSize: number;
+}
+
+/**
+ * One page, or with --all every page: follows the route's limit/offset until a
+ * page comes back short (or meta.total is reached), so nothing is out of reach.
+ */
+export async function fetchListing<T>(
+  client: Client,
+  path: string,
+  query: Record<string, string | number | undefined>,
+  flags: PageFlags,
+  maxLimit: number,
+): Promise<Listing<T>> {
+  if (flags.all && (flags.limit !== undefined || flags.offset !== undefined)) throw usageError('give --all or --limit/--offset, not both');
+  if (!flags.all) {
+    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
+    const total = typeof meta?.total === 'number' ? meta.total : null;
+    return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? DEFAULT_LIMIT };
+  }
+  const items: T[] = [];
+  for (;;) {
+    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
+    items.push(...data);
+    const total = typeof meta?.total === 'number' ? meta.total : null;
+    if (data.length < maxLimit || (total !== null && items.length >= total)) return { items, offset: 0, total: items.length, pageSize: maxLimit };
+  }
+}
+
+/** After a table: says when there is more than the page shows, and how to get it. */
+export function printPageHint(listing: Listing<unknown>): void {
+  const shown = listing.items.length;
+  const range = `${listing.offset + 1}-${listing.offset + shown}`;
+  if (listing.total !== null && shown > 0 && listing.offset + shown < listing.total) {
+    printLine(`(${range} of ${listing.total}; see --offset, or --all)`);
+  } else if (listing.total === null && shown === listing.pageSize) {
+    printLine(`(${range}; there may be more: see --offset, or --all)`);
+  }
+}
