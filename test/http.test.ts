@@ -87,6 +87,23 @@ test('content type parameters and case are accepted', async () => {
   assertEnvelope(result, 401, 'INVALID_CREDENTIALS');
 });
 
+test('a charset other than UTF-8 is 415, however it is spelt; utf-8 is accepted quoted or not', async () => {
+  const body = JSON.stringify({ email: 'nobody@example.test', password: 'whatever-1' });
+  const send = (contentType: string) => call(t.url, 'POST', '/api/auth/login', { raw: body, headers: { 'content-type': contentType } });
+  for (const contentType of [
+    'application/json; charset=latin1',
+    'application/json;charset=ISO-8859-1',
+    'application/json; charset="utf-16"',
+    'application/json; CHARSET=us-ascii',
+    'application/json; charset=utf-8; charset=latin1',
+  ]) {
+    assertEnvelope(await send(contentType), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  }
+  for (const contentType of ['application/json; charset="UTF-8"', 'application/json;charset=utf-8', 'application/json; foo=bar']) {
+    assertEnvelope(await send(contentType), 401, 'INVALID_CREDENTIALS');
+  }
+});
+
 test('a body over --max-body is 413 PAYLOAD_TOO_LARGE, declared or streamed', async () => {
   const big = JSON.stringify({ email: 'a@b', password: 'x'.repeat(5000) });
   const declared = await call(t.url, 'POST', '/api/auth/login', { raw: big, headers: { 'content-type': 'application/json' } });

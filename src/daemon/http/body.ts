@@ -21,10 +21,19 @@ const DISCARD_MS = 2000;
 export const hasBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
+/**
+ * `application/json`, with no charset or `charset=utf-8` (any case, quoted or
+ * not): bodies are always decoded as UTF-8, so a body declared in another
+ * charset would be read as something its sender did not mean.
+ */
 export function isJsonContentType(value: string | undefined): boolean {
   if (!value) return false;
-  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
-  return mediaType === 'application/json';
+  const [mediaType = '', ...parameters] = value.split(';');
+  if (mediaType.trim().toLowerCase() !== 'application/json') return false;
+  return parameters.every((parameter) => {
+    const [name = '', charset = ''] = parameter.split('=', 2).map((part) => part.trim().toLowerCase());
+    return name !== 'charset' || charset.replace(/^"(.*)"$/, '$1') === 'utf-8';
+  });
 }
 
 /**
@@ -78,7 +87,7 @@ export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes:
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<RequestBody> {
   if (!hasBody(req)) return NO_BODY;
   if (!isJsonContentType(req.headers['content-type'])) {
-    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json, in UTF-8');
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {

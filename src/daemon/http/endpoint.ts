@@ -128,7 +128,7 @@ async function serve<
     body = parseOrThrow(spec.body, read.json);
     rawBody = read.raw;
   } else if (!spec.readsOwnBody && hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
-    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json, in UTF-8');
   }
 
   const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
