@@ -124,6 +124,44 @@ test('a body over --max-body is 413 PAYLOAD_TOO_LARGE, declared or streamed', as
   assert.is(streamed.body.code, 'PAYLOAD_TOO_LARGE');
 });
 
+test('bodies nested deeper than 64 levels are refused before JSON.parse; the auth routes take at most 8 KiB', async () => {
+  const roomy = await startTestDaemon();
+  try {
+    const login = (raw: string) => call(roomy.url, 'POST', '/api/auth/login', { raw, headers: { 'content-type': 'application/json' } });
+    const nested = (levels: number) => `{"email":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)},"password":"x"}`;
+    const deepest = await login(nested(64));
+    assertEnvelope(deepest, 400, 'VALIDATION_ERROR');
+    assert.equal(deepest.body.meta.issues.map((issue: { path: string }) => issue.path), ['email'], '64 levels reach the schema');
+    const tooDeep = await login(nested(65));
+    assertEnvelope(tooDeep, 400, 'VALIDATION_ERROR');
+    assert.equal(tooDeep.body.meta.issues, [{ path: '', message: 'arrays and objects may nest at most 64 levels deep' }]);
+
+    // Half a MiB of "[" that is not even JSON: refused for its depth, so JSON.parse never ran on it.
+    const admin = await roomy.admin();
+    const flood = await call(roomy.url, 'POST', '/api/workspaces/nowhere/events/publish', {
+      raw: `${'['.repeat(512 * 1024)}x`,
+      token: admin.token,
+      headers: { 'content-type': 'application/json' },
+    });
+    assertEnvelope(flood, 400, 'VALIDATION_ERROR');
+    assert.match(flood.body.message ?? '', '64 levels');
+
+    const padded = (bytes: number) => JSON.stringify({ email: 'nobody@example.test', password: 'x', pad: 'p'.repeat(bytes) });
+    const large = await login(padded(9 * 1024));
+    assertEnvelope(large, 413, 'PAYLOAD_TOO_LARGE');
+    assert.is(large.body.meta.limit, 8192);
+    const password = await call(roomy.url, 'PUT', '/api/auth/me/password', {
+      raw: padded(9 * 1024),
+      token: admin.token,
+      headers: { 'content-type': 'application/json' },
+    });
+    assertEnvelope(password, 413, 'PAYLOAD_TOO_LARGE');
+    assertEnvelope(await login(padded(4 * 1024)), 400, 'VALIDATION_ERROR');
+  } finally {
+    await roomy.destroy();
+  }
+});
+
 test('validation failures are 400 with meta.issues as dotted paths', async () => {
   const result = await t.anon.post('/api/auth/login', { email: 5 });
   assertEnvelope(result, 400, 'VALIDATION_ERROR');

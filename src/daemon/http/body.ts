@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError } from '../errors.js';
-import { findJsonProblem } from './json-scan.js';
+import { findJsonProblem, MAX_JSON_DEPTH, nestsTooDeep } from './json-scan.js';
 
 export interface RequestBody {
   /** Exactly the bytes received. */
@@ -99,9 +99,10 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, ma
 }
 
 /**
- * UTF-8 JSON without a byte order mark or trailing data, and without what
- * json-scan.ts refuses (duplicate keys, prototype-pollution keys, numbers
- * beyond a double); 400 otherwise.
+ * UTF-8 JSON without a byte order mark or trailing data, nested at most
+ * MAX_JSON_DEPTH levels (checked before JSON.parse spends anything on it), and
+ * without what json-scan.ts refuses (duplicate keys, prototype-pollution keys,
+ * numbers beyond a double); 400 otherwise.
  */
 export function parseJson(raw: Buffer): unknown {
   let text: string;
@@ -109,6 +110,10 @@ export function parseJson(raw: Buffer): unknown {
     text = utf8.decode(raw);
   } catch {
     throw new DomainError('INVALID_JSON', 'the request body is not valid UTF-8');
+  }
+  if (nestsTooDeep(text)) {
+    const message = `arrays and objects may nest at most ${MAX_JSON_DEPTH} levels deep`;
+    throw invalidAt('', message, message);
   }
   let value: unknown;
   try {

@@ -42,6 +42,8 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
   body?: BS;
   /** Success status: 200 unless given. 204 sends no body. */
   status?: 200 | 201 | 202 | 204;
+  /** A smaller body limit than the daemon's `--max-body`, for routes whose bodies are always small. */
+  maxBodyBytes?: number;
   /** The handler reads the raw body itself, whatever its content type (the webhook endpoint). */
   readsOwnBody?: true;
   handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
@@ -119,7 +121,7 @@ async function serve<
   let body: unknown;
   let rawBody: Buffer = Buffer.alloc(0);
   if (spec.body) {
-    const read = await readJsonBody(req, res, deps.maxBodyBytes);
+    const read = await readJsonBody(req, res, Math.min(spec.maxBodyBytes ?? Infinity, deps.maxBodyBytes));
     if (read.json === undefined) {
       throw new DomainError('VALIDATION_ERROR', 'a JSON object body is required', {
         issues: [{ path: '', message: 'a JSON object body is required' }],

@@ -4,6 +4,9 @@ import { toPublicUser } from '../../auth/users.js';
 import type { RouteModule } from '../context.js';
 import { SESSION_COOKIE } from '../endpoint.js';
 
+/** A login or password change is well under 1 KiB: nobody needs the daemon's 1 MiB to send one, anonymously least of all. */
+const AUTH_MAX_BODY_BYTES = 8 * 1024;
+
 export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, config }) => {
   const setSessionCookie = (event: H3Event, token: string, maxAge: number) =>
     setCookie(event, SESSION_COOKIE, token, {
@@ -19,6 +22,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
     endpoint({
       access: 'public',
       body: LoginBody,
+      maxBodyBytes: AUTH_MAX_BODY_BYTES,
       handle: async ({ body, event }) => {
         const { user, session } = await auth.login(body, event.node.req.socket.remoteAddress ?? 'unknown');
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
@@ -37,6 +41,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
     endpoint({
       access: 'user',
       body: ChangePasswordBody,
+      maxBodyBytes: AUTH_MAX_BODY_BYTES,
       handle: async ({ caller, body, event }) => {
         const session = await auth.changePassword(caller, body);
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
