@@ -1,10 +1,12 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { call, type HttpResult } from './helpers/http.js';
+import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
 
@@ -160,6 +162,36 @@ test('bodies nested deeper than 64 levels are refused before JSON.parse; the aut
   } finally {
     await roomy.destroy();
   }
+});
+
+/** Starts a 4000-byte upload, sends part of it, and disconnects once the daemon has begun reading it. */
+function abandonUpload(url: string, path: string, token: string | null): Promise<void> {
+  const { host, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Content-Length: 4000\r\n\r\n{"a":"`);
+      socket.write('x'.repeat(1000));
+      setTimeout(() => socket.destroy(), 50);
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve());
+  });
+}
+
+test('a client that disconnects mid-upload leaves no error and no stack in the log', async () => {
+  const admin = await t.admin();
+  const from = t.logs.length;
+  const targets: [string, string | null][] = [
+    ['/api/auth/login', null],
+    ['/api/workspaces/nowhere/events/publish', admin.token],
+  ];
+  for (const [path, token] of targets) for (let i = 0; i < 3; i += 1) await abandonUpload(t.url, path, token);
+  await waitFor('the access lines of the abandoned uploads', () => t.logs.slice(from).join('').split(' POST ').length > 6);
+  assert.is((await t.anon.get('/api/health')).status, 200);
+  const logged = t.logs.slice(from).join('');
+  assert.not.match(logged, 'error:');
+  assert.not.match(logged, /\n\s+at /);
 });
 
 test('validation failures are 400 with meta.issues as dotted paths', async () => {

@@ -18,6 +18,11 @@ const MAX_ECHOED = 100;
 /** After a 413 the rest of an upload is read and dropped for this long, so the client sees the answer. */
 const DISCARD_MS = 2000;
 
+/** The client went away before its body arrived in full: a client's doing, not a fault, and not worth a stack trace. */
+export class ClientGoneError extends Error {
+  override name = 'ClientGoneError';
+}
+
 export const hasBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
@@ -64,9 +69,10 @@ export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes:
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (error: Error) => {
+    // The request stream fails only when its connection does: the client disconnected, or was cut off as too slow.
+    const onError = () => {
       cleanup();
-      reject(error);
+      reject(new ClientGoneError('the client disconnected before its request body arrived'));
     };
     const cleanup = () => {
       req.off('data', onData);

@@ -5,7 +5,7 @@ import { DomainError, forbidden, unauthorized } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
-import { hasBody, isJsonContentType, readJsonBody } from './body.js';
+import { ClientGoneError, hasBody, isJsonContentType, readJsonBody } from './body.js';
 import { sendDomainError, sendEnvelope, sendSuccess } from './envelope.js';
 
 export const SESSION_COOKIE = 'platform_token';
@@ -88,8 +88,10 @@ export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
       } catch (error) {
         // Answered here, not by h3's onError: h3 replaces a thrown error that
         // has a `cause` by that cause, which would turn a 503 into a 500.
-        if (!(error instanceof DomainError)) throw error;
-        sendDomainError(event.node.res, error);
+        if (error instanceof DomainError) sendDomainError(event.node.res, error);
+        // Nobody is left to answer; the status is for the access line.
+        else if (error instanceof ClientGoneError) event.node.res.statusCode = 400;
+        else throw error;
       }
       // Tell h3 the response is complete.
       return null;
