@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { call, type HttpResult } from './helpers/http.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -192,6 +192,69 @@ test('a client that disconnects mid-upload leaves no error and no stack in the l
   const logged = t.logs.slice(from).join('');
   assert.not.match(logged, 'error:');
   assert.not.match(logged, /\n\s+at /);
+});
+
+test('a cross-site write with the session cookie is 403 before anything runs; Bearer and header-less calls pass', async () => {
+  const trusted = 'https://console.example.test';
+  const site = await startTestDaemon({ corsOrigins: [trusted] });
+  try {
+    const own = site.url;
+    const admin = await site.admin();
+    const victim = await createUser(site, 'victim@example.test');
+    const withCookie = (token: string, headers: Record<string, string> = {}) => ({ headers: { cookie: `platform_token=${token}`, ...headers } });
+    const hostile: Record<string, string>[] = [
+      { origin: 'https://evil.example.test' },
+      { origin: 'null' },
+      { origin: own.replace('http:', 'https:') },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site', origin: own },
+      { 'sec-fetch-site': 'cross-site', origin: trusted },
+    ];
+    for (const headers of hostile) {
+      const label = JSON.stringify(headers);
+      const logout = await call(own, 'POST', '/api/auth/logout', withCookie(victim.token, headers));
+      assertEnvelope(logout, 403, 'FORBIDDEN');
+      const password = await call(own, 'PUT', '/api/auth/me/password', {
+        ...withCookie(victim.token, headers),
+        json: { currentPassword: victim.password, newPassword: 'taken-over-1' },
+      });
+      assertEnvelope(password, 403, 'FORBIDDEN');
+      const removal = await call(own, 'DELETE', `/api/admin/users/${victim.id}`, withCookie(admin.token, headers));
+      assert.is(removal.status, 403, label);
+      // Logging a browser into an account of the attacker's choosing is refused too, cookie or not.
+      const login = await call(own, 'POST', '/api/auth/login', { json: ADMIN, headers });
+      assert.is(login.status, 403, label);
+      assert.is(login.headers.get('set-cookie'), null, label);
+    }
+    // Nothing happened: the victim's session and password are as they were, and reads are not writes.
+    const me = await call(own, 'GET', '/api/auth/me', withCookie(victim.token, { origin: 'https://evil.example.test', 'sec-fetch-site': 'cross-site' }));
+    assertEnvelope(me, 200, 'SUCCESS');
+    assert.is((await call(own, 'POST', '/api/auth/login', { json: { email: 'victim@example.test', password: victim.password } })).status, 200);
+
+    // Bearer, header-less calls, the daemon's own origin, a --cors-origin, and the webhook endpoint pass.
+    const passing: [string, Record<string, string>][] = [
+      ['no header', {}],
+      ['own origin', { origin: own, 'sec-fetch-site': 'same-origin' }],
+      ['own origin behind TLS', { origin: own.replace('http:', 'https:'), 'x-forwarded-proto': 'https' }],
+      ['typed into the address bar', { 'sec-fetch-site': 'none' }],
+      ['a --cors-origin', { origin: trusted }],
+    ];
+    for (const [what, headers] of passing) {
+      const session = await site.as('victim@example.test', victim.password);
+      const logout = await call(own, 'POST', '/api/auth/logout', withCookie(session.token, headers));
+      assert.is(logout.status, 200, `${what}: ${logout.text}`);
+    }
+    const session = await site.as('victim@example.test', victim.password);
+    const bearer = await call(own, 'POST', '/api/auth/logout', {
+      token: session.token,
+      headers: { cookie: `platform_token=${session.token}`, origin: 'https://evil.example.test', 'sec-fetch-site': 'cross-site' },
+    });
+    assert.is(bearer.status, 200, bearer.text);
+    const webhook = await call(own, 'POST', '/api/webhooks/no-such-extension', { json: {}, headers: { origin: 'https://evil.example.test' } });
+    assertEnvelope(webhook, 404, 'NOT_FOUND');
+  } finally {
+    await site.destroy();
+  }
 });
 
 test('validation failures are 400 with meta.issues as dotted paths', async () => {

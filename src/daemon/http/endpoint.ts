@@ -6,6 +6,7 @@ import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
 import { ClientGoneError, hasBody, isJsonContentType, readJsonBody } from './body.js';
+import { isCrossSiteWrite, type CrossSitePolicy } from './cross-site.js';
 import { sendDomainError, sendEnvelope, sendSuccess } from './envelope.js';
 
 export const SESSION_COOKIE = 'platform_token';
@@ -52,6 +53,7 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
 export interface EndpointDeps {
   auth: AuthService;
   maxBodyBytes: number;
+  crossSite: CrossSitePolicy;
 }
 
 export type EndpointFactory = <
@@ -109,6 +111,11 @@ async function serve<
   event: H3Event,
 ): Promise<void> {
   const { req, res } = event.node;
+  // First of all, so that no cross-site page can log a browser out, or into an account of its choosing.
+  // The webhook endpoint is exempt: it never reads the session cookie, and other sites' servers call it.
+  if (!(spec.access === 'public' && spec.readsOwnBody) && isCrossSiteWrite(req, deps.crossSite)) {
+    throw forbidden('a cross-site request may not act with the session cookie: send Authorization: Bearer instead');
+  }
   let caller: Caller | null = null;
   if (spec.access !== 'public') {
     const token = bearerToken(req);
