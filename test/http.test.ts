@@ -6,6 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { call, type HttpResult } from './helpers/http.js';
+import { runCli, spawnDaemon } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
@@ -254,6 +256,85 @@ test('a cross-site write with the session cookie is 403 before anything runs; Be
     assertEnvelope(webhook, 404, 'NOT_FOUND');
   } finally {
     await site.destroy();
+  }
+});
+
+/** A GET with exactly the given Host header (none when undefined), over a raw connection. */
+function getWithHost(url: string, path: string, host: string | undefined, version = '1.1'): Promise<{ status: number; envelope: any }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      const hostLine = host === undefined ? '' : `Host: ${host}\r\n`;
+      socket.write(`GET ${path} HTTP/${version}\r\n${hostLine}Connection: close\r\n\r\n`);
+    });
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.\d (\d{3})/.exec(received)?.[1] ?? 0);
+      const body = received.slice(received.indexOf('\r\n\r\n') + 4);
+      resolve({ status, envelope: body ? JSON.parse(body) : null });
+    });
+  });
+}
+
+test('on loopback only loopback host names are answered: any other Host is 421, unknown routes included', async () => {
+  const { port } = new URL(t.url);
+  for (const host of ['127.0.0.1', `127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST', `[::1]:${port}`]) {
+    assert.is((await getWithHost(t.url, '/api/health', host)).status, 200, host);
+  }
+  for (const host of ['rebound.example.test', `rebound.example.test:${port}`, '127.0.0.1.nip.io', 'localhost.', '127.0.0.2', 'localhost:x', '']) {
+    for (const path of ['/api/health', '/api/no-such-route']) {
+      const answer = await getWithHost(t.url, path, host);
+      assert.is(answer.status, 421, `${host} ${path}`);
+      assert.is(answer.envelope.code, 'MISDIRECTED_REQUEST');
+      assert.equal(Object.keys(answer.envelope), ['code', 'message', 'data', 'meta', 'timestamp']);
+    }
+  }
+  const noHost = await getWithHost(t.url, '/api/health', undefined, '1.0');
+  assert.is(noHost.status, 421, 'HTTP/1.0 without Host');
+  // The refusal comes before anything else: a rebound page cannot even try a login.
+  const login = await call(t.url, 'POST', '/api/auth/login', { json: { email: 'a@b', password: 'x' } });
+  assert.is(login.status, 401, 'a loopback Host still logs in');
+});
+
+test('--allowed-hosts adds names on loopback, and turns the check on for other addresses', async () => {
+  const named = await startTestDaemon({ allowedHosts: ['platform.example.test'] });
+  try {
+    for (const host of ['platform.example.test', 'PLATFORM.example.test:8443', 'localhost']) {
+      assert.is((await getWithHost(named.url, '/api/health', host)).status, 200, host);
+    }
+    assert.is((await getWithHost(named.url, '/api/health', 'other.example.test')).status, 421);
+  } finally {
+    await named.destroy();
+  }
+  // The flag and its environment variable reach the daemon; a URL in their place is a usage error.
+  const dataDir = await tempDir();
+  const spawned = await spawnDaemon(dataDir, { PLATFORM_ALLOWED_HOSTS: 'env.example.test' }, ['--allowed-hosts', 'Flag.example.test, [::1]']);
+  try {
+    assert.is((await getWithHost(spawned.url, '/api/health', 'flag.example.test')).status, 200);
+    assert.is((await getWithHost(spawned.url, '/api/health', 'env.example.test')).status, 421, 'the flag wins over the environment');
+  } finally {
+    spawned.child.kill('SIGTERM');
+    await spawned.exited;
+  }
+  const misused = await runCli(['serve', '--port', '0', '--data-dir', dataDir, '--allowed-hosts', 'https://platform.example.test']);
+  assert.is(misused.code, 2, misused.stderr);
+  assert.match(misused.stderr, '--allowed-hosts');
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const wildcard = await startTestDaemon({ host: '0.0.0.0' });
+  try {
+    assert.is((await getWithHost(wildcard.url, '/api/health', 'anything.example.test')).status, 200, 'no check off loopback by default');
+  } finally {
+    await wildcard.destroy();
+  }
+  const guarded = await startTestDaemon({ host: '0.0.0.0', allowedHosts: ['platform.example.test'] });
+  try {
+    assert.is((await getWithHost(guarded.url, '/api/health', 'platform.example.test')).status, 200);
+    assert.is((await getWithHost(guarded.url, '/api/health', 'anything.example.test')).status, 421);
+  } finally {
+    await guarded.destroy();
   }
 });
 
