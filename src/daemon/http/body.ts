@@ -159,10 +159,11 @@ function tooLarge(maxBytes: number): DomainError {
 /**
  * Drops the rest of an oversized upload without keeping it, then closes the
  * connection. Closing at once would reset the socket while the client is still
- * sending, and most clients would then lose the 413 answer.
+ * sending, and most clients would then lose the 413 answer. So the answer does
+ * not say `Connection: close` either: with it, Node closes the socket as soon
+ * as the answer is written.
  */
 function discardRest(req: IncomingMessage, res: ServerResponse): void {
-  res.setHeader('connection', 'close');
   req.on('data', () => undefined);
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), DISCARD_MS);
