@@ -166,15 +166,20 @@ test('bodies nested deeper than 64 levels are refused before JSON.parse; the aut
   }
 });
 
-/** Starts a 4000-byte upload, sends part of it, and disconnects once the daemon has begun reading it. */
+/**
+ * Starts a 4000-byte upload and disconnects after a quarter of it. The body is
+ * sent once the daemon says 100 Continue, that is once the route has the request.
+ */
 function abandonUpload(url: string, path: string, token: string | null): Promise<void> {
   const { host, port } = new URL(url);
   return new Promise((resolve) => {
     const socket = connect(Number(port), '127.0.0.1', () => {
       const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
-      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Content-Length: 4000\r\n\r\n{"a":"`);
-      socket.write('x'.repeat(1000));
-      setTimeout(() => socket.destroy(), 50);
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Content-Length: 4000\r\nExpect: 100-continue\r\n\r\n`);
+    });
+    socket.once('data', () => {
+      socket.write(`{"a":"${'x'.repeat(1000)}`);
+      setImmediate(() => socket.destroy());
     });
     socket.on('error', () => undefined);
     socket.on('close', () => resolve());

@@ -46,6 +46,8 @@ export function isJsonContentType(value: string | undefined): boolean {
  * answered 413 as soon as the limit is crossed, never buffered whole.
  */
 export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+  // Gone while the route was busy before reading (authentication): no event would ever settle the promise.
+  if (req.destroyed) return Promise.reject(new ClientGoneError('the client disconnected before its request body arrived'));
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   if (declared > maxBytes) {
     discardRest(req, res);
