@@ -64,7 +64,7 @@ export async function startHttpServer(
       headersTimeout: headersTimeoutMs,
       requestTimeout: requestTimeoutMs,
       keepAliveTimeout: 5_000,
-      // Node checks the two timeouts above only this often (every 30 s unless told), so they held within 30 s.
+      // Node checks the two timeouts above only this often: every 30 s unless told, which let a slow client overrun them by as much.
       connectionsCheckingInterval: Math.ceil(headersTimeoutMs / 10),
     },
     listener,
