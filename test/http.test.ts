@@ -1,10 +1,14 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { call, type HttpResult } from './helpers/http.js';
+import { runCli, spawnDaemon } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
+import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
 
@@ -87,6 +91,23 @@ test('content type parameters and case are accepted', async () => {
   assertEnvelope(result, 401, 'INVALID_CREDENTIALS');
 });
 
+test('a charset other than UTF-8 is 415, however it is spelt; utf-8 is accepted quoted or not', async () => {
+  const body = JSON.stringify({ email: 'nobody@example.test', password: 'whatever-1' });
+  const send = (contentType: string) => call(t.url, 'POST', '/api/auth/login', { raw: body, headers: { 'content-type': contentType } });
+  for (const contentType of [
+    'application/json; charset=latin1',
+    'application/json;charset=ISO-8859-1',
+    'application/json; charset="utf-16"',
+    'application/json; CHARSET=us-ascii',
+    'application/json; charset=utf-8; charset=latin1',
+  ]) {
+    assertEnvelope(await send(contentType), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  }
+  for (const contentType of ['application/json; charset="UTF-8"', 'application/json;charset=utf-8', 'application/json; foo=bar']) {
+    assertEnvelope(await send(contentType), 401, 'INVALID_CREDENTIALS');
+  }
+});
+
 test('a body over --max-body is 413 PAYLOAD_TOO_LARGE, declared or streamed', async () => {
   const big = JSON.stringify({ email: 'a@b', password: 'x'.repeat(5000) });
   const declared = await call(t.url, 'POST', '/api/auth/login', { raw: big, headers: { 'content-type': 'application/json' } });
@@ -105,6 +126,221 @@ test('a body over --max-body is 413 PAYLOAD_TOO_LARGE, declared or streamed', as
   });
   assert.is(streamed.status, 413);
   assert.is(streamed.body.code, 'PAYLOAD_TOO_LARGE');
+});
+
+test('bodies nested deeper than 64 levels are refused before JSON.parse; the auth routes take at most 8 KiB', async () => {
+  const roomy = await startTestDaemon();
+  try {
+    const login = (raw: string) => call(roomy.url, 'POST', '/api/auth/login', { raw, headers: { 'content-type': 'application/json' } });
+    const nested = (levels: number) => `{"email":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)},"password":"x"}`;
+    const deepest = await login(nested(64));
+    assertEnvelope(deepest, 400, 'VALIDATION_ERROR');
+    assert.equal(deepest.body.meta.issues.map((issue: { path: string }) => issue.path), ['email'], '64 levels reach the schema');
+    const tooDeep = await login(nested(65));
+    assertEnvelope(tooDeep, 400, 'VALIDATION_ERROR');
+    assert.equal(tooDeep.body.meta.issues, [{ path: '', message: 'arrays and objects may nest at most 64 levels deep' }]);
+
+    // Half a MiB of "[" that is not even JSON: refused for its depth, so JSON.parse never ran on it.
+    const admin = await roomy.admin();
+    const flood = await call(roomy.url, 'POST', '/api/workspaces/nowhere/events/publish', {
+      raw: `${'['.repeat(512 * 1024)}x`,
+      token: admin.token,
+      headers: { 'content-type': 'application/json' },
+    });
+    assertEnvelope(flood, 400, 'VALIDATION_ERROR');
+    assert.match(flood.body.message ?? '', '64 levels');
+
+    const padded = (bytes: number) => JSON.stringify({ email: 'nobody@example.test', password: 'x', pad: 'p'.repeat(bytes) });
+    const large = await login(padded(9 * 1024));
+    assertEnvelope(large, 413, 'PAYLOAD_TOO_LARGE');
+    assert.is(large.body.meta.limit, 8192);
+    const password = await call(roomy.url, 'PUT', '/api/auth/me/password', {
+      raw: padded(9 * 1024),
+      token: admin.token,
+      headers: { 'content-type': 'application/json' },
+    });
+    assertEnvelope(password, 413, 'PAYLOAD_TOO_LARGE');
+    assertEnvelope(await login(padded(4 * 1024)), 400, 'VALIDATION_ERROR');
+  } finally {
+    await roomy.destroy();
+  }
+});
+
+/**
+ * Starts a 4000-byte upload and disconnects after a quarter of it. The body is
+ * sent once the daemon says 100 Continue, that is once the route has the request.
+ */
+function abandonUpload(url: string, path: string, token: string | null): Promise<void> {
+  const { host, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Content-Length: 4000\r\nExpect: 100-continue\r\n\r\n`);
+    });
+    socket.once('data', () => {
+      socket.write(`{"a":"${'x'.repeat(1000)}`);
+      setImmediate(() => socket.destroy());
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve());
+  });
+}
+
+test('a client that disconnects mid-upload leaves no error and no stack in the log', async () => {
+  const admin = await t.admin();
+  const from = t.logs.length;
+  const targets: [string, string | null][] = [
+    ['/api/auth/login', null],
+    ['/api/workspaces/nowhere/events/publish', admin.token],
+  ];
+  for (const [path, token] of targets) for (let i = 0; i < 3; i += 1) await abandonUpload(t.url, path, token);
+  await waitFor('the access lines of the abandoned uploads', () => t.logs.slice(from).join('').split(' POST ').length > 6);
+  assert.is((await t.anon.get('/api/health')).status, 200);
+  const logged = t.logs.slice(from).join('');
+  assert.not.match(logged, 'error:');
+  assert.not.match(logged, /\n\s+at /);
+});
+
+test('a cross-site write with the session cookie is 403 before anything runs; Bearer and header-less calls pass', async () => {
+  const trusted = 'https://console.example.test';
+  const site = await startTestDaemon({ corsOrigins: [trusted] });
+  try {
+    const own = site.url;
+    const admin = await site.admin();
+    const victim = await createUser(site, 'victim@example.test');
+    const withCookie = (token: string, headers: Record<string, string> = {}) => ({ headers: { cookie: `platform_token=${token}`, ...headers } });
+    const hostile: Record<string, string>[] = [
+      { origin: 'https://evil.example.test' },
+      { origin: 'null' },
+      { origin: own.replace('http:', 'https:') },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site', origin: own },
+      { 'sec-fetch-site': 'cross-site', origin: trusted },
+    ];
+    for (const headers of hostile) {
+      const label = JSON.stringify(headers);
+      const logout = await call(own, 'POST', '/api/auth/logout', withCookie(victim.token, headers));
+      assertEnvelope(logout, 403, 'FORBIDDEN');
+      const password = await call(own, 'PUT', '/api/auth/me/password', {
+        ...withCookie(victim.token, headers),
+        json: { currentPassword: victim.password, newPassword: 'taken-over-1' },
+      });
+      assertEnvelope(password, 403, 'FORBIDDEN');
+      const removal = await call(own, 'DELETE', `/api/admin/users/${victim.id}`, withCookie(admin.token, headers));
+      assert.is(removal.status, 403, label);
+      // Logging a browser into an account of the attacker's choosing is refused too, cookie or not.
+      const login = await call(own, 'POST', '/api/auth/login', { json: ADMIN, headers });
+      assert.is(login.status, 403, label);
+      assert.is(login.headers.get('set-cookie'), null, label);
+    }
+    // Nothing happened: the victim's session and password are as they were, and reads are not writes.
+    const me = await call(own, 'GET', '/api/auth/me', withCookie(victim.token, { origin: 'https://evil.example.test', 'sec-fetch-site': 'cross-site' }));
+    assertEnvelope(me, 200, 'SUCCESS');
+    assert.is((await call(own, 'POST', '/api/auth/login', { json: { email: 'victim@example.test', password: victim.password } })).status, 200);
+
+    // Bearer, header-less calls, the daemon's own origin, a --cors-origin, and the webhook endpoint pass.
+    const passing: [string, Record<string, string>][] = [
+      ['no header', {}],
+      ['own origin', { origin: own, 'sec-fetch-site': 'same-origin' }],
+      ['own origin behind TLS', { origin: own.replace('http:', 'https:'), 'x-forwarded-proto': 'https' }],
+      ['typed into the address bar', { 'sec-fetch-site': 'none' }],
+      ['a --cors-origin', { origin: trusted }],
+    ];
+    for (const [what, headers] of passing) {
+      const session = await site.as('victim@example.test', victim.password);
+      const logout = await call(own, 'POST', '/api/auth/logout', withCookie(session.token, headers));
+      assert.is(logout.status, 200, `${what}: ${logout.text}`);
+    }
+    const session = await site.as('victim@example.test', victim.password);
+    const bearer = await call(own, 'POST', '/api/auth/logout', {
+      token: session.token,
+      headers: { cookie: `platform_token=${session.token}`, origin: 'https://evil.example.test', 'sec-fetch-site': 'cross-site' },
+    });
+    assert.is(bearer.status, 200, bearer.text);
+    const webhook = await call(own, 'POST', '/api/webhooks/no-such-extension', { json: {}, headers: { origin: 'https://evil.example.test' } });
+    assertEnvelope(webhook, 404, 'NOT_FOUND');
+  } finally {
+    await site.destroy();
+  }
+});
+
+/** A GET with exactly the given Host header (none when undefined), over a raw connection. */
+function getWithHost(url: string, path: string, host: string | undefined, version = '1.1'): Promise<{ status: number; envelope: any }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      const hostLine = host === undefined ? '' : `Host: ${host}\r\n`;
+      socket.write(`GET ${path} HTTP/${version}\r\n${hostLine}Connection: close\r\n\r\n`);
+    });
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.\d (\d{3})/.exec(received)?.[1] ?? 0);
+      const body = received.slice(received.indexOf('\r\n\r\n') + 4);
+      resolve({ status, envelope: body ? JSON.parse(body) : null });
+    });
+  });
+}
+
+test('on loopback only loopback host names are answered: any other Host is 421, unknown routes included', async () => {
+  const { port } = new URL(t.url);
+  for (const host of ['127.0.0.1', `127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST', `[::1]:${port}`]) {
+    assert.is((await getWithHost(t.url, '/api/health', host)).status, 200, host);
+  }
+  for (const host of ['rebound.example.test', `rebound.example.test:${port}`, '127.0.0.1.nip.io', 'localhost.', '127.0.0.2', 'localhost:x', '']) {
+    for (const path of ['/api/health', '/api/no-such-route']) {
+      const answer = await getWithHost(t.url, path, host);
+      assert.is(answer.status, 421, `${host} ${path}`);
+      assert.is(answer.envelope.code, 'MISDIRECTED_REQUEST');
+      assert.equal(Object.keys(answer.envelope), ['code', 'message', 'data', 'meta', 'timestamp']);
+    }
+  }
+  const noHost = await getWithHost(t.url, '/api/health', undefined, '1.0');
+  assert.is(noHost.status, 421, 'HTTP/1.0 without Host');
+  // The refusal comes before anything else: a rebound page cannot even try a login.
+  const login = await call(t.url, 'POST', '/api/auth/login', { json: { email: 'a@b', password: 'x' } });
+  assert.is(login.status, 401, 'a loopback Host still logs in');
+});
+
+test('--allowed-hosts adds names on loopback, and turns the check on for other addresses', async () => {
+  const named = await startTestDaemon({ allowedHosts: ['platform.example.test'] });
+  try {
+    for (const host of ['platform.example.test', 'PLATFORM.example.test:8443', 'localhost']) {
+      assert.is((await getWithHost(named.url, '/api/health', host)).status, 200, host);
+    }
+    assert.is((await getWithHost(named.url, '/api/health', 'other.example.test')).status, 421);
+  } finally {
+    await named.destroy();
+  }
+  // The flag and its environment variable reach the daemon; a URL in their place is a usage error.
+  const dataDir = await tempDir();
+  const spawned = await spawnDaemon(dataDir, { PLATFORM_ALLOWED_HOSTS: 'env.example.test' }, ['--allowed-hosts', 'Flag.example.test, [::1]']);
+  try {
+    assert.is((await getWithHost(spawned.url, '/api/health', 'flag.example.test')).status, 200);
+    assert.is((await getWithHost(spawned.url, '/api/health', 'env.example.test')).status, 421, 'the flag wins over the environment');
+  } finally {
+    spawned.child.kill('SIGTERM');
+    await spawned.exited;
+  }
+  const misused = await runCli(['serve', '--port', '0', '--data-dir', dataDir, '--allowed-hosts', 'https://platform.example.test']);
+  assert.is(misused.code, 2, misused.stderr);
+  assert.match(misused.stderr, '--allowed-hosts');
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const wildcard = await startTestDaemon({ host: '0.0.0.0' });
+  try {
+    assert.is((await getWithHost(wildcard.url, '/api/health', 'anything.example.test')).status, 200, 'no check off loopback by default');
+  } finally {
+    await wildcard.destroy();
+  }
+  const guarded = await startTestDaemon({ host: '0.0.0.0', allowedHosts: ['platform.example.test'] });
+  try {
+    assert.is((await getWithHost(guarded.url, '/api/health', 'platform.example.test')).status, 200);
+    assert.is((await getWithHost(guarded.url, '/api/health', 'anything.example.test')).status, 421);
+  } finally {
+    await guarded.destroy();
+  }
 });
 
 test('validation failures are 400 with meta.issues as dotted paths', async () => {

@@ -42,6 +42,14 @@ export interface DaemonConfig {
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
+  /** Host names requests may name besides loopback ones (`--allowed-hosts`); checked on any address once given. */
+  allowedHosts: string[];
+  /**
+   * Limits on slow and greedy clients (docs/security.md, Limits). One address
+   * may take a quarter of all connections: a burst of 50 requests from one
+   * fetch client was seen to hold 100 connections at once.
+   */
+  connections: { headersTimeoutMs: number; requestTimeoutMs: number; maxTotal: number; maxPerClient: number };
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -55,6 +63,7 @@ export interface ServeFlags {
   pluginsDir?: string;
   retrySchedule?: string;
   corsOrigin?: string;
+  allowedHosts?: string;
   denyPrivateTargets?: boolean;
 }
 
@@ -99,6 +108,17 @@ const Origins = v.pipe(
   v.string(),
   v.transform((text) => text.split(',').map((origin) => origin.trim()).filter(Boolean)),
   v.array(v.pipe(v.string(), v.regex(/^https?:\/\/[^/\s]+$/, 'must be origins such as https://admin.example.com, comma-separated'))),
+);
+
+const Hosts = v.pipe(
+  v.string(),
+  v.transform((text) => text.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean)),
+  v.array(
+    v.pipe(
+      v.string(),
+      v.regex(/^(?:[a-z0-9][a-z0-9.-]*|\[[0-9a-f:.]+\])$/, 'must be host names such as platform.example.com, comma-separated, without scheme or port'),
+    ),
+  ),
 );
 
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
@@ -147,5 +167,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     },
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
+    allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
+    connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 1024, maxPerClient: 256 },
   };
 }

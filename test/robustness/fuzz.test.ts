@@ -71,6 +71,8 @@ interface RouteFixture {
   anyContentType?: true;
   /** Acts without reading a body: only content-type refusals may be sent by a logged-in caller. */
   endsTheSession?: true;
+  /** The route's own body limit, below the daemon's: a larger body is 413 whatever else is wrong with it. */
+  maxBody?: number;
 }
 
 /** Every route, with inputs that reach its validation. The test fails when a served route is missing here. */
@@ -81,12 +83,14 @@ const ROUTES: Record<string, RouteFixture> = {
     body: { email: 'nobody@example.test', password: 'not-the-password' },
     // Wrong credentials, then throttled for that e-mail: both refusals.
     baseline: [401, 429],
+    maxBody: 8 * 1024,
   },
   'GET /api/auth/me': { access: 'user', baseline: [200] },
   'PUT /api/auth/me/password': {
     access: 'user',
     body: { currentPassword: 'not-the-password', newPassword: 'another-password-1' },
     baseline: [401],
+    maxBody: 8 * 1024,
   },
   'POST /api/auth/logout': { access: 'user', baseline: [200], endsTheSession: true },
   'POST /api/admin/users': {
@@ -518,8 +522,10 @@ function generateCases(routes: string[]): Case[] {
     const baselineBody = fixture.body === undefined ? undefined : json(JSON.stringify(fixture.body));
 
     for (const identity of IDENTITIES) {
-      const add = (what: string, request: Omit<RawRequest, 'method'>, gated: boolean, expect: Expect) =>
-        cases.push({ route, identity, what, request: { method, ...request }, gated, expect });
+      const add = (what: string, request: Omit<RawRequest, 'method'>, gated: boolean, expect: Expect) => {
+        const tooLarge = fixture.maxBody !== undefined && (request.body?.length ?? 0) > fixture.maxBody;
+        cases.push({ route, identity, what, request: { method, ...request }, gated, expect: tooLarge ? code('PAYLOAD_TOO_LARGE') : expect });
+      };
       const sendsJsonBodies = !(fixture.endsTheSession && identity !== 'anonymous');
 
       if (sendsJsonBodies) {

@@ -67,7 +67,8 @@ test('500 slowloris connections do not stop other clients from being served', as
   try {
     const { port } = new URL(t.url);
     for (let i = 0; i < 500; i += 1) {
-      const socket = connect(Number(port), '127.0.0.1');
+      // From ten addresses, each under the per-client cap, which would otherwise refuse most of them.
+      const socket = connect({ port: Number(port), host: '127.0.0.1', localAddress: `127.0.1.${1 + (i % 10)}` });
       socket.on('error', () => undefined);
       socket.write('GET /api/health HTTP/1.1\r\nHost: slow\r\n');
       sockets.push(socket);
@@ -87,6 +88,95 @@ test('500 slowloris connections do not stop other clients from being served', as
     }
   } finally {
     for (const socket of sockets) socket.destroy();
+    await t.destroy();
+  }
+});
+
+interface RawConnection {
+  socket: Socket;
+  /** Everything the daemon sent so far. */
+  received: () => string;
+  isClosed: () => boolean;
+  closed: Promise<void>;
+}
+
+/** A raw connection to the daemon from `localAddress` (Linux routes all of 127/8 to lo). */
+function openConnection(url: string, localAddress = '127.0.0.1'): RawConnection {
+  const socket = connect({ port: Number(new URL(url).port), host: '127.0.0.1', localAddress });
+  let received = '';
+  let isClosed = false;
+  socket.on('data', (chunk) => (received += chunk));
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve(void (isClosed = true))));
+  return { socket, received: () => received, isClosed: () => isClosed, closed };
+}
+
+const HEALTH = 'GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n';
+
+/** One request on a fresh connection from `localAddress`: its status, or 0 when the connection was closed unanswered. */
+async function statusFrom(url: string, localAddress: string): Promise<number> {
+  const connection = openConnection(url, localAddress);
+  connection.socket.write(`${HEALTH}Connection: close\r\n\r\n`);
+  await connection.closed;
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(connection.received())?.[1] ?? 0);
+}
+
+/** A connection that was served once (so the daemon surely counts it), then held open with a request it never finishes. */
+async function heldConnection(url: string, localAddress: string): Promise<RawConnection> {
+  const connection = openConnection(url, localAddress);
+  connection.socket.write(`${HEALTH}\r\n`);
+  await waitFor(`an answer on a connection from ${localAddress}`, () => connection.received().includes('"timestamp"') || connection.isClosed());
+  assert.match(connection.received(), /^HTTP\/1\.1 200 /);
+  connection.socket.write(HEALTH);
+  return connection;
+}
+
+test('a dribbled header or body is answered 408 at the configured limits while it still dribbles; others are served', async () => {
+  const t = await startTestDaemon({ connections: { headersTimeoutMs: 300, requestTimeoutMs: 600, maxTotal: 1024, maxPerClient: 64 } });
+  const header = openConnection(t.url);
+  const body = openConnection(t.url);
+  // One byte every 50 ms for as long as the connections stay open: neither request would ever end on its own.
+  const dribble = setInterval(() => {
+    for (const connection of [header, body]) if (!connection.isClosed()) connection.socket.write('a');
+  }, 50);
+  try {
+    header.socket.write(`${HEALTH}X-Slow: `);
+    body.socket.write('POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"');
+    assert.is((await call(t.url, 'GET', '/api/health')).status, 200, 'a normal client is served meanwhile');
+    // Far below Node's own 30 s check interval, which used to decide when the limits took effect.
+    await waitFor('both slow connections to be cut', () => header.isClosed() && body.isClosed(), 10_000);
+    for (const connection of [header, body]) {
+      assert.match(connection.received(), /^HTTP\/1\.1 408 /);
+      assert.is(envelopeOf(connection.received()).code, 'VALIDATION_ERROR');
+    }
+    assert.is((await call(t.url, 'GET', '/api/health')).status, 200);
+    assert.not.match(t.logs.join(''), 'error:');
+  } finally {
+    clearInterval(dribble);
+    header.socket.destroy();
+    body.socket.destroy();
+    await t.destroy();
+  }
+});
+
+test('connections are capped per client address and in total; other addresses keep being served', async () => {
+  const t = await startTestDaemon({ connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 6, maxPerClient: 3 } });
+  const held: RawConnection[] = [];
+  try {
+    for (let i = 0; i < 3; i += 1) held.push(await heldConnection(t.url, '127.0.0.2'));
+    assert.is(await statusFrom(t.url, '127.0.0.2'), 0, 'a fourth connection from one address is closed unanswered');
+    assert.is(await statusFrom(t.url, '127.0.0.3'), 200, 'another address is served');
+    assert.is(await statusFrom(t.url, '127.0.0.1'), 200);
+
+    for (let i = 0; i < 3; i += 1) held.push(await heldConnection(t.url, `127.0.0.${4 + i}`));
+    assert.is(await statusFrom(t.url, '127.0.0.7'), 0, 'past the total, a new address is refused too');
+
+    held[0]!.socket.destroy();
+    await held[0]!.closed;
+    await waitFor('a freed slot to serve again', async () => (await statusFrom(t.url, '127.0.0.2')) === 200);
+    assert.ok(held.slice(1).every((connection) => !connection.isClosed()), 'the refusals did not touch held connections');
+  } finally {
+    for (const connection of held) connection.socket.destroy();
     await t.destroy();
   }
 });

@@ -16,6 +16,7 @@ export function registerServe(program: Command): void {
     .option('--plugins-dir <dir>', 'in-process plugins folder (PLATFORM_PLUGINS_DIR; default <data-dir>/plugins)')
     .option('--retry-schedule <ms,...>', 'delays between delivery attempts in ms (PLATFORM_RETRY_SCHEDULE; default 1000,5000,30000,120000,600000)')
     .option('--cors-origin <origins>', 'browser origins allowed to call the API, comma-separated (PLATFORM_CORS_ORIGIN; default none)')
+    .option('--allowed-hosts <hosts>', 'host names requests may be addressed to besides loopback ones, comma-separated (PLATFORM_ALLOWED_HOSTS; default none)')
     .option('--deny-private-targets', 'refuse subscriber URLs that resolve to loopback, private or link-local addresses (PLATFORM_DENY_PRIVATE_TARGETS)')
     .action(async (flags) => {
       const { resolveConfig, ConfigError } = await import('../../daemon/config.js');

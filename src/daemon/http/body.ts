@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError } from '../errors.js';
-import { findJsonProblem } from './json-scan.js';
+import { findJsonProblem, MAX_JSON_DEPTH, nestsTooDeep } from './json-scan.js';
 
 export interface RequestBody {
   /** Exactly the bytes received. */
@@ -18,13 +18,27 @@ const MAX_ECHOED = 100;
 /** After a 413 the rest of an upload is read and dropped for this long, so the client sees the answer. */
 const DISCARD_MS = 2000;
 
+/** The client went away before its body arrived in full: a client's doing, not a fault, and not worth a stack trace. */
+export class ClientGoneError extends Error {
+  override name = 'ClientGoneError';
+}
+
 export const hasBody = (req: IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
+/**
+ * `application/json`, with no charset or `charset=utf-8` (any case, quoted or
+ * not): bodies are always decoded as UTF-8, so a body declared in another
+ * charset would be read as something its sender did not mean.
+ */
 export function isJsonContentType(value: string | undefined): boolean {
   if (!value) return false;
-  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
-  return mediaType === 'application/json';
+  const [mediaType = '', ...parameters] = value.split(';');
+  if (mediaType.trim().toLowerCase() !== 'application/json') return false;
+  return parameters.every((parameter) => {
+    const [name = '', charset = ''] = parameter.split('=', 2).map((part) => part.trim().toLowerCase());
+    return name !== 'charset' || charset.replace(/^"(.*)"$/, '$1') === 'utf-8';
+  });
 }
 
 /**
@@ -32,6 +46,8 @@ export function isJsonContentType(value: string | undefined): boolean {
  * answered 413 as soon as the limit is crossed, never buffered whole.
  */
 export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+  // Gone while the route was busy before reading (authentication): no event would ever settle the promise.
+  if (req.destroyed) return Promise.reject(new ClientGoneError('the client disconnected before its request body arrived'));
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   if (declared > maxBytes) {
     discardRest(req, res);
@@ -55,9 +71,10 @@ export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes:
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (error: Error) => {
+    // The request stream fails only when its connection does: the client disconnected, or was cut off as too slow.
+    const onError = () => {
       cleanup();
-      reject(error);
+      reject(new ClientGoneError('the client disconnected before its request body arrived'));
     };
     const cleanup = () => {
       req.off('data', onData);
@@ -78,7 +95,7 @@ export function readRawBody(req: IncomingMessage, res: ServerResponse, maxBytes:
 export async function readJsonBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<RequestBody> {
   if (!hasBody(req)) return NO_BODY;
   if (!isJsonContentType(req.headers['content-type'])) {
-    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json, in UTF-8');
   }
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
@@ -90,9 +107,10 @@ export async function readJsonBody(req: IncomingMessage, res: ServerResponse, ma
 }
 
 /**
- * UTF-8 JSON without a byte order mark or trailing data, and without what
- * json-scan.ts refuses (duplicate keys, prototype-pollution keys, numbers
- * beyond a double); 400 otherwise.
+ * UTF-8 JSON without a byte order mark or trailing data, nested at most
+ * MAX_JSON_DEPTH levels (checked before JSON.parse spends anything on it), and
+ * without what json-scan.ts refuses (duplicate keys, prototype-pollution keys,
+ * numbers beyond a double); 400 otherwise.
  */
 export function parseJson(raw: Buffer): unknown {
   let text: string;
@@ -100,6 +118,10 @@ export function parseJson(raw: Buffer): unknown {
     text = utf8.decode(raw);
   } catch {
     throw new DomainError('INVALID_JSON', 'the request body is not valid UTF-8');
+  }
+  if (nestsTooDeep(text)) {
+    const message = `arrays and objects may nest at most ${MAX_JSON_DEPTH} levels deep`;
+    throw invalidAt('', message, message);
   }
   let value: unknown;
   try {
@@ -139,10 +161,11 @@ function tooLarge(maxBytes: number): DomainError {
 /**
  * Drops the rest of an oversized upload without keeping it, then closes the
  * connection. Closing at once would reset the socket while the client is still
- * sending, and most clients would then lose the 413 answer.
+ * sending, and most clients would then lose the 413 answer. So the answer does
+ * not say `Connection: close` either: with it, Node closes the socket as soon
+ * as the answer is written.
  */
 function discardRest(req: IncomingMessage, res: ServerResponse): void {
-  res.setHeader('connection', 'close');
   req.on('data', () => undefined);
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), DISCARD_MS);

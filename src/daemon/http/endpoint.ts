@@ -5,7 +5,8 @@ import { DomainError, forbidden, unauthorized } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
-import { hasBody, isJsonContentType, readJsonBody } from './body.js';
+import { ClientGoneError, hasBody, isJsonContentType, readJsonBody } from './body.js';
+import { isCrossSiteWrite, type CrossSitePolicy } from './cross-site.js';
 import { sendDomainError, sendEnvelope, sendSuccess, sendText } from './envelope.js';
 
 export const SESSION_COOKIE = 'platform_token';
@@ -47,6 +48,8 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
   body?: BS;
   /** Success status: 200 unless given. 204 sends no body. */
   status?: 200 | 201 | 202 | 204;
+  /** A smaller body limit than the daemon's `--max-body`, for routes whose bodies are always small. */
+  maxBodyBytes?: number;
   /** The handler reads the raw body itself, whatever its content type (the webhook endpoint). */
   readsOwnBody?: true;
   handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
@@ -55,6 +58,7 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
 export interface EndpointDeps {
   auth: AuthService;
   maxBodyBytes: number;
+  crossSite: CrossSitePolicy;
 }
 
 export type EndpointFactory = <
@@ -91,8 +95,10 @@ export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
       } catch (error) {
         // Answered here, not by h3's onError: h3 replaces a thrown error that
         // has a `cause` by that cause, which would turn a 503 into a 500.
-        if (!(error instanceof DomainError)) throw error;
-        sendDomainError(event.node.res, error);
+        if (error instanceof DomainError) sendDomainError(event.node.res, error);
+        // Nobody is left to answer; the status is for the access line.
+        else if (error instanceof ClientGoneError) event.node.res.statusCode = 400;
+        else throw error;
       }
       // Tell h3 the response is complete.
       return null;
@@ -110,6 +116,11 @@ async function serve<
   event: H3Event,
 ): Promise<void> {
   const { req, res } = event.node;
+  // First of all, so that no cross-site page can log a browser out, or into an account of its choosing.
+  // The webhook endpoint is exempt: it never reads the session cookie, and other sites' servers call it.
+  if (!(spec.access === 'public' && spec.readsOwnBody) && isCrossSiteWrite(req, deps.crossSite)) {
+    throw forbidden('a cross-site request may not act with the session cookie: send Authorization: Bearer instead');
+  }
   let caller: Caller | null = null;
   if (spec.access !== 'public') {
     const token = bearerToken(req);
@@ -124,7 +135,7 @@ async function serve<
   let body: unknown;
   let rawBody: Buffer = Buffer.alloc(0);
   if (spec.body) {
-    const read = await readJsonBody(req, res, deps.maxBodyBytes);
+    const read = await readJsonBody(req, res, Math.min(spec.maxBodyBytes ?? Infinity, deps.maxBodyBytes));
     if (read.json === undefined) {
       throw new DomainError('VALIDATION_ERROR', 'a JSON object body is required', {
         issues: [{ path: '', message: 'a JSON object body is required' }],
@@ -133,7 +144,7 @@ async function serve<
     body = parseOrThrow(spec.body, read.json);
     rawBody = read.raw;
   } else if (!spec.readsOwnBody && hasBody(req) && !isJsonContentType(req.headers['content-type'])) {
-    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json');
+    throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json, in UTF-8');
   }
 
   const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);

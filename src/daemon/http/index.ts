@@ -33,7 +33,11 @@ const MODULES: RouteModule[] = [
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {
   const routes = new RouteTable();
-  const endpoint = createEndpointFactory({ auth: services.auth, maxBodyBytes: config.maxBodyBytes });
+  const endpoint = createEndpointFactory({
+    auth: services.auth,
+    maxBodyBytes: config.maxBodyBytes,
+    crossSite: { corsOrigins: config.corsOrigins, secureCookies: config.secureCookies },
+  });
   for (const register of MODULES) register(routes, { endpoint, services, config });
   return routes;
 }

@@ -1,11 +1,13 @@
-import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
-import { listen } from 'listhen';
-import { describeFault, StartupError } from '../errors.js';
+import type { DaemonConfig } from '../config.js';
+import { DomainError, describeFault, StartupError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { sendEnvelope } from './envelope.js';
+import { sendDomainError, sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
+import { hostCheck } from './hosts.js';
 
 export interface HttpServer {
   url: string;
@@ -25,11 +27,13 @@ const pathOnly = (url: string | undefined) => {
 
 export async function startHttpServer(
   app: App,
-  options: { host: string; port: number; corsOrigins: readonly string[] },
+  options: Pick<DaemonConfig, 'host' | 'port' | 'corsOrigins' | 'allowedHosts' | 'connections'>,
   logger: Logger,
 ): Promise<HttpServer> {
   const handle = toNodeListener(app);
   let draining = false;
+  // Known once listening: it depends on the address the host name resolved to.
+  let hostAccepted: ((host: string | undefined) => boolean) | null = null;
 
   // One shared listener rather than a closure (and a once wrapper) per request.
   function logAccess(this: TimedResponse) {
@@ -44,35 +48,46 @@ export async function startHttpServer(
       sendEnvelope(res, 503, { code: 'UNAVAILABLE', message: 'the daemon is shutting down', data: null, meta: null });
       return;
     }
+    if (hostAccepted && !hostAccepted(req.headers.host)) {
+      const message = 'this daemon does not answer for the host this request names (see --allowed-hosts)';
+      sendDomainError(res, new DomainError('MISDIRECTED_REQUEST', message));
+      return;
+    }
     if (applyCors(req, res, options.corsOrigins) === 'answered') return;
     void handle(req, res);
   };
 
-  let listening: Awaited<ReturnType<typeof listen>>;
+  const { headersTimeoutMs, requestTimeoutMs, maxTotal, maxPerClient } = options.connections;
+  const server = createServer(
+    {
+      // A slowloris is cut once its headers or its whole request take longer than these.
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      keepAliveTimeout: 5_000,
+      // Node checks the two timeouts above only this often: every 30 s unless told, which let a slow client overrun them by as much.
+      connectionsCheckingInterval: Math.ceil(headersTimeoutMs / 10),
+    },
+    listener,
+  );
+  // Over the cap, Node closes a new connection as soon as it is accepted.
+  server.maxConnections = maxTotal;
+  limitConnectionsPerClient(server, maxPerClient);
+  server.on('clientError', answerClientError);
   try {
-    listening = await listen(listener, {
-      // listhen reads port 0 as "the default port"; asking for a random one is how to get an ephemeral port.
-      port: options.port === 0 ? { port: 0, random: true } : options.port,
-      hostname: options.host,
-      // Without isProd, listhen silently moves to another port when this one is taken.
-      isProd: true,
-      showURL: false,
-      // listhen's autoClose exits the process on SIGTERM; our own stop does it gracefully.
-      autoClose: false,
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
   } catch (error) {
-    // listhen reports every failure as "unable to find a port": bind once more to learn the real cause.
-    throw new StartupError(listenFailure((await bindError(options.host, options.port)) ?? error, options.host, options.port));
+    throw new StartupError(listenFailure(error, options.host, options.port));
   }
 
-  const server = listening.server as Server;
-  // Slow clients may not hold connections open forever: a slowloris is cut after 10 s.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
-  server.on('clientError', answerClientError);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
+  hostAccepted = hostCheck(typeof address === 'object' && address ? address.address : options.host, options.allowedHosts);
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
 
   return {
@@ -81,21 +96,13 @@ export async function startHttpServer(
     server,
     async close(graceMs) {
       draining = true;
-      const closed = listening.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
       clearTimeout(timer);
       server.closeAllConnections();
     },
   };
-}
-
-function bindError(host: string, port: number): Promise<NodeJS.ErrnoException | null> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', resolve);
-    probe.listen(port, host, () => probe.close(() => resolve(null)));
-  });
 }
 
 function listenFailure(error: unknown, host: string, port: number): string {
@@ -106,6 +113,30 @@ function listenFailure(error: unknown, host: string, port: number): string {
   }
   if (code === 'EACCES') return `cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges)`;
   return `cannot listen on ${host}:${port}: ${describeFault(error)}`;
+}
+
+/**
+ * One client address may hold at most `maxPerClient` connections: further ones
+ * are closed as soon as they are accepted, so a single client cannot take the
+ * whole `maxConnections` from everyone else. The table holds open connections'
+ * addresses only, so it is bounded by `maxConnections`.
+ */
+function limitConnectionsPerClient(server: Server, maxPerClient: number): void {
+  const openByAddress = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const open = openByAddress.get(address) ?? 0;
+    if (open >= maxPerClient) {
+      socket.destroy();
+      return;
+    }
+    openByAddress.set(address, open + 1);
+    socket.once('close', () => {
+      const left = (openByAddress.get(address) ?? 1) - 1;
+      if (left === 0) openByAddress.delete(address);
+      else openByAddress.set(address, left);
+    });
+  });
 }
 
 /** What Node's own parser refuses, in the contract's envelope rather than a bare status line. */
@@ -119,8 +150,9 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  * never reach h3: Node answers them itself, by default with a bare status line
  * and no body. This answers them with the envelope, and closes the connection.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }): void {
+  // An answer already under way cannot be followed by another on the same connection.
+  if (error.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) {
     socket.destroy();
     return;
   }

@@ -6,6 +6,8 @@ import { SESSION_COOKIE } from '../endpoint.js';
 
 /** The TCP peer: behind a reverse proxy, the proxy's address. */
 const clientAddressOf = (event: H3Event) => event.node.req.socket.remoteAddress ?? 'unknown';
+/** A login or password change is well under 1 KiB: nobody needs the daemon's 1 MiB to send one, anonymously least of all. */
+const AUTH_MAX_BODY_BYTES = 8 * 1024;
 
 export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, config }) => {
   const setSessionCookie = (event: H3Event, token: string, maxAge: number) =>
@@ -22,6 +24,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
     endpoint({
       access: 'public',
       body: LoginBody,
+      maxBodyBytes: AUTH_MAX_BODY_BYTES,
       handle: async ({ body, event }) => {
         const { user, session } = await auth.login(body, clientAddressOf(event));
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
@@ -40,6 +43,7 @@ export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, 
     endpoint({
       access: 'user',
       body: ChangePasswordBody,
+      maxBodyBytes: AUTH_MAX_BODY_BYTES,
       handle: async ({ caller, body, event }) => {
         const session = await auth.changePassword(caller, body, clientAddressOf(event));
         setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
