@@ -30,7 +30,9 @@ export interface InboundCall {
 
 const noHandler = (extensionKey: string) => new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
 
-/** Answered generically; `fault` (what the daemon log says) goes to the ADMIN request log only. */
+class HandlerTimeout extends Error {}
+
+/** Answered generically; `fault` goes to the ADMIN request log only. */
 class WebhookFailure extends DomainError {
   constructor(readonly fault: string) {
     super('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
@@ -144,7 +146,7 @@ export class WebhookService {
       const data = await Promise.race([
         Promise.resolve().then(() => plugin.webhook!(request, context)),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`did not finish within ${this.deps.handlerTimeoutMs} ms`)), this.deps.handlerTimeoutMs);
+          timer = setTimeout(() => reject(new HandlerTimeout(`did not finish within ${this.deps.handlerTimeoutMs} ms`)), this.deps.handlerTimeoutMs);
         }),
       ]);
       return { data: data ?? null, meta: null };
@@ -205,7 +207,9 @@ export class WebhookService {
     }
     const fault = describeFault(error);
     this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${fault}`);
-    return new WebhookFailure(fault);
+    // Our own messages are safe to show an ADMIN; what a plugin threw may hold anything, so it stays in the log.
+    const ours = error instanceof DomainError || error instanceof HandlerTimeout;
+    return new WebhookFailure(ours ? fault : 'the handler threw; its message is in the daemon log');
   }
 }
 
@@ -222,7 +226,7 @@ function describeOutcome(outcome: WebhookOutcome): { outcome: RequestOutcome; re
   return { outcome: 'ACCEPTED', reason: 'handled by the plugin' };
 }
 
-/** The caller's mistakes are REJECTED, ours or the handler's FAILED; messages are the answer's, or the logged fault. */
+/** The caller's mistakes are REJECTED, ours or the handler's FAILED; reasons are the answer's message or the failure's fault. */
 function describeRefusal(error: unknown): { outcome: RequestOutcome; reason: string } {
   if (error instanceof WebhookFailure) return { outcome: 'FAILED', reason: reasonOf(error.fault) };
   if (!(error instanceof DomainError)) return { outcome: 'FAILED', reason: reasonOf(describeFault(error)) };
