@@ -9,6 +9,7 @@ import { registerKeys } from './commands/keys.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
+import { registerWebhooks } from './commands/webhooks.js';
 import { registerWorkspaces } from './commands/workspaces.js';
 import { CliError, EXIT } from './errors.js';
 
@@ -28,6 +29,7 @@ registerEvents(program);
 registerDlq(program);
 registerStatus(program);
 registerKeys(program);
+registerWebhooks(program);
 
 function fail(message: string, exitCode: number): never {
   process.stderr.write(`platform: ${message}\n`);
