@@ -1,8 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
 import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
-import { randomUUID } from 'node:crypto';
 import { DomainError, describeFault, invalid, notFound } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
@@ -256,8 +256,8 @@ function decodeCursor(cursor: string, extensionKey: string): { before: number; f
     decoded = undefined;
   }
   if (!/^[A-Za-z0-9_-]+$/.test(cursor) || !v.is(CursorShape, decoded) || decoded[3] >= decoded[2]) {
-    throw invalid('cursor', 'is not a cursor returned by this endpoint');
+    throw invalid('cursor', 'cursor is not one this endpoint returned');
   }
-  if (decoded[1] !== extensionKey) throw invalid('cursor', 'belongs to the request log of another extension');
+  if (decoded[1] !== extensionKey) throw invalid('cursor', "cursor belongs to another extension's request log");
   return { before: decoded[2], floor: decoded[3] };
 }

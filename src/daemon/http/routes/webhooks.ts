@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { DomainError } from '../../errors.js';
-import { REQUESTS_PER_EXTENSION } from '../../webhooks/request-log.js';
 import { QueryInt, isPlainObject } from '../../validation.js';
+import { REQUESTS_PER_EXTENSION } from '../../webhooks/request-log.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
 import type { RouteModule } from '../context.js';
