@@ -10,6 +10,7 @@ import { registerKeys } from './commands/keys.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
+import { registerWebhooks } from './commands/webhooks.js';
 import { registerWorkspaces } from './commands/workspaces.js';
 import { CliError, EXIT, usageError } from './errors.js';
 import { DEFAULT_TIMEOUT_SECONDS } from './client.js';
@@ -47,6 +48,7 @@ registerEvents(program);
 registerDlq(program);
 registerStatus(program);
 registerKeys(program);
+registerWebhooks(program);
 registerCompletion(program);
 
 withExample(

@@ -19,6 +19,7 @@ import type { Logger } from './log.js';
 import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
+import { WebhookRequestLog } from './webhooks/request-log.js';
 import { WebhookService } from './webhooks/service.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
@@ -106,10 +107,16 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       maxPayloadBytes: config.maxPayloadBytes,
       logger,
     });
+    const requestLog = await WebhookRequestLog.open(join(config.dataDir, 'webhook-requests.log'), (error) =>
+      logger.error(`webhook request log: ${describeFault(error)}`),
+    );
+    closers.push(() => requestLog.close());
     const webhooks = new WebhookService({
       plugins,
       config: extensionConfig,
       events,
+      catalog,
+      requestLog,
       logger,
       handlerTimeoutMs: config.dispatch.handlerTimeoutMs,
     });

@@ -1,14 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
 import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
-import { DomainError, describeFault } from '../errors.js';
+import { DomainError, describeFault, invalid, notFound } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { Slug } from '../validation.js';
 import { webhookEventKey } from './event-key.js';
+import { bodyExcerpt, maskHeaders } from './redact.js';
+import type { RequestOutcome, WebhookRequestEntry, WebhookRequestLog } from './request-log.js';
 
 /** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
 export type WebhookOutcome = { data: unknown; meta: Record<string, unknown> | null } | { plainText: string };
@@ -16,8 +19,25 @@ export type WebhookOutcome = { data: unknown; meta: Record<string, unknown> | nu
 /** The handler found for an extension: call it with the request once the body is read. */
 export type WebhookHandler = (request: WebhookRequest) => Promise<WebhookOutcome>;
 
+/** An inbound call as the HTTP layer hands it over: the body is read only once a handler is found. */
+export interface InboundCall {
+  headers: Record<string, string>;
+  /** The raw body; throws 413 when it is too large. */
+  readBody: () => Promise<Buffer>;
+  /** The body as a JSON object; throws 400 otherwise. */
+  parseBody: (rawBody: Buffer) => Record<string, unknown>;
+}
+
 const noHandler = (extensionKey: string) => new DomainError('NOT_FOUND', `no webhook handler is registered for ${extensionKey}`);
-const failed = () => new DomainError('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
+
+class HandlerTimeout extends Error {}
+
+/** Answered generically; `fault` goes to the ADMIN request log only. */
+class WebhookFailure extends DomainError {
+  constructor(readonly fault: string) {
+    super('WEBHOOK_FAILED', 'the webhook handler failed; the details are in the daemon log');
+  }
+}
 
 /** Header values by lowercased name; repeated headers joined as HTTP does. */
 export function headerMap(headers: IncomingHttpHeaders): Record<string, string> {
@@ -42,6 +62,8 @@ export class WebhookService {
       plugins: PluginRegistry;
       config: ExtensionConfigService;
       events: EventService;
+      catalog: { has(extensionKey: string): boolean };
+      requestLog: WebhookRequestLog;
       logger: Logger;
       handlerTimeoutMs: number;
       now?: () => number;
@@ -51,10 +73,65 @@ export class WebhookService {
   }
 
   /**
+   * One call to the endpoint, from finding the handler to its answer. Every
+   * outcome, refusals before the handler included, goes to the extension's
+   * request log, unless the extension does not exist.
+   */
+  async receive(extensionKey: string, call: InboundCall): Promise<WebhookOutcome> {
+    const receivedAt = new Date((this.deps.now ?? Date.now)()).toISOString();
+    let rawBody: Buffer | undefined;
+    try {
+      const handler = this.handlerFor(extensionKey);
+      rawBody = await call.readBody();
+      const outcome = await handler({ rawBody, body: call.parseBody(rawBody), headers: call.headers });
+      this.record(extensionKey, call.headers, rawBody, receivedAt, describeOutcome(outcome));
+      return outcome;
+    } catch (error) {
+      this.record(extensionKey, call.headers, rawBody, receivedAt, describeRefusal(error));
+      throw error;
+    }
+  }
+
+  /** A page of an extension's request log, newest first; `cursor` is what the previous page returned. */
+  requests(extensionKey: string, options: { limit: number; cursor?: string }): { entries: WebhookRequestEntry[]; nextCursor?: string } {
+    if (!this.exists(extensionKey)) throw notFound(`extension ${extensionKey} not found`);
+    const log = this.deps.requestLog;
+    const window = options.cursor === undefined ? log.firstWindow(extensionKey) : decodeCursor(options.cursor, extensionKey);
+    const page = log.page(extensionKey, window, options.limit);
+    if (page.lost) {
+      throw new DomainError('CONFLICT', 'calls not yet listed were dropped for newer ones since the first page was read; start again without a cursor');
+    }
+    return { entries: page.entries, ...(page.next ? { nextCursor: encodeCursor(extensionKey, page.next) } : {}) };
+  }
+
+  /** In the catalog or served by a plugin: only such keys get a request log, so a caller cannot create logs by naming keys. */
+  private exists(extensionKey: string): boolean {
+    return v.is(Slug, extensionKey) && (this.deps.catalog.has(extensionKey) || this.deps.plugins.get(extensionKey) !== undefined);
+  }
+
+  private record(
+    extensionKey: string,
+    headers: Record<string, string>,
+    rawBody: Buffer | undefined,
+    receivedAt: string,
+    result: { outcome: RequestOutcome; reason: string; eventId?: string },
+  ): void {
+    if (!this.exists(extensionKey)) return;
+    const configuredHeader = this.deps.config.webhookSettings(extensionKey)?.header;
+    this.deps.requestLog.record(extensionKey, {
+      id: randomUUID(),
+      receivedAt,
+      ...result,
+      headers: maskHeaders(headers, configuredHeader),
+      bodyExcerpt: bodyExcerpt(rawBody),
+    });
+  }
+
+  /**
    * 404 when the extension has no webhook handler; decided before the body is
    * read. A key that cannot be an extension key is not looked up at all.
    */
-  handlerFor(extensionKey: string): WebhookHandler {
+  private handlerFor(extensionKey: string): WebhookHandler {
     if (!v.is(Slug, extensionKey)) throw noHandler(extensionKey);
     const plugin = this.deps.plugins.get(extensionKey);
     if (plugin?.webhook) return (request) => this.runPlugin(plugin, request);
@@ -69,7 +146,7 @@ export class WebhookService {
       const data = await Promise.race([
         Promise.resolve().then(() => plugin.webhook!(request, context)),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`did not finish within ${this.deps.handlerTimeoutMs} ms`)), this.deps.handlerTimeoutMs);
+          timer = setTimeout(() => reject(new HandlerTimeout(`did not finish within ${this.deps.handlerTimeoutMs} ms`)), this.deps.handlerTimeoutMs);
         }),
       ]);
       return { data: data ?? null, meta: null };
@@ -134,7 +211,59 @@ export class WebhookService {
       const message = error instanceof Error && error.message ? error.message : 'webhook rejected';
       return new DomainError('WEBHOOK_REJECTED', message);
     }
-    this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${describeFault(error)}`);
-    return failed();
+    const fault = describeFault(error);
+    this.deps.logger.error(`webhook handler of ${extensionKey} failed: ${fault}`);
+    // Our own messages are safe to show an ADMIN; what a plugin threw may hold anything, so it stays in the log.
+    const ours = error instanceof DomainError || error instanceof HandlerTimeout;
+    return new WebhookFailure(ours ? fault : 'the handler threw; its message is in the daemon log');
   }
+}
+
+const REASON_MAX = 300;
+const reasonOf = (text: string) => (text.length > REASON_MAX ? `${text.slice(0, REASON_MAX)}…` : text);
+
+function describeOutcome(outcome: WebhookOutcome): { outcome: RequestOutcome; reason: string; eventId?: string } {
+  if ('plainText' in outcome) return { outcome: 'ACCEPTED', reason: 'handshake answered; nothing published' };
+  const eventId = outcome.meta?.eventId;
+  if (typeof eventId === 'string') return { outcome: 'ACCEPTED', reason: 'event published', eventId };
+  if (outcome.meta?.duplicate === true) {
+    return { outcome: 'DUPLICATE', reason: "the provider's delivery id was already published; nothing published" };
+  }
+  return { outcome: 'ACCEPTED', reason: 'handled by the plugin' };
+}
+
+/** The caller's mistakes are REJECTED, ours or the handler's FAILED; reasons are the answer's message or the failure's fault. */
+function describeRefusal(error: unknown): { outcome: RequestOutcome; reason: string } {
+  if (error instanceof WebhookFailure) return { outcome: 'FAILED', reason: reasonOf(error.fault) };
+  if (!(error instanceof DomainError)) return { outcome: 'FAILED', reason: reasonOf(describeFault(error)) };
+  const failure = error.code === 'WEBHOOK_FAILED' || error.code === 'UNAVAILABLE' || error.code === 'INTERNAL_ERROR';
+  return { outcome: failure ? 'FAILED' : 'REJECTED', reason: reasonOf(error.message) };
+}
+
+/** Opaque to clients: base64url of the window and the extension it belongs to. */
+const CURSOR_KIND = 'webhook-requests';
+
+function encodeCursor(extensionKey: string, window: { before: number; floor: number }): string {
+  return Buffer.from(JSON.stringify([CURSOR_KIND, extensionKey, window.before, window.floor])).toString('base64url');
+}
+
+const CursorShape = v.tuple([
+  v.literal(CURSOR_KIND),
+  v.string(),
+  v.pipe(v.number(), v.safeInteger(), v.minValue(2)),
+  v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
+]);
+
+function decodeCursor(cursor: string, extensionKey: string): { before: number; floor: number } {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    decoded = undefined;
+  }
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor) || !v.is(CursorShape, decoded) || decoded[3] >= decoded[2]) {
+    throw invalid('cursor', 'cursor is not one this endpoint returned');
+  }
+  if (decoded[1] !== extensionKey) throw invalid('cursor', "cursor belongs to another extension's request log");
+  return { before: decoded[2], floor: decoded[3] };
 }

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { DomainError } from '../../errors.js';
-import { isPlainObject } from '../../validation.js';
+import { QueryInt, isPlainObject } from '../../validation.js';
+import { REQUESTS_PER_EXTENSION } from '../../webhooks/request-log.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
 import type { RouteModule } from '../context.js';
@@ -12,6 +13,17 @@ import { Reply, TextReply } from '../endpoint.js';
  * JSON object (400); the handler verifies it over exactly those bytes.
  */
 const WebhookParams = v.object({ extensionKey: v.string() });
+const RequestsQuery = v.object({ limit: v.optional(QueryInt(1, REQUESTS_PER_EXTENSION), '50'), cursor: v.optional(v.string()) });
+
+function parseWebhookBody(rawBody: Buffer): Record<string, unknown> {
+  const body = rawBody.length === 0 ? undefined : parseJson(rawBody);
+  if (!isPlainObject(body)) {
+    throw new DomainError('VALIDATION_ERROR', 'the webhook body must be a JSON object', {
+      issues: [{ path: '', message: 'must be a JSON object' }],
+    });
+  }
+  return body;
+}
 
 export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webhooks }, config }) => {
   routes.post(
@@ -21,17 +33,25 @@ export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webho
       params: WebhookParams,
       readsOwnBody: true,
       handle: async ({ params, event }) => {
-        const handler = webhooks.handlerFor(params.extensionKey);
         const { req, res } = event.node;
-        const rawBody = await readRawBody(req, res, config.maxBodyBytes);
-        const body = rawBody.length === 0 ? undefined : parseJson(rawBody);
-        if (!isPlainObject(body)) {
-          throw new DomainError('VALIDATION_ERROR', 'the webhook body must be a JSON object', {
-            issues: [{ path: '', message: 'must be a JSON object' }],
-          });
-        }
-        const outcome = await handler({ rawBody, body, headers: headerMap(req.headers) });
+        const outcome = await webhooks.receive(params.extensionKey, {
+          headers: headerMap(req.headers),
+          readBody: () => readRawBody(req, res, config.maxBodyBytes),
+          parseBody: parseWebhookBody,
+        });
         return 'plainText' in outcome ? new TextReply(outcome.plainText) : new Reply(outcome.data, outcome.meta);
+      },
+    }),
+  );
+  routes.get(
+    '/api/admin/webhooks/:extensionKey/requests',
+    endpoint({
+      access: 'admin',
+      params: WebhookParams,
+      query: RequestsQuery,
+      handle: ({ params, query }) => {
+        const { entries, nextCursor } = webhooks.requests(params.extensionKey, query);
+        return new Reply(entries, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),
   );

@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import { clientFor, urlPath } from '../client.js';
+import { integerFlag } from '../flags.js';
+import { withExample } from '../help.js';
+import { printJson, printLine, printTable } from '../output.js';
+
+interface WebhookRequestEntry {
+  id: string;
+  receivedAt: string;
+  outcome: 'ACCEPTED' | 'REJECTED' | 'FAILED' | 'DUPLICATE';
+  reason: string;
+  eventId?: string;
+  headers: Record<string, string>;
+  bodyExcerpt: string;
+}
+
+/** With --all, pages are as large as the daemon allows: the log holds at most 1,000 calls. */
+const ALL_PAGE_SIZE = 1000;
+
+export function registerWebhooks(program: Command): void {
+  const webhooks = program.command('webhooks').description('inbound webhooks (ADMIN)');
+
+  withExample(
+    webhooks.command('log <extensionKey>').description("the extension's latest inbound webhook calls, newest first"),
+    'platform webhooks log github',
+    'platform webhooks log github --all --json',
+  )
+    .option('--limit <n>', 'how many, 1-1000 (default 50); with --all, how many per request', integerFlag(1, ALL_PAGE_SIZE))
+    .option('--all', 'every call kept (the latest 1,000)')
+    .option('--json', 'print JSON, with headers and body excerpts')
+    .action(async (extensionKey: string, flags: { limit?: number; all?: boolean; json?: boolean }, command: Command) => {
+      const client = clientFor(command);
+      const path = `/api/admin/webhooks/${urlPath(extensionKey)}/requests`;
+      const limit = flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined);
+      const entries: WebhookRequestEntry[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.request<WebhookRequestEntry[]>('GET', path, { query: { limit, cursor } });
+        entries.push(...page.data);
+        cursor = typeof page.meta?.nextCursor === 'string' ? page.meta.nextCursor : undefined;
+      } while (flags.all && cursor);
+      if (flags.json) return printJson(entries);
+      printTable(entries, [
+        { header: 'TIME', value: (entry) => entry.receivedAt },
+        { header: 'OUTCOME', value: (entry) => entry.outcome },
+        { header: 'REASON', value: (entry) => entry.reason },
+        { header: 'EVENT', value: (entry) => entry.eventId },
+      ]);
+      if (cursor) printLine(`(${entries.length} shown; more: --all, or a larger --limit)`);
+    });
+}
