@@ -2,6 +2,7 @@ import type { DaemonConfig } from './config.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
 import { SEED_FILE, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
+import { createRequestObserver } from './http/observe.js';
 import { startHttpServer } from './http/server.js';
 import { startJobs } from './jobs.js';
 import { createLogger, type Logger } from './log.js';
@@ -40,7 +41,8 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     opened.start();
-    const http = await startHttpServer(createApiApp(services, config, logger), config, logger);
+    const observer = createRequestObserver(logger, services.metrics);
+    const http = await startHttpServer(createApiApp(services, config, logger), config, observer);
     const jobs = startJobs(opened.jobs, logger);
 
     if (firstAdmin?.generatedPassword) {

@@ -16,6 +16,7 @@ import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
 import type { ScheduledJob } from './jobs.js';
 import type { Logger } from './log.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
@@ -34,6 +35,7 @@ export interface Services {
   plugins: PluginRegistry;
   extensionConfig: ExtensionConfigService;
   webhooks: WebhookService;
+  metrics: Metrics;
   startedAt: number;
 }
 
@@ -89,6 +91,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => deadLetters.flush());
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box });
     closers.push(() => extensionConfig.flush());
+    const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
     const events = new EventService({
       log: eventLog,
       outbox,
@@ -99,6 +102,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       dispatch: config.dispatch,
       retention: config.retention,
       logger,
+      metrics,
     });
     const webhooks = new WebhookService({
       plugins,
@@ -124,6 +128,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         plugins,
         extensionConfig,
         webhooks,
+        metrics,
         startedAt: Date.now(),
       },
       jobs,
