@@ -1,11 +1,13 @@
 import { Command, CommanderError } from 'commander';
 import { registerAuth } from './commands/auth.js';
+import { registerBackup } from './commands/backup.js';
 import { registerDlq } from './commands/dlq.js';
 import { registerEvents } from './commands/events.js';
 import { registerExt } from './commands/ext.js';
 import { registerExtConfig } from './commands/ext-config.js';
 import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
+import { registerRestore } from './commands/restore.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
@@ -28,6 +30,8 @@ registerEvents(program);
 registerDlq(program);
 registerStatus(program);
 registerKeys(program);
+registerBackup(program);
+registerRestore(program);
 
 function fail(message: string, exitCode: number): never {
   process.stderr.write(`platform: ${message}\n`);

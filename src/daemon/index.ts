@@ -1,5 +1,6 @@
 import type { DaemonConfig } from './config.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
+import { removeStaleSnapshots } from './backup/snapshot.js';
 import { SEED_FILE, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
 import { createRequestObserver } from './http/observe.js';
@@ -36,6 +37,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
   try {
+    await removeStaleSnapshots(config.dataDir);
     opened = await openServices(config, logger);
     const { services } = opened;
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);

@@ -1,13 +1,19 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import * as v from 'valibot';
 import { isAdmin } from '../../auth/users.js';
+import { streamBackup } from '../../backup/snapshot.js';
 import { DomainError, unauthorized } from '../../errors.js';
 import { Readiness } from '../../readiness.js';
+import { asStorageError } from '../../store/files.js';
 import type { RouteModule } from '../context.js';
 import { bearerToken } from '../endpoint.js';
 
+const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'false']), 'false') });
+
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
-/** Readiness for load balancers and orchestrators, and metrics for Prometheus. */
+/** Readiness for load balancers and orchestrators, metrics for Prometheus, backups for the operator. */
 export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics }, config }) => {
   const readiness = new Readiness(config.dataDir, events.dispatcher);
   routes.get(
@@ -46,6 +52,36 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
         const { contentType, text } = await metrics.render();
         res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
         res.end(text);
+      },
+    }),
+  );
+
+  routes.get(
+    '/api/admin/backup',
+    endpoint({
+      access: 'admin',
+      query: BackupQuery,
+      handle: async ({ query, event }) => {
+        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true' }).catch((error) => {
+          throw asStorageError(error);
+        });
+        const { res } = event.node;
+        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+        res.writeHead(200, {
+          'content-type': 'application/gzip',
+          'content-disposition': `attachment; filename="platform-backup-${stamp}.tar.gz"`,
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        });
+        try {
+          await pipeline(backup.stream, res);
+        } catch {
+          // The client went away or the snapshot could not be read: the archive it has is
+          // incomplete, and a restore refuses it (its manifest lists what is missing).
+          res.destroy();
+        } finally {
+          await backup.done;
+        }
       },
     }),
   );
