@@ -48,6 +48,7 @@ async function observable(api: Api) {
 
 test.before(async () => {
   work = await tempDir('platform-backup-');
+  archive = join(work, 'platform.tar.gz');
   hanging = await startSubscriber(() => ({ hang: true }));
   failing = await startSubscriber(() => ({ status: 500 }));
   source = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } });
@@ -93,7 +94,6 @@ test('a backup taken while 10 clients publish restores every acknowledged event,
   try {
     await waitFor('publishes flowing', () => acknowledged.length >= 50);
     ackedBeforeBackup = [...acknowledged];
-    archive = join(work, 'platform.tar.gz');
     backup = await runCli(['backup', '--out', archive], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
     ackedDuringBackup = acknowledged.length - ackedBeforeBackup.length;
   } finally {
