@@ -74,14 +74,16 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
           'x-content-type-options': 'nosniff',
         });
         try {
-          await pipeline(backup.stream, res);
+          await pipeline(backup.stream, res, { end: false });
         } catch {
           // The client went away or the snapshot could not be read: the archive it has is
           // incomplete, and a restore refuses it (its manifest lists what is missing).
           res.destroy();
         } finally {
+          // The snapshot directory is gone before the answer ends.
           await backup.done;
         }
+        res.end();
       },
     }),
   );
