@@ -393,7 +393,7 @@ test('an access log line per request: method, path, status, duration; never the 
   await new Promise((resolve) => setImmediate(resolve));
   const line = t.logs.join('').split('\n').find((entry) => entry.includes('GET /api/health 200'));
   assert.ok(line, 'an access line for the request');
-  assert.match(line!, /^\S+Z GET \/api\/health 200 \d+\.\dms$/);
+  assert.match(line!, /^\S+Z GET \/api\/health 200 \d+\.\dms [0-9a-f]{12}-[0-9a-z]+$/);
   const everything = t.logs.join('');
   assert.not.match(everything, 'hunter2');
   assert.not.match(everything, 'abc.def.ghi');

@@ -92,8 +92,8 @@ test('start-up lines: admin from the environment, torn log tail cut, data file m
   try {
     const output = second.output();
     assert.match(output, `cut a torn last line (17 bytes, never acknowledged) off ${join(dir, 'outbox.log')}`);
-    assert.match(output, `warning: ${join(dir, 'users.json')} was readable by others; its mode is now 0600`);
-    assert.match(output, `warning: ${join(dir, 'notes', 'restored.txt')} was readable by others`);
+    assert.match(output, `warn: ${join(dir, 'users.json')} was readable by others; its mode is now 0600`);
+    assert.match(output, `warn: ${join(dir, 'notes', 'restored.txt')} was readable by others`);
     assert.is(statSync(join(dir, 'users.json')).mode & 0o777, 0o600);
     assert.not.match(output, 'created the first administrator', 'only on the first start');
   } finally {
@@ -138,7 +138,7 @@ test('a left-over initial-admin-password file is warned about, with how to remov
     const changed = await admin.put('/api/auth/me/password', { currentPassword: password, newPassword: 'a-new-password-1' });
     assert.is(changed.status, 200, changed.text);
     const later = await again.restart();
-    assert.match(later.logs.join(''), `warning: ${file} is left over`);
+    assert.match(later.logs.join(''), `warn: ${file} is left over`);
     assert.match(later.logs.join(''), `rm ${file}`);
     await later.destroy();
   } finally {

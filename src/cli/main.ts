@@ -1,5 +1,6 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { registerAuth } from './commands/auth.js';
+import { registerBackup } from './commands/backup.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerDlq } from './commands/dlq.js';
 import { registerEvents } from './commands/events.js';
@@ -7,6 +8,7 @@ import { registerExt } from './commands/ext.js';
 import { registerExtConfig } from './commands/ext-config.js';
 import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
+import { registerRestore } from './commands/restore.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
@@ -49,6 +51,8 @@ registerDlq(program);
 registerStatus(program);
 registerKeys(program);
 registerWebhooks(program);
+registerBackup(program);
+registerRestore(program);
 registerCompletion(program);
 
 withExample(

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import * as v from 'valibot';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 export interface DaemonConfig {
   host: string;
@@ -50,6 +51,15 @@ export interface DaemonConfig {
    * fetch client was seen to hold 100 connections at once.
    */
   connections: { headersTimeoutMs: number; requestTimeoutMs: number; maxTotal: number; maxPerClient: number };
+  /** From PLATFORM_METRICS_TOKEN: a scraper's bearer token for /metrics (besides ADMIN sessions). */
+  metricsToken: string | null;
+  log: {
+    /** Undefined: text on a terminal, JSON lines otherwise. */
+    format: LogFormat | undefined;
+    level: LogLevel;
+    /** `--quiet`: no access lines at all. */
+    quiet: boolean;
+  };
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -65,6 +75,9 @@ export interface ServeFlags {
   corsOrigin?: string;
   allowedHosts?: string;
   denyPrivateTargets?: boolean;
+  logFormat?: string;
+  logLevel?: string;
+  quiet?: boolean;
 }
 
 export class ConfigError extends Error {
@@ -132,6 +145,10 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('PLATFORM_JWT_SECRET must be at least 32 bytes long');
   }
+  const metricsToken = env.PLATFORM_METRICS_TOKEN || null;
+  if (metricsToken !== null && Buffer.byteLength(metricsToken) < 16) {
+    throw new ConfigError('PLATFORM_METRICS_TOKEN must be at least 16 bytes long');
+  }
   return {
     host: flags.host ?? env.PLATFORM_HOST ?? '127.0.0.1',
     port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
@@ -169,5 +186,16 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
     connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 1024, maxPerClient: 256 },
+    metricsToken,
+    log: {
+      format: parseSetting<LogFormat | undefined>(
+        '--log-format / PLATFORM_LOG_FORMAT',
+        v.picklist(LOG_FORMATS, 'must be json or text'),
+        flags.logFormat ?? env.PLATFORM_LOG_FORMAT,
+        undefined,
+      ),
+      level: parseSetting('--log-level / PLATFORM_LOG_LEVEL', v.picklist(LOG_LEVELS, 'must be debug, info, warn or error'), flags.logLevel ?? env.PLATFORM_LOG_LEVEL, 'info'),
+      quiet: flags.quiet ?? false,
+    },
   };
 }

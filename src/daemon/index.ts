@@ -2,8 +2,10 @@ import type { DaemonConfig } from './config.js';
 import { chmod, lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
+import { removeStaleSnapshots } from './backup/snapshot.js';
 import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
 import { createApiApp } from './http/index.js';
+import { createRequestObserver } from './http/observe.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
 import { startJobs } from './jobs.js';
 import { createLogger, type Logger } from './log.js';
@@ -40,13 +42,14 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
   let http: HttpServer | undefined;
   try {
     const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
+    await removeStaleSnapshots(config.dataDir);
     opened = await openServices(config, logger);
     const { services } = opened;
     const resumed = services.events.dispatcher.stats().pending;
     opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
     // generated password was never shown.
-    http = await startHttpServer(createApiApp(services, config, logger), config, logger);
+    http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics));
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);

@@ -3,14 +3,44 @@ export interface LogSink {
   err(text: string): void;
 }
 
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['json', 'text'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** Extra fields of a line. Callers pass identifiers and counts only: never a body, header value or secret. */
+export type LogFields = Record<string, string | number | boolean | null>;
+
+export interface AccessRecord {
+  method: string;
+  /** The route pattern (`/api/workspaces/:id`), never the raw path: ids and query strings stay out. */
+  route: string;
+  status: number;
+  durationMs: number;
+  requestId: string;
+}
+
 export interface Logger {
-  info(message: string): void;
-  /** Something the operator should act on; the daemon carries on. */
-  warn(message: string): void;
-  error(message: string): void;
-  /** One line per request: never a body, a query string or a header value. */
-  access(method: string, path: string, status: number, ms: number): void;
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** One line per request, when access lines are on (see LoggerOptions.access). */
+  access(record: AccessRecord): void;
   flush(): void;
+}
+
+export interface LoggerOptions {
+  sink?: LogSink;
+  /** Default: text when stdout is a terminal, JSON lines otherwise (for log collectors). */
+  format?: LogFormat;
+  /** Lines below this level are dropped. Default info. */
+  level?: LogLevel;
+  /**
+   * Access lines (level info). Default: on when stdout is not a terminal (a file
+   * or a collector keeps them), on a terminal only at level debug.
+   */
+  access?: boolean;
 }
 
 const processSink: LogSink = {
@@ -18,11 +48,22 @@ const processSink: LogSink = {
   err: (text) => process.stderr.write(text),
 };
 
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
 /**
  * Lines are buffered and written once per event-loop turn: stdout is a
  * synchronous pipe on Linux, and a write per request is measurable at load.
+ * (This is why the daemon keeps its own small logger rather than pino: the
+ * buffering already gives pino's main advantage, and the callers hand over
+ * only fields that are safe to log, so there is nothing to redact.)
  */
-export function createLogger(sink: LogSink = processSink): Logger {
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const sink = options.sink ?? processSink;
+  const terminal = options.sink === undefined && process.stdout.isTTY === true;
+  const format = options.format ?? (terminal ? 'text' : 'json');
+  const threshold = RANK[options.level ?? 'info'];
+  const accessOn = (options.access ?? (!terminal || options.level === 'debug')) && threshold <= RANK.info;
+
   let buffered: string[] = [];
   let scheduled = false;
 
@@ -53,15 +94,46 @@ export function createLogger(sink: LogSink = processSink): Logger {
     return stamp;
   };
 
-  return {
-    info: (message) => write(`${timestamp()} ${message}\n`),
-    warn: (message) => write(`${timestamp()} warning: ${message}\n`),
-    error: (message) => {
+  const formatLine = format === 'json' ? jsonLine : textLine;
+  const emit = (level: LogLevel) => (message: string, fields?: LogFields) => {
+    if (RANK[level] < threshold) return;
+    const line = formatLine(timestamp(), level, message, fields);
+    if (level === 'error') {
       flush();
-      sink.err(`${timestamp()} error: ${message}\n`);
-    },
-    access: (method, path, status, ms) =>
-      write(`${timestamp()} ${method} ${path} ${status} ${ms.toFixed(1)}ms\n`),
+      sink.err(line);
+    } else {
+      write(line);
+    }
+  };
+
+  return {
+    debug: emit('debug'),
+    info: emit('info'),
+    warn: emit('warn'),
+    error: emit('error'),
+    access: accessOn
+      ? format === 'json'
+        ? (record) =>
+            write(
+              `{"time":"${timestamp()}","level":"info","msg":"request","method":${JSON.stringify(record.method)},` +
+                `"route":${JSON.stringify(record.route)},"status":${record.status},` +
+                `"durationMs":${Math.round(record.durationMs * 10) / 10},"requestId":"${record.requestId}"}\n`,
+            )
+        : (record) =>
+            write(
+              `${timestamp()} ${record.method} ${record.route} ${record.status} ${record.durationMs.toFixed(1)}ms ${record.requestId}\n`,
+            )
+      : () => undefined,
     flush,
   };
+}
+
+function jsonLine(time: string, level: LogLevel, msg: string, fields?: LogFields): string {
+  return JSON.stringify({ time, level, msg, ...fields }) + '\n';
+}
+
+function textLine(time: string, level: LogLevel, msg: string, fields?: LogFields): string {
+  let line = level === 'info' ? `${time} ${msg}` : `${time} ${level}: ${msg}`;
+  if (fields) for (const [key, value] of Object.entries(fields)) line += ` ${key}=${JSON.stringify(value)}`;
+  return line + '\n';
 }

@@ -16,6 +16,7 @@ import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
 import type { ScheduledJob } from './jobs.js';
 import type { Logger } from './log.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
@@ -35,6 +36,7 @@ export interface Services {
   plugins: PluginRegistry;
   extensionConfig: ExtensionConfigService;
   webhooks: WebhookService;
+  metrics: Metrics;
   startedAt: number;
 }
 
@@ -95,6 +97,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
+    const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
     const events = new EventService({
       log: eventLog,
       outbox,
@@ -106,6 +109,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,
       logger,
+      metrics,
     });
     const requestLog = await WebhookRequestLog.open(join(config.dataDir, 'webhook-requests.log'), (error) =>
       logger.error(`webhook request log: ${describeFault(error)}`),
@@ -137,6 +141,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         plugins,
         extensionConfig,
         webhooks,
+        metrics,
         startedAt: Date.now(),
       },
       jobs,

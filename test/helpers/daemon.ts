@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { resolveConfig, type DaemonConfig } from '../../src/daemon/config.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
-import { createLogger } from '../../src/daemon/log.js';
+import { createLogger, type LoggerOptions } from '../../src/daemon/log.js';
 import { api, call, tokenOf, type Api } from './http.js';
 import { tempDir } from './temp.js';
 
@@ -29,7 +29,11 @@ export interface TestDaemon {
  * The real daemon, in this process, on port 0 with a fresh temp data directory
  * (or the given one). bcrypt runs at cost 4 so that tests do not wait on it.
  */
-export async function startTestDaemon(overrides: Partial<DaemonConfig> = {}, dataDir?: string): Promise<TestDaemon> {
+export async function startTestDaemon(
+  overrides: Partial<DaemonConfig> = {},
+  dataDir?: string,
+  loggerOptions: LoggerOptions = {},
+): Promise<TestDaemon> {
   const dir = dataDir ?? (await tempDir());
   const config: DaemonConfig = {
     ...resolveConfig({ port: '0', dataDir: dir }, {}),
@@ -39,7 +43,12 @@ export async function startTestDaemon(overrides: Partial<DaemonConfig> = {}, dat
     ...overrides,
   };
   const logs: string[] = [];
-  const logger = createLogger({ out: (text) => logs.push(text), err: (text) => logs.push(text) });
+  const logger = createLogger({
+    sink: { out: (text) => logs.push(text), err: (text) => logs.push(text) },
+    format: 'text',
+    access: true,
+    ...loggerOptions,
+  });
   const daemon = await startDaemon(config, { logger });
   let adminClient: (Api & { token: string }) | undefined;
 
@@ -64,7 +73,7 @@ export async function startTestDaemon(overrides: Partial<DaemonConfig> = {}, dat
     },
     async restart(more = {}) {
       await daemon.stop();
-      return startTestDaemon({ ...overrides, ...more }, dir);
+      return startTestDaemon({ ...overrides, ...more }, dir, loggerOptions);
     },
     stop: () => daemon.stop(),
     async destroy() {

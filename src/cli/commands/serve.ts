@@ -18,6 +18,9 @@ export function registerServe(program: Command): void {
     .option('--cors-origin <origins>', 'browser origins allowed to call the API, comma-separated (PLATFORM_CORS_ORIGIN; default none)')
     .option('--allowed-hosts <hosts>', 'host names requests may be addressed to besides loopback ones, comma-separated (PLATFORM_ALLOWED_HOSTS; default none)')
     .option('--deny-private-targets', 'refuse subscriber URLs that resolve to loopback, private or link-local addresses (PLATFORM_DENY_PRIVATE_TARGETS)')
+    .option('--log-format <format>', 'json or text (PLATFORM_LOG_FORMAT; default text on a terminal, json otherwise)')
+    .option('--log-level <level>', 'debug, info, warn or error (PLATFORM_LOG_LEVEL; default info)')
+    .option('--quiet', 'no access line per request (they are on by default when stdout is not a terminal)')
     .action(async (flags) => {
       const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
       const { startDaemon } = await import('../../daemon/index.js');
@@ -32,7 +35,7 @@ export function registerServe(program: Command): void {
       }
       // Plugins run in this process: a promise one leaves rejected, or an error one throws from a
       // timer, would otherwise end the daemon (Node's default). Say so, and keep serving.
-      const logger = createLogger();
+      const logger = createLogger({ format: config.log.format, level: config.log.level, ...(config.log.quiet ? { access: false } : {}) });
       const report = (kind: string) => (error: unknown) => logger.error(`${kind} outside any request: ${describeFault(error)}`);
       process.on('unhandledRejection', report('a promise was rejected'));
       process.on('uncaughtException', report('an exception was thrown'));

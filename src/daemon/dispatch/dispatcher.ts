@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
 import { DomainError, describeFault } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { DomainMetrics } from '../metrics.js';
 import type { Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
 import { postEvent, type AttemptOutcome } from './external.js';
@@ -43,6 +44,7 @@ export interface DispatcherDependencies {
   startHandlerRun(delivery: Delivery): HandlerRun;
   settings: DispatchSettings;
   logger: Logger;
+  metrics: Pick<DomainMetrics, 'deliveryAttempted'>;
   now?: () => number;
   random?: () => number;
 }
@@ -203,6 +205,11 @@ export class Dispatcher {
     this.limits = { external: deps.settings.deliveryConcurrency, handler: deps.settings.handlerConcurrency };
     this.ready = { external: new FairQueue(this.limits.external), handler: new FairQueue(this.limits.handler) };
     this.transport = createDeliveryTransport(deps.settings);
+  }
+
+  /** Between start() and stop(): for the readiness check. */
+  get isRunning(): boolean {
+    return this.started;
   }
 
   /** Resumes every delivery the outbox holds. */
@@ -399,6 +406,7 @@ export class Dispatcher {
         ? this.deps.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey)
         : undefined;
     let outcome: AttemptOutcome;
+    const attemptStarted = performance.now();
     try {
       outcome =
         delivery.subscriber.kind === 'EXTERNAL_SERVICE'
@@ -413,7 +421,9 @@ export class Dispatcher {
       delivery.attempts -= 1;
       return;
     }
+    const seconds = (performance.now() - attemptStarted) / 1000;
     if (outcome.ok) {
+      this.deps.metrics.deliveryAttempted('delivered', seconds);
       this.deps.outbox.done(delivery);
       return;
     }
@@ -424,9 +434,11 @@ export class Dispatcher {
     const retryable = outcome.retryable && (handler === undefined || handler.async === true);
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
     if (!retryable || delay === undefined) {
+      this.deps.metrics.deliveryAttempted('dead_lettered', seconds);
       await this.deadLetter(delivery, outcome.error);
       return;
     }
+    this.deps.metrics.deliveryAttempted('retried', seconds);
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
     this.deps.outbox.rescheduled(delivery);
     this.schedule(delivery);

@@ -5,6 +5,7 @@ import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/
 import type { Outbox } from '../dispatch/outbox.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
+import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
@@ -27,6 +28,7 @@ export interface EventServiceDependencies {
   /** PLATFORM_MAX_PAYLOAD: bytes of JSON. */
   maxPayloadBytes: number;
   logger: Logger;
+  metrics: DomainMetrics;
   now?: () => number;
 }
 
@@ -59,6 +61,7 @@ export class EventService {
       startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
       settings: deps.dispatch,
       logger: deps.logger,
+      metrics: deps.metrics,
       now: this.now,
     });
   }
@@ -83,6 +86,7 @@ export class EventService {
     };
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+    this.deps.metrics.eventPublished();
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));

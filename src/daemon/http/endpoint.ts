@@ -70,7 +70,7 @@ export type EndpointFactory = <
   spec: EndpointSpec<A, PS, QS, BS>,
 ) => EventHandler;
 
-function bearerToken(req: IncomingMessage): string | null {
+export function bearerToken(req: IncomingMessage): string | null {
   const header = req.headers.authorization;
   if (header && /^bearer /i.test(header)) return header.slice(7).trim() || null;
   const cookies = req.headers.cookie;

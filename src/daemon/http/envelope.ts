@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { DomainError, RateLimitedError, type ErrorCode } from '../errors.js';
+import type { ObservedRequest } from './observe.js';
 
 export interface Envelope {
   code: 'SUCCESS' | ErrorCode;
@@ -58,7 +59,7 @@ export function sendEnvelope(
     code: body.code,
     message: body.message,
     data: body.data === undefined ? null : body.data,
-    meta: body.meta,
+    meta: body.code === 'SUCCESS' ? body.meta : withRequestId(res, body.meta),
     timestamp: new Date().toISOString(),
   });
   writeJson(res, status, json);
@@ -76,6 +77,12 @@ export function sendText(res: ServerResponse, status: number, text: string): voi
     'content-length', String(Buffer.byteLength(text)),
   ]);
   res.end(text);
+}
+
+/** An error answer names its request, so that an operator can find its access line. */
+function withRequestId(res: ServerResponse, meta: Record<string, unknown> | null): Record<string, unknown> | null {
+  const requestId = (res.req as ObservedRequest | undefined)?.requestId;
+  return requestId === undefined ? meta : { ...meta, requestId };
 }
 
 function writeJson(res: ServerResponse, status: number, json: string): void {

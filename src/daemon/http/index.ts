@@ -12,6 +12,7 @@ import { deadLetterRoutes } from './routes/dead-letters.js';
 import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
+import { operationsRoutes } from './routes/operations.js';
 import { statusRoutes } from './routes/status.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -29,6 +30,7 @@ const MODULES: RouteModule[] = [
   statusRoutes,
   extensionConfigRoutes,
   webhookRoutes,
+  operationsRoutes,
 ];
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {

@@ -1,5 +1,6 @@
 import { createRouter, defineEventHandler, type EventHandler, type Router } from 'h3';
 import { DomainError } from '../errors.js';
+import type { ObservedRequest } from './observe.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -32,12 +33,13 @@ export class RouteTable {
   toRouter(): Router {
     const router = createRouter({ preemptive: true });
     for (const [path, methods] of this.paths) {
-      for (const [method, handler] of methods) router.add(path, handler, method);
+      for (const [method, handler] of methods) router.add(path, labelled(path, handler), method);
       const allow = [...methods.keys()].map((method) => method.toUpperCase()).join(', ');
       // router.use registers for every method; the specific ones above take precedence.
       router.use(
         path,
         defineEventHandler((event) => {
+          (event.node.req as ObservedRequest).route = path;
           event.node.res.setHeader('allow', allow);
           throw new DomainError('METHOD_NOT_ALLOWED', `method ${event.method} is not allowed here; use ${allow}`);
         }),
@@ -45,4 +47,12 @@ export class RouteTable {
     }
     return router;
   }
+}
+
+/** Marks the request with its route pattern, for metrics and access lines (bounded, unlike raw paths). */
+function labelled(path: string, handler: EventHandler): EventHandler {
+  return defineEventHandler((event) => {
+    (event.node.req as ObservedRequest).route = path;
+    return handler(event);
+  });
 }

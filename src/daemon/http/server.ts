@@ -4,10 +4,10 @@ import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
 import type { DaemonConfig } from '../config.js';
 import { DomainError, describeFault, StartupError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { sendDomainError, sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
 import { hostCheck } from './hosts.js';
+import type { RequestObserver } from './observe.js';
 
 export interface HttpServer {
   url: string;
@@ -17,18 +17,10 @@ export interface HttpServer {
   close(graceMs: number): Promise<void>;
 }
 
-type TimedResponse = ServerResponse & { startedAt: number };
-
-const pathOnly = (url: string | undefined) => {
-  const path = url ?? '/';
-  const query = path.indexOf('?');
-  return query < 0 ? path : path.slice(0, query);
-};
-
 export async function startHttpServer(
   app: App,
   options: Pick<DaemonConfig, 'host' | 'port' | 'corsOrigins' | 'allowedHosts' | 'connections'>,
-  logger: Logger,
+  observer: RequestObserver,
 ): Promise<HttpServer> {
   const handle = toNodeListener(app);
   let draining = false;
@@ -36,13 +28,13 @@ export async function startHttpServer(
   let hostAccepted: ((host: string | undefined) => boolean) | null = null;
 
   // One shared listener rather than a closure (and a once wrapper) per request.
-  function logAccess(this: TimedResponse) {
-    logger.access(this.req.method ?? '-', pathOnly(this.req.url), this.statusCode, performance.now() - this.startedAt);
+  function finished(this: ServerResponse) {
+    observer.finished(this.req, this.statusCode);
   }
 
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    (res as TimedResponse).startedAt = performance.now();
-    res.on('close', logAccess);
+    observer.started(req, res);
+    res.on('close', finished);
     if (draining) {
       res.setHeader('connection', 'close');
       sendEnvelope(res, 503, { code: 'UNAVAILABLE', message: 'the daemon is shutting down', data: null, meta: null });

@@ -1,0 +1,90 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import * as v from 'valibot';
+import { isAdmin } from '../../auth/users.js';
+import { streamBackup } from '../../backup/snapshot.js';
+import { DomainError, unauthorized } from '../../errors.js';
+import { Readiness } from '../../readiness.js';
+import { asStorageError } from '../../store/files.js';
+import type { RouteModule } from '../context.js';
+import { bearerToken } from '../endpoint.js';
+
+const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'false']), 'false') });
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Readiness for load balancers and orchestrators, metrics for Prometheus, backups for the operator. */
+export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics }, config }) => {
+  const readiness = new Readiness(config.dataDir, events.dispatcher);
+  routes.get(
+    '/api/health/ready',
+    endpoint({
+      access: 'public',
+      handle: async () => {
+        const reasons = await readiness.reasons();
+        if (reasons.length > 0) throw new DomainError('UNAVAILABLE', `not ready: ${reasons.join('; ')}`, { reasons });
+        return { status: 'ready' };
+      },
+    }),
+  );
+
+  // Equal-length digests: timingSafeEqual needs them, and the comparison then says nothing about the length.
+  const scrapeDigest = config.metricsToken === null ? null : digest(config.metricsToken);
+  const mayScrape = async (token: string | null): Promise<boolean> => {
+    if (token === null) return false;
+    if (scrapeDigest !== null && timingSafeEqual(digest(token), scrapeDigest)) return true;
+    try {
+      return isAdmin((await auth.authenticate(token)).user);
+    } catch {
+      return false;
+    }
+  };
+  routes.get(
+    '/metrics',
+    endpoint({
+      access: 'public',
+      handle: async ({ event }) => {
+        const { req, res } = event.node;
+        if (!(await mayScrape(bearerToken(req)))) {
+          metrics.metricsRefused();
+          throw unauthorized('metrics need an ADMIN session or Authorization: Bearer <PLATFORM_METRICS_TOKEN>');
+        }
+        const { contentType, text } = await metrics.render();
+        res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+        res.end(text);
+      },
+    }),
+  );
+
+  routes.get(
+    '/api/admin/backup',
+    endpoint({
+      access: 'admin',
+      query: BackupQuery,
+      handle: async ({ query, event }) => {
+        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true' }).catch((error) => {
+          throw asStorageError(error);
+        });
+        const { res } = event.node;
+        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+        res.writeHead(200, {
+          'content-type': 'application/gzip',
+          'content-disposition': `attachment; filename="platform-backup-${stamp}.tar.gz"`,
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        });
+        try {
+          await pipeline(backup.stream, res, { end: false });
+        } catch {
+          // The client went away or the snapshot could not be read: the archive it has is
+          // incomplete, and a restore refuses it (its manifest lists what is missing).
+          res.destroy();
+        } finally {
+          // The snapshot directory is gone before the answer ends.
+          await backup.done;
+        }
+        res.end();
+      },
+    }),
+  );
+};

@@ -1,0 +1,236 @@
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { create as createTar, extract } from 'tar';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runCli } from './helpers/cli.js';
+import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { FAST_DISPATCH, createWorkspace, install, publishExtension, subscribeExternal } from './helpers/fixtures.js';
+import type { Api } from './helpers/http.js';
+import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { tempDir } from './helpers/temp.js';
+import { waitFor } from './helpers/wait.js';
+
+const CLIENTS = 10;
+const USER = { email: 'kept@example.test', password: 'kept-password-1' };
+
+let source: TestDaemon;
+let admin: Api & { token: string };
+let hanging: Subscriber;
+let failing: Subscriber;
+let work: string;
+let archive: string;
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
+}
+
+/** What a restored daemon must show as the source did. */
+async function observable(api: Api) {
+  const data = async (path: string) => {
+    const result = await api.get(path);
+    assert.is(result.status, 200, `${path}: ${result.text}`);
+    return result.body.data;
+  };
+  return {
+    catalog: await data('/api/marketplace/extensions'),
+    audit: await data('/api/admin/audit'),
+    users: (await data('/api/admin/users')).map((user: { email: string }) => user.email).sort(),
+    workspaces: await data('/api/workspaces'),
+    subscriptions: await data('/api/workspaces/w0/subscriptions'),
+    deadLetters: (await data('/api/admin/dead-letters')).map((letter: { id: string }) => letter.id),
+    config: await data('/api/admin/marketplace/extensions/crm/config'),
+  };
+}
+
+test.before(async () => {
+  work = await tempDir('platform-backup-');
+  archive = join(work, 'platform.tar.gz');
+  hanging = await startSubscriber(() => ({ hang: true }));
+  failing = await startSubscriber(() => ({ status: 500 }));
+  source = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } });
+  admin = await source.admin();
+  await createUser(source, USER.email, { password: USER.password });
+  await publishExtension(admin, 'crm');
+  for (let client = 0; client < CLIENTS; client += 1) {
+    await createWorkspace(admin, `w${client}`);
+    await install(admin, `w${client}`, 'crm');
+  }
+  await subscribeExternal(admin, 'w0', 'deal.won', 'crm', hanging.url);
+  await subscribeExternal(admin, 'w0', 'deal.lost', 'crm', failing.url);
+  const configured = await admin.put('/api/admin/marketplace/extensions/crm/config', {
+    fields: [{ name: 'apiKey', type: 'SECRET', value: 'kept-secret-value' }],
+  });
+  assert.is(configured.status, 200, configured.text);
+  assert.is((await admin.post('/api/workspaces/w0/events/publish', { eventKey: 'deal.lost', payload: {} })).status, 200);
+  assert.is((await admin.post('/api/workspaces/w0/events/publish', { eventKey: 'deal.won', payload: {} })).status, 200);
+  await waitFor('a dead letter', async () => (await admin.get('/api/admin/status')).body.data.deadLetters === 1);
+  await hanging.waitForCount(1);
+});
+
+test.after(async () => {
+  await source.destroy();
+  await hanging.close();
+  await failing.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+test('a backup taken while 10 clients publish restores every acknowledged event, whole records only, and the same state', async () => {
+  const before = await observable(admin);
+  const acknowledged: Array<{ id: string; workspace: string }> = [];
+  let publishing = true;
+  const clients = Array.from({ length: CLIENTS }, async (_, client) => {
+    for (let seq = 0; publishing; seq += 1) {
+      const result = await admin.post(`/api/workspaces/w${client}/events/publish`, { eventKey: 'load.tick', payload: { client, seq } });
+      if (result.status === 200) acknowledged.push({ id: result.body.meta.eventId, workspace: `w${client}` });
+    }
+  });
+  let ackedBeforeBackup: typeof acknowledged;
+  let ackedDuringBackup: number;
+  let backup;
+  try {
+    await waitFor('publishes flowing', () => acknowledged.length >= 50);
+    ackedBeforeBackup = [...acknowledged];
+    backup = await runCli(['backup', '--out', archive], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
+    ackedDuringBackup = acknowledged.length - ackedBeforeBackup.length;
+  } finally {
+    publishing = false;
+    await Promise.all(clients);
+  }
+  assert.is(backup.code, 0, backup.stderr);
+  assert.match(backup.stdout, `backup written to ${archive}`);
+  assert.ok(ackedDuringBackup > 0, 'writes went on during the backup');
+  assert.not.ok(existsSync(`${archive}.partial`));
+
+  const restoredDir = join(work, 'restored');
+  const restore = await runCli(['restore', archive, '--data-dir', restoredDir]);
+  assert.is(restore.code, 0, restore.stderr);
+  assert.match(restore.stdout, 'PLATFORM_MASTER_KEY');
+  assert.match(restore.stdout, 'PLATFORM_JWT_SECRET');
+  const restoredFiles = filesUnder(restoredDir).map((file) => relative(restoredDir, file));
+  assert.not.ok(restoredFiles.includes('master.key') || restoredFiles.includes('jwt-secret'), 'keys stay out without --include-keys');
+  assert.not.ok(restoredFiles.includes('daemon.lock'));
+  for (const file of restoredFiles.filter((name) => name.endsWith('.log'))) {
+    const text = readFileSync(join(restoredDir, file), 'utf8');
+    if (text === '') continue;
+    assert.ok(text.endsWith('\n'), `${file} ends with a whole record`);
+    for (const line of text.trimEnd().split('\n')) JSON.parse(line);
+  }
+
+  // The operator supplies the master key the archive does not hold.
+  copyFileSync(join(source.dataDir, 'master.key'), join(restoredDir, 'master.key'));
+  const restored = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } }, restoredDir);
+  try {
+    const restoredAdmin = await restored.admin();
+    await restored.as(USER.email, USER.password);
+    assert.equal(await observable(restoredAdmin), before);
+    for (let client = 0; client < CLIENTS; client += 1) {
+      const listed = await restoredAdmin.get(`/api/workspaces/w${client}/events?limit=1000`);
+      const ids = new Set(listed.body.data.map((event: { id: string }) => event.id));
+      for (const event of ackedBeforeBackup.filter((entry) => entry.workspace === `w${client}`)) {
+        assert.ok(ids.has(event.id), `event ${event.id} of w${client}, acknowledged before the backup, was restored`);
+      }
+    }
+    const status = (await restoredAdmin.get('/api/admin/status')).body.data;
+    assert.ok(status.pendingDeliveries >= 1, 'the pending delivery came back');
+    assert.is(status.deadLetters, 1);
+  } finally {
+    await restored.stop();
+  }
+});
+
+test('only an ADMIN may take a backup (403); a missing or existing --out is a usage error', async () => {
+  const user = await source.as(USER.email, USER.password);
+  const refused = await user.get('/api/admin/backup');
+  assert.is(refused.status, 403);
+  const cli = await runCli(['backup', '--out', join(work, 'user.tar.gz')], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: user.token } });
+  assert.is(cli.code, 1);
+  assert.match(cli.stderr, 'ADMIN');
+  assert.not.ok(existsSync(join(work, 'user.tar.gz')) || existsSync(join(work, 'user.tar.gz.partial')));
+  const existing = await runCli(['backup', '--out', archive], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
+  assert.is(existing.code, 2);
+});
+
+/** Unpacks the good archive, lets `change` alter it, and packs it again (a well-formed gzip and tar). */
+async function repacked(name: string, change: (dir: string) => void): Promise<string> {
+  const dir = join(work, `${name}-unpacked`);
+  mkdirSync(dir);
+  await extract({ file: archive, cwd: dir });
+  change(dir);
+  const file = join(work, `${name}.tar.gz`);
+  await createTar({ gzip: true, cwd: dir, file, portable: true }, readdirSync(dir));
+  return file;
+}
+
+async function assertRefused(file: string, why: RegExp | string, target = join(work, `target-${Math.random().toString(36).slice(2)}`)) {
+  const result = await runCli(['restore', file, '--data-dir', target]);
+  assert.is(result.code, 1, result.stdout + result.stderr);
+  assert.match(result.stderr, why);
+  assert.is(result.stderr.trim().split('\n').length, 1, 'one line');
+  assert.not.ok(existsSync(target), 'nothing was written');
+  assert.equal(readdirSync(work).filter((name) => name.includes('.restore-')), [], 'no staging left behind');
+}
+
+test('restore refuses a truncated, altered or newer archive, a non-archive and a non-empty directory; it writes nothing', async () => {
+  const bytes = readFileSync(archive);
+  const truncated = join(work, 'truncated.tar.gz');
+  writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length * 0.6)));
+  await assertRefused(truncated, /not a readable platform backup|incomplete/);
+
+  const flipped = Buffer.from(bytes);
+  flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+  const flippedFile = join(work, 'flipped.tar.gz');
+  writeFileSync(flippedFile, flipped);
+  await assertRefused(flippedFile, /not a readable platform backup|altered|incomplete/);
+
+  const altered = await repacked('altered', (dir) => {
+    const users = join(dir, 'users.json');
+    writeFileSync(users, readFileSync(users, 'utf8').replace('kept@example.test', 'evil@example.test'));
+  });
+  await assertRefused(altered, 'has been altered: users.json does not match its checksum');
+
+  const smuggled = await repacked('smuggled', (dir) => writeFileSync(join(dir, 'extra.json'), '{}'));
+  await assertRefused(smuggled, 'extra.json is not in its manifest');
+
+  const newer = await repacked('newer', (dir) => {
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, schemaVersion: 99 }));
+  });
+  await assertRefused(newer, 'schema version 99');
+
+  const text = join(work, 'notes.txt');
+  writeFileSync(text, 'not an archive at all\n');
+  await assertRefused(text, 'not a readable platform backup');
+
+  const occupied = join(work, 'occupied');
+  mkdirSync(occupied);
+  writeFileSync(join(occupied, 'keep.txt'), 'mine');
+  const result = await runCli(['restore', archive, '--data-dir', occupied]);
+  assert.is(result.code, 1);
+  assert.match(result.stderr, 'is not empty');
+  assert.equal(readdirSync(occupied), ['keep.txt']);
+  assert.is(statSync(join(occupied, 'keep.txt')).size, 4);
+});
+
+test('--include-keys puts master.key and jwt-secret in the archive, and restore says so', async () => {
+  const withKeys = join(work, 'with-keys.tar.gz');
+  const backup = await runCli(['backup', '--out', withKeys, '--include-keys'], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
+  assert.is(backup.code, 0, backup.stderr);
+  const target = join(work, 'with-keys');
+  const restore = await runCli(['restore', withKeys, '--data-dir', target]);
+  assert.is(restore.code, 0, restore.stderr);
+  assert.match(restore.stdout, 'secrets decrypt and sessions stay valid');
+  assert.equal(readFileSync(join(target, 'master.key')), readFileSync(join(source.dataDir, 'master.key')));
+  const restored = await startTestDaemon({}, target);
+  try {
+    // The same token secret: the source's session is valid on the restored daemon.
+    assert.is((await restored.anon.get('/api/auth/me', { token: admin.token })).status, 200);
+  } finally {
+    await restored.stop();
+  }
+});
+
+test.run();
