@@ -11,6 +11,7 @@ import { ChatStore } from './chat/store.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
 import { Outbox } from './dispatch/outbox.js';
 import { describeFault } from './errors.js';
+import { ActivityFeed } from './events/activity.js';
 import { EventLog } from './events/event-log.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
@@ -34,6 +35,8 @@ export interface Services {
   plugins: PluginRegistry;
   extensionConfig: ExtensionConfigService;
   webhooks: WebhookService;
+  /** Published events and delivery outcomes as they happen, for live streams. */
+  activity: ActivityFeed;
   startedAt: number;
 }
 
@@ -94,6 +97,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
+    const activity = new ActivityFeed();
     const events = new EventService({
       log: eventLog,
       outbox,
@@ -105,6 +109,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,
       logger,
+      activity,
     });
     const webhooks = new WebhookService({
       plugins,
@@ -130,6 +135,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         plugins,
         extensionConfig,
         webhooks,
+        activity,
         startedAt: Date.now(),
       },
       jobs,

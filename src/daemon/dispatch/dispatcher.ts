@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
 import { DomainError, describeFault } from '../errors.js';
+import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
@@ -43,6 +44,7 @@ export interface DispatcherDependencies {
   startHandlerRun(delivery: Delivery): HandlerRun;
   settings: DispatchSettings;
   logger: Logger;
+  activity: ActivityFeed;
   now?: () => number;
   random?: () => number;
 }
@@ -396,6 +398,7 @@ export class Dispatcher {
     }
     if (outcome.ok) {
       this.deps.outbox.done(delivery);
+      this.deps.activity.delivery('delivery.succeeded', delivery);
       return;
     }
     // Whatever failed may quote the URL it was sending to: never with its credentials.
@@ -411,6 +414,10 @@ export class Dispatcher {
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
     this.deps.outbox.rescheduled(delivery);
     this.schedule(delivery);
+    this.deps.activity.delivery('delivery.retrying', delivery, {
+      ...errorSummary(outcome.error),
+      nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
+    });
   }
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
@@ -475,8 +482,11 @@ export class Dispatcher {
       return;
     }
     this.deps.outbox.done(delivery);
+    this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
   }
 }
+
+const errorSummary = (error: DeliveryError) => ({ error: error.message, ...(error.status === null ? {} : { httpStatus: error.status }) });
 
 class HandlerTimeout extends Error {
   constructor(timeoutMs: number) {

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
+import type { ActivityFeed } from './activity.js';
 import type { EventLog, RetentionPolicy } from './event-log.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
@@ -27,6 +28,8 @@ export interface EventServiceDependencies {
   /** PLATFORM_MAX_PAYLOAD: bytes of JSON. */
   maxPayloadBytes: number;
   logger: Logger;
+  /** Live streams see every published event and every delivery outcome. */
+  activity: ActivityFeed;
   now?: () => number;
 }
 
@@ -59,6 +62,7 @@ export class EventService {
       startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
       settings: deps.dispatch,
       logger: deps.logger,
+      activity: deps.activity,
       now: this.now,
     });
   }
@@ -83,6 +87,7 @@ export class EventService {
     };
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+    this.deps.activity.eventPublished(event);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));

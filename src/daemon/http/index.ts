@@ -13,6 +13,7 @@ import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
 import { statusRoutes } from './routes/status.js';
+import { streamRoutes } from './routes/streams.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -29,6 +30,7 @@ const MODULES: RouteModule[] = [
   statusRoutes,
   extensionConfigRoutes,
   webhookRoutes,
+  streamRoutes,
 ];
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {
