@@ -4,6 +4,7 @@ import { clientFor, urlPath } from '../client.js';
 import { usageError } from '../errors.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { readStdin } from '../prompt.js';
+import { registerEventsTail } from './events-tail.js';
 
 interface PlatformEvent {
   id: string;
@@ -97,6 +98,8 @@ export function registerEvents(program: Command): void {
         { header: 'ID', value: (event) => event.id },
       ]);
     });
+
+  registerEventsTail(events);
 
   program
     .command('chat')
