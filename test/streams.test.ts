@@ -213,6 +213,21 @@ test('logging out or losing the membership ends the stream', async () => {
   assert.ok(removed.comments.some((comment) => comment.includes('membership')), removed.comments.join('|'));
 });
 
+test('disabling the account or taking the ADMIN role ends the stream', async () => {
+  const disabled = await createUser(t, 'disabled@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/live/members/${disabled.id}`)).status, 200);
+  const demoted = await createUser(t, 'demoted@example.test', { roles: ['ADMIN'] });
+  const memberStream = await openStream(t.url, '/api/workspaces/live/stream', disabled.token);
+  const adminStream = await openStream(t.url, '/api/admin/stream', demoted.token);
+  assert.is(adminStream.status, 200);
+
+  assert.is((await admin.patch(`/api/admin/users/${disabled.id}`, { active: false })).status, 200);
+  assert.equal(await endOf(memberStream), { clean: true });
+  assert.not.ok(adminStream.ended, 'the other user keeps the stream');
+  assert.is((await admin.patch(`/api/admin/users/${demoted.id}`, { roles: ['USER'] })).status, 200);
+  assert.equal(await endOf(adminStream), { clean: true });
+});
+
 test('at most 20 streams per user: the 21st gets 429', async () => {
   const greedy = await createUser(t, 'greedy@example.test');
   assert.is((await admin.put(`/api/admin/workspaces/live/members/${greedy.id}`)).status, 200);

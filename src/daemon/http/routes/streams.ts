@@ -93,6 +93,8 @@ class LiveStreams {
     if (this.total >= MAX_STREAMS) throw unavailable(`the daemon serves at most ${MAX_STREAMS} live streams at once; try again later`);
     // The endpoint authenticated this token: it is there.
     const token = bearerToken(res.req)!;
+    // The client left while it was being authenticated: its close has passed, nothing to count.
+    if (res.req.socket.destroyed) return ANSWERED_BY_HANDLER;
 
     this.total += 1;
     this.perUser.set(userId, (this.perUser.get(userId) ?? 0) + 1);
