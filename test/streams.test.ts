@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { request, type IncomingMessage } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PLATFORM_BIN } from './helpers/cli.js';
+import { PLATFORM_BIN, runCli } from './helpers/cli.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, createWorkspace, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
@@ -290,6 +290,42 @@ test('CLI events tail prints events, follows a daemon restart, and exits 0 on Ct
 
     child.kill('SIGINT');
     assert.is(await exited, 0, stderr);
+  } finally {
+    child.kill('SIGKILL');
+    await own.destroy();
+  }
+});
+
+
+test('CLI events tail --event --json prints only that event key, one JSON object a line; a refusal exits 1', async () => {
+  const own = await startTestDaemon();
+  const ownAdmin = await own.admin();
+  await createWorkspace(ownAdmin, 'filtered');
+  const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: own.url, PLATFORM_TOKEN: ownAdmin.token };
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'filtered', '--event', 'app.picked', '--json'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.other' });
+    const picked = (await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.picked' })).body.meta.eventId;
+    await waitFor('the picked event printed', () => stdout.includes('\n') || undefined);
+    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    assert.is(lines.length, 1);
+    assert.is(lines[0].type, 'event.published');
+    assert.is(lines[0].data.id, picked);
+    child.kill('SIGINT');
+    assert.is(await exited, 0, stderr);
+
+    const refused = await runCli(['events', 'tail', 'nowhere'], { env });
+    assert.is(refused.code, 1);
+    assert.match(refused.stderr, /not found/);
   } finally {
     child.kill('SIGKILL');
     await own.destroy();
