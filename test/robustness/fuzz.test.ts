@@ -71,6 +71,8 @@ interface RouteFixture {
   anyContentType?: true;
   /** Acts without reading a body: only content-type refusals may be sent by a logged-in caller. */
   endsTheSession?: true;
+  /** Sent with every request: a live stream refuses a bad Last-Event-ID (400) rather than stream forever. */
+  headers?: Record<string, string>;
 }
 
 /** Every route, with inputs that reach its validation. The test fails when a served route is missing here. */
@@ -227,6 +229,13 @@ const ROUTES: Record<string, RouteFixture> = {
   'DELETE /api/admin/dead-letters/:id': { access: 'admin', params: { id: MISSING_ID }, baseline: [404] },
   'POST /api/admin/dead-letters/:id/replay': { access: 'admin', params: { id: MISSING_ID }, baseline: [404] },
   'GET /api/admin/status': { access: 'admin', baseline: [200] },
+  'GET /api/workspaces/:id/stream': {
+    access: 'user',
+    params: { id: WORKSPACE },
+    headers: { 'last-event-id': 'not-an-id' },
+    baseline: [400],
+  },
+  'GET /api/admin/stream': { access: 'admin', headers: { 'last-event-id': 'not-an-id' }, baseline: [400] },
   'GET /api/admin/marketplace/extensions/:key/config': { access: 'admin', params: { key: WEBHOOK_EXTENSION }, baseline: [200] },
   'PUT /api/admin/marketplace/extensions/:key/config': {
     access: 'admin',
@@ -512,7 +521,14 @@ function generateCases(routes: string[]): Case[] {
 
     for (const identity of IDENTITIES) {
       const add = (what: string, request: Omit<RawRequest, 'method'>, gated: boolean, expect: Expect) =>
-        cases.push({ route, identity, what, request: { method, ...request }, gated, expect });
+        cases.push({
+          route,
+          identity,
+          what,
+          request: { method, ...request, headers: { ...fixture.headers, ...request.headers } },
+          gated,
+          expect,
+        });
       const sendsJsonBodies = !(fixture.endsTheSession && identity !== 'anonymous');
 
       if (sendsJsonBodies) {
@@ -702,7 +718,7 @@ test('every route refuses hostile input with a 4xx envelope and changes nothing'
           continue;
         }
         const body = fixture.body === undefined ? undefined : json(JSON.stringify(fixture.body));
-        const request: RawRequest = { method, path, headers: { 'content-type': 'application/json' }, body };
+        const request: RawRequest = { method, path, headers: { 'content-type': 'application/json', ...fixture.headers }, body };
         const { answer, changed } = await run(request, identity);
         const envelope = answer.text ? (JSON.parse(answer.text) as { code: string }) : null;
         const label = `${route} as ${identity}: ${answer.status} ${answer.text.slice(0, 200)}`;
