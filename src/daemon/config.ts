@@ -41,6 +41,8 @@ export interface DaemonConfig {
   retention: { maxAgeMs: number; maxPerWorkspace: number };
   /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
+  /** A live stream sends a comment this often, and checks then that its caller may still read it. */
+  streamHeartbeatMs: number;
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
   /** Host names requests may name besides loopback ones (`--allowed-hosts`); checked on any address once given. */
@@ -183,6 +185,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),
     },
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
+    streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
     connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 1024, maxPerClient: 256 },

@@ -84,6 +84,8 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
       firstAdmin,
       stop(signal?: NodeJS.Signals) {
         stopping ??= (async () => {
+          // Live streams never finish by themselves: end them so that closing waits only for real requests.
+          services.activity.close();
           await server.close(config.shutdownGraceMs);
           await ready.stop();
           await jobs.stop();

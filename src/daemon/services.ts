@@ -11,6 +11,7 @@ import { ChatStore } from './chat/store.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
 import { Outbox } from './dispatch/outbox.js';
 import { describeFault } from './errors.js';
+import { ActivityFeed } from './events/activity.js';
 import { EventLog } from './events/event-log.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
@@ -37,6 +38,8 @@ export interface Services {
   extensionConfig: ExtensionConfigService;
   webhooks: WebhookService;
   metrics: Metrics;
+  /** Published events and delivery outcomes as they happen, for live streams. */
+  activity: ActivityFeed;
   startedAt: number;
 }
 
@@ -98,6 +101,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
     const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
+    const activity = new ActivityFeed();
     const events = new EventService({
       log: eventLog,
       outbox,
@@ -110,6 +114,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       maxPayloadBytes: config.maxPayloadBytes,
       logger,
       metrics,
+      activity,
     });
     const requestLog = await WebhookRequestLog.open(join(config.dataDir, 'webhook-requests.log'), (error) =>
       logger.error(`webhook request log: ${describeFault(error)}`),
@@ -142,6 +147,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         extensionConfig,
         webhooks,
         metrics,
+        activity,
         startedAt: Date.now(),
       },
       jobs,

@@ -73,6 +73,8 @@ interface RouteFixture {
   endsTheSession?: true;
   /** The route's own body limit, below the daemon's: a larger body is 413 whatever else is wrong with it. */
   maxBody?: number;
+  /** Sent with every request: a live stream refuses a bad Last-Event-ID (400) rather than stream forever. */
+  headers?: Record<string, string>;
 }
 
 /** Every route, with inputs that reach its validation. The test fails when a served route is missing here. */
@@ -248,6 +250,13 @@ const ROUTES: Record<string, RouteFixture> = {
   'DELETE /api/admin/dead-letters/:id': { access: 'admin', params: { id: MISSING_ID }, baseline: [404] },
   'POST /api/admin/dead-letters/:id/replay': { access: 'admin', params: { id: MISSING_ID }, baseline: [404] },
   'GET /api/admin/status': { access: 'admin', baseline: [200] },
+  'GET /api/workspaces/:id/stream': {
+    access: 'user',
+    params: { id: WORKSPACE },
+    headers: { 'last-event-id': 'not-an-id' },
+    baseline: [400],
+  },
+  'GET /api/admin/stream': { access: 'admin', headers: { 'last-event-id': 'not-an-id' }, baseline: [400] },
   'GET /api/admin/marketplace/extensions/:key/config': { access: 'admin', params: { key: WEBHOOK_EXTENSION }, baseline: [200] },
   'PUT /api/admin/marketplace/extensions/:key/config': {
     access: 'admin',
@@ -540,7 +549,14 @@ function generateCases(routes: string[]): Case[] {
     for (const identity of IDENTITIES) {
       const add = (what: string, request: Omit<RawRequest, 'method'>, gated: boolean, expect: Expect) => {
         const tooLarge = fixture.maxBody !== undefined && (request.body?.length ?? 0) > fixture.maxBody;
-        cases.push({ route, identity, what, request: { method, ...request }, gated, expect: tooLarge ? code('PAYLOAD_TOO_LARGE') : expect });
+        cases.push({
+          route,
+          identity,
+          what,
+          request: { method, ...request, headers: { ...fixture.headers, ...request.headers } },
+          gated,
+          expect: tooLarge ? code('PAYLOAD_TOO_LARGE') : expect,
+        });
       };
       const sendsJsonBodies = !(fixture.endsTheSession && identity !== 'anonymous');
 
@@ -734,7 +750,7 @@ test('every route refuses hostile input with a 4xx envelope and changes nothing'
           continue;
         }
         const body = fixture.body === undefined ? undefined : json(JSON.stringify(fixture.body));
-        const request: RawRequest = { method, path, headers: { 'content-type': 'application/json' }, body };
+        const request: RawRequest = { method, path, headers: { 'content-type': 'application/json', ...fixture.headers }, body };
         const { answer, changed } = await run(request, identity);
         const envelope = answer.text ? (JSON.parse(answer.text) as { code: string }) : null;
         const label = `${route} as ${identity}: ${answer.status} ${answer.text.slice(0, 200)}`;

@@ -3,6 +3,7 @@ import { rename, rm } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
+import { withExample } from '../help.js';
 import { ApiError, CliError, EXIT, usageError } from '../errors.js';
 import { printLine } from '../output.js';
 import { resolveToken, resolveUrl } from '../session.js';
@@ -26,9 +27,10 @@ export function progressLine(): { show(text: string): void; end(): void } {
 const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
 export function registerBackup(program: Command): void {
-  program
-    .command('backup')
-    .description('download a consistent snapshot of the running daemon into an archive (ADMIN)')
+  withExample(
+    program.command('backup').description('download a consistent snapshot of the running daemon into an archive (ADMIN)'),
+    'platform backup --out platform-$(date +%F).tar.gz',
+  )
     .requiredOption('--out <file>', 'the archive to write (.tar.gz); must not exist yet')
     .option('--include-keys', 'also archive master.key and jwt-secret (then the archive alone decrypts every secret)')
     .action(async (flags: { out: string; includeKeys?: boolean }, command: Command) => {

@@ -7,6 +7,7 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
 import { askText, isInteractive, readStdin } from '../prompt.js';
+import { registerEventsTail } from './events-tail.js';
 
 interface PlatformEvent {
   id: string;
@@ -123,6 +124,8 @@ export function registerEvents(program: Command): void {
       ]);
       printPageHint(listing);
     });
+
+  registerEventsTail(events);
 
   withExample(
     program

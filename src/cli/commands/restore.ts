@@ -1,13 +1,15 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { withExample } from '../help.js';
 import { CliError, EXIT } from '../errors.js';
 import { printLine } from '../output.js';
 import { progressLine } from './backup.js';
 
 export function registerRestore(program: Command): void {
-  program
-    .command('restore')
-    .description('restore a backup archive into an empty data directory (offline: the daemon must not run on it)')
+  withExample(
+    program.command('restore').description('restore a backup archive into an empty data directory (offline: the daemon must not run on it)'),
+    'platform restore platform-2026-11-23.tar.gz --data-dir /var/lib/platform',
+  )
     .argument('<file>', 'an archive written by `platform backup`')
     .requiredOption('--data-dir <dir>', 'the data directory to create; must be empty or missing')
     .action(async (file: string, flags: { dataDir: string }) => {

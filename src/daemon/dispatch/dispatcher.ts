@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
 import { DomainError, describeFault } from '../errors.js';
+import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { Inactivity } from '../workspaces/service.js';
@@ -45,6 +46,7 @@ export interface DispatcherDependencies {
   settings: DispatchSettings;
   logger: Logger;
   metrics: Pick<DomainMetrics, 'deliveryAttempted'>;
+  activity: ActivityFeed;
   now?: () => number;
   random?: () => number;
 }
@@ -425,6 +427,7 @@ export class Dispatcher {
     if (outcome.ok) {
       this.deps.metrics.deliveryAttempted('delivered', seconds);
       this.deps.outbox.done(delivery);
+      this.deps.activity.delivery('delivery.succeeded', delivery);
       return;
     }
     // Whatever failed may quote the URL it was sending to: never with its credentials.
@@ -442,6 +445,10 @@ export class Dispatcher {
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
     this.deps.outbox.rescheduled(delivery);
     this.schedule(delivery);
+    this.deps.activity.delivery('delivery.retrying', delivery, {
+      ...errorSummary(outcome.error),
+      nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
+    });
   }
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
@@ -506,8 +513,11 @@ export class Dispatcher {
       return;
     }
     this.deps.outbox.done(delivery);
+    this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
   }
 }
+
+const errorSummary = (error: DeliveryError) => ({ error: error.message, ...(error.status === null ? {} : { httpStatus: error.status }) });
 
 class HandlerTimeout extends Error {
   constructor(timeoutMs: number) {

@@ -9,6 +9,7 @@ import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
+import type { ActivityFeed } from './activity.js';
 import type { EventLog, RecentQuery, RetentionPolicy } from './event-log.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
@@ -29,6 +30,8 @@ export interface EventServiceDependencies {
   maxPayloadBytes: number;
   logger: Logger;
   metrics: DomainMetrics;
+  /** Live streams see every published event and every delivery outcome. */
+  activity: ActivityFeed;
   now?: () => number;
 }
 
@@ -62,6 +65,7 @@ export class EventService {
       settings: deps.dispatch,
       logger: deps.logger,
       metrics: deps.metrics,
+      activity: deps.activity,
       now: this.now,
     });
   }
@@ -87,6 +91,7 @@ export class EventService {
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
     this.deps.metrics.eventPublished();
+    this.deps.activity.eventPublished(event);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));

@@ -39,6 +39,9 @@ export class TextReply {
   constructor(readonly text: string) {}
 }
 
+/** Returned by a handler that answered by itself and keeps the response open (a live stream). */
+export const ANSWERED_BY_HANDLER = Symbol('answered by the handler');
+
 export interface EndpointSpec<A extends Access, PS, QS, BS> {
   access: A;
   /** Runs after authentication and before validation: throw `forbidden` to refuse (403). */
@@ -148,6 +151,7 @@ async function serve<
   }
 
   const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
+  if (result === ANSWERED_BY_HANDLER) return;
   const status = spec.status ?? 200;
   if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
   else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);

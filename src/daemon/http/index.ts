@@ -14,6 +14,7 @@ import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
 import { operationsRoutes } from './routes/operations.js';
 import { statusRoutes } from './routes/status.js';
+import { streamRoutes } from './routes/streams.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -31,6 +32,7 @@ const MODULES: RouteModule[] = [
   extensionConfigRoutes,
   webhookRoutes,
   operationsRoutes,
+  streamRoutes,
 ];
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {

@@ -1,0 +1,111 @@
+import type { PlatformEvent } from '../../handlers/sdk.js';
+import type { Delivery } from '../dispatch/types.js';
+
+export type ActivityType = 'event.published' | 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
+
+/** What a live stream shows of a delivery: never its URL or signing secret. */
+export interface DeliverySummary {
+  deliveryId: string;
+  eventId: string;
+  eventKey: string;
+  workspaceId: string;
+  subscriptionId: string | null;
+  extensionKey: string;
+  kind: string;
+  attempts: number;
+  httpStatus?: number;
+  error?: string;
+  nextAttemptAt?: string;
+}
+
+export interface ActivityItem {
+  id: number;
+  type: ActivityType;
+  workspaceId: string;
+  /** The event key, so that a stream can filter without parsing `data`. */
+  eventKey: string;
+  /** The data as JSON, serialized once for every stream. */
+  data: string;
+}
+
+export interface ActivityListener {
+  item(item: ActivityItem): void;
+  /** The feed closed (the daemon stops): the listener ends its stream. */
+  closed(): void;
+}
+
+/** The latest 1,000 items are kept for resuming, within this many bytes (an event may be 256 KiB). */
+const RING_ITEMS = 1_000;
+const RING_BYTES = 32 * 1024 * 1024;
+
+/**
+ * What happens in the daemon, as it happens, for live streams: a typed
+ * publish/subscribe with a ring of the latest items for Last-Event-ID.
+ * Ids start at the start time in microseconds, so that they keep increasing
+ * across a restart and a client's Last-Event-ID from before it asks for
+ * everything the new daemon has.
+ */
+export class ActivityFeed {
+  private readonly ring: ActivityItem[] = [];
+  private ringBytes = 0;
+  private nextId: number;
+  private readonly listeners = new Set<ActivityListener>();
+  private open = true;
+
+  constructor(now: () => number = Date.now) {
+    this.nextId = now() * 1000;
+  }
+
+  eventPublished(event: PlatformEvent): void {
+    this.add('event.published', event.tenantId, event.eventKey, event);
+  }
+
+  delivery(type: Exclude<ActivityType, 'event.published'>, delivery: Delivery, extra: Partial<DeliverySummary> = {}): void {
+    const { event, subscriber } = delivery;
+    const summary: DeliverySummary = {
+      deliveryId: delivery.id,
+      eventId: event.id,
+      eventKey: event.eventKey,
+      workspaceId: event.tenantId,
+      subscriptionId: subscriber.subscriptionId,
+      extensionKey: subscriber.extensionKey,
+      kind: subscriber.kind,
+      attempts: delivery.attempts,
+      ...extra,
+    };
+    this.add(type, event.tenantId, event.eventKey, summary);
+  }
+
+  /** Items after `lastId` still in the ring, oldest first (all of them for an id older than the ring). */
+  since(lastId: number): ActivityItem[] {
+    return this.ring.filter((item) => item.id > lastId);
+  }
+
+  /** Returns the unsubscribe function; on a closed feed the listener is closed at once. */
+  subscribe(listener: ActivityListener): () => void {
+    if (!this.open) {
+      listener.closed();
+      return () => undefined;
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Ends every stream: shutdown is not held up by clients that stay connected. */
+  close(): void {
+    this.open = false;
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const listener of listeners) listener.closed();
+  }
+
+  private add(type: ActivityType, workspaceId: string, eventKey: string, data: unknown): void {
+    const item: ActivityItem = { id: this.nextId++, type, workspaceId, eventKey, data: JSON.stringify(data) };
+    this.ring.push(item);
+    this.ringBytes += item.data.length;
+    while (this.ring.length > RING_ITEMS || (this.ringBytes > RING_BYTES && this.ring.length > 1)) {
+      this.ringBytes -= this.ring.shift()!.data.length;
+    }
+    for (const listener of this.listeners) listener.item(item);
+  }
+}

@@ -1,0 +1,152 @@
+import type { ServerResponse } from 'node:http';
+import * as v from 'valibot';
+import type { AuthService, Caller } from '../../auth/service.js';
+import { isAdmin } from '../../auth/users.js';
+import { DomainError, RateLimitedError, forbidden, invalid, unavailable } from '../../errors.js';
+import type { ActivityFeed, ActivityItem } from '../../events/activity.js';
+import { Slug } from '../../validation.js';
+import type { WorkspaceService } from '../../workspaces/service.js';
+import type { RouteModule } from '../context.js';
+import { ANSWERED_BY_HANDLER, bearerToken } from '../endpoint.js';
+import { workspaceMember } from './access.js';
+
+/** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
+const MAX_STREAMS = 1_000;
+const MAX_STREAMS_PER_USER = 20;
+/** A consumer that leaves more than this unread is dropped rather than buffered for. */
+const MAX_UNREAD_BYTES = 1024 * 1024;
+
+const WorkspaceParams = v.object({ id: Slug });
+
+interface StreamDeps {
+  auth: AuthService;
+  workspaces: WorkspaceService;
+  activity: ActivityFeed;
+  heartbeatMs: number;
+}
+
+/** Which items a stream shows, and whether its caller may still read it. */
+interface StreamScope {
+  workspaceId: string | null;
+  stillAllowed(caller: Caller): void;
+}
+
+export const streamRoutes: RouteModule = (routes, { endpoint, services, config }) => {
+  const streams = new LiveStreams({
+    auth: services.auth,
+    workspaces: services.workspaces,
+    activity: services.activity,
+    heartbeatMs: config.streamHeartbeatMs,
+  });
+  const member = workspaceMember(services.workspaces);
+
+  routes.get(
+    '/api/workspaces/:id/stream',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: WorkspaceParams,
+      handle: ({ params, caller, event }) => {
+        services.workspaces.get(params.id);
+        return streams.open(event.node.req.headers, event.node.res, caller, {
+          workspaceId: params.id,
+          stillAllowed: (current) => {
+            services.workspaces.get(params.id);
+            member(current, { id: params.id });
+          },
+        });
+      },
+    }),
+  );
+  routes.get(
+    '/api/admin/stream',
+    endpoint({
+      access: 'admin',
+      handle: ({ caller, event }) =>
+        streams.open(event.node.req.headers, event.node.res, caller, {
+          workspaceId: null,
+          stillAllowed: (current) => {
+            if (!isAdmin(current.user)) throw forbidden('this action requires the ADMIN role');
+          },
+        }),
+    }),
+  );
+};
+
+/**
+ * Server-sent events of the activity feed. Each stream re-checks its caller
+ * on every heartbeat (a revoked session, a disabled account or a lost
+ * membership ends it), and is dropped when its consumer stops reading.
+ */
+class LiveStreams {
+  private total = 0;
+  private readonly perUser = new Map<string, number>();
+
+  constructor(private readonly deps: StreamDeps) {}
+
+  open(headers: Record<string, string | string[] | undefined>, res: ServerResponse, caller: Caller, scope: StreamScope) {
+    const lastEventId = parseLastEventId(headers['last-event-id']);
+    const userId = caller.user.id;
+    if ((this.perUser.get(userId) ?? 0) >= MAX_STREAMS_PER_USER) {
+      throw new RateLimitedError(`at most ${MAX_STREAMS_PER_USER} live streams per user are open at once`, 10);
+    }
+    if (this.total >= MAX_STREAMS) throw unavailable(`the daemon serves at most ${MAX_STREAMS} live streams at once; try again later`);
+    // The endpoint authenticated this token: it is there.
+    const token = bearerToken(res.req)!;
+    // The client left while it was being authenticated: its close has passed, nothing to count.
+    if (res.req.socket.destroyed) return ANSWERED_BY_HANDLER;
+
+    this.total += 1;
+    this.perUser.set(userId, (this.perUser.get(userId) ?? 0) + 1);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      // Proxies such as nginx would otherwise hold events back.
+      'x-accel-buffering': 'no',
+    });
+
+    const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
+    const send = (text: string) => {
+      if (res.destroyed) return;
+      res.write(text);
+      // writableLength counts what the socket has not handed to the kernel yet.
+      if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+    };
+    const sendItem = (item: ActivityItem) => {
+      if (visible(item)) send(`id: ${item.id}\nevent: ${item.type}\ndata: ${item.data}\n\n`);
+    };
+    const end = (reason: string) => {
+      if (!res.writableEnded && !res.destroyed) res.end(`: ${reason}\n\n`);
+    };
+
+    send(': connected\n\n');
+    if (lastEventId !== null) for (const item of this.deps.activity.since(lastEventId)) sendItem(item);
+    const unsubscribe = this.deps.activity.subscribe({ item: sendItem, closed: () => end('the daemon is stopping') });
+    const heartbeat = setInterval(() => {
+      send(': keep-alive\n\n');
+      void this.deps.auth
+        .authenticate(token)
+        .then((current) => scope.stillAllowed(current))
+        .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`));
+    }, this.deps.heartbeatMs);
+
+    res.once('close', () => {
+      clearInterval(heartbeat);
+      unsubscribe();
+      this.total -= 1;
+      const left = (this.perUser.get(userId) ?? 1) - 1;
+      if (left > 0) this.perUser.set(userId, left);
+      else this.perUser.delete(userId);
+    });
+    return ANSWERED_BY_HANDLER;
+  }
+}
+
+function parseLastEventId(header: string | string[] | undefined): number | null {
+  if (header === undefined || header === '') return null;
+  if (typeof header !== 'string' || !/^\d{1,16}$/.test(header)) {
+    throw invalid('Last-Event-ID', 'must be the id of an item of this stream');
+  }
+  return Number(header);
+}

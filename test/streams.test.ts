@@ -1,0 +1,335 @@
+import { spawn } from 'node:child_process';
+import { request, type IncomingMessage } from 'node:http';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { PLATFORM_BIN, runCli } from './helpers/cli.js';
+import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { FAST_DISPATCH, createWorkspace, publishExtension, subscribeExternal } from './helpers/fixtures.js';
+import type { Api } from './helpers/http.js';
+import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { waitFor } from './helpers/wait.js';
+
+interface Item {
+  id: number;
+  event: string;
+  data: any;
+}
+
+const endOf = (stream: Stream) => waitFor('the end of the stream', () => stream.ended);
+
+/** A live stream read with node:http, so that a test can stop reading it. */
+interface Stream {
+  status: number;
+  items: Item[];
+  comments: string[];
+  text(): string;
+  /** Set when the server ended the response; `clean` unless the connection broke. */
+  ended?: { clean: boolean };
+  response: IncomingMessage;
+  close(): void;
+}
+
+function openStream(url: string, path: string, token: string, lastEventId?: number | string, read = true): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (lastEventId !== undefined) headers['last-event-id'] = String(lastEventId);
+    const req = request(url + path, { headers }, (response) => {
+      let raw = '';
+      let buffer = '';
+      const items: Item[] = [];
+      const comments: string[] = [];
+      const stream: Stream = {
+        status: response.statusCode ?? 0,
+        items,
+        comments,
+        text: () => raw,
+        response,
+        close: () => req.destroy(),
+      };
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        raw += chunk;
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (block.startsWith(':')) comments.push(block.slice(1).trim());
+          else {
+            const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
+            items.push({ id: Number(field('id')), event: field('event') as string, data: JSON.parse(field('data') as string) });
+          }
+        }
+      });
+      response.on('end', () => (stream.ended ??= { clean: true }));
+      response.on('error', () => (stream.ended ??= { clean: false }));
+      response.on('aborted', () => (stream.ended ??= { clean: false }));
+      if (!read) response.pause();
+      resolve(stream);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+let t: TestDaemon;
+let admin: Api & { token: string };
+let subscriber: Subscriber;
+
+const publish = (workspace: string, eventKey: string, payload: Record<string, unknown> = {}, client: Api = admin) =>
+  client.post(`/api/workspaces/${workspace}/events/publish`, { eventKey, payload });
+
+const assertIncreasing = (items: Item[]) => {
+  for (let index = 1; index < items.length; index += 1) assert.ok(items[index]!.id > items[index - 1]!.id, 'ids increase');
+};
+
+test.before(async () => {
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH, streamHeartbeatMs: 100 });
+  admin = await t.admin();
+  // Failing deliveries of crm.fail run the retry ladder to a dead letter; the rest succeed.
+  subscriber = await startSubscriber((request) => ({ status: request.body.includes('crm.fail') ? 500 : 200 }));
+  await publishExtension(admin, 'crm');
+  for (const workspace of ['live', 'other']) {
+    await createWorkspace(admin, workspace);
+    await admin.post(`/api/workspaces/${workspace}/extensions`, { extensionKey: 'crm' });
+  }
+  const credentialed = subscriber.url.replace('http://', 'http://hook-user:hook-pass@');
+  for (const eventKey of ['crm.ok', 'crm.fail']) await subscribeExternal(admin, 'live', eventKey, 'crm', credentialed);
+});
+test.after(async () => {
+  await subscriber.close();
+  await t.destroy();
+});
+
+test('a workspace stream and the admin stream carry every kind of item, with increasing ids and no secrets', async () => {
+  const member = await createUser(t, 'watcher@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/live/members/${member.id}`)).status, 200);
+  const workspaceStream = await openStream(t.url, '/api/workspaces/live/stream', member.token);
+  const adminStream = await openStream(t.url, '/api/admin/stream', admin.token);
+  assert.is(workspaceStream.status, 200);
+  assert.match(workspaceStream.response.headers['content-type'] ?? '', /^text\/event-stream/);
+
+  const ok = (await publish('live', 'crm.ok', { n: 1 })).body.meta.eventId as string;
+  const failed = (await publish('live', 'crm.fail', { n: 2 })).body.meta.eventId as string;
+  const elsewhere = (await publish('other', 'crm.ok')).body.meta.eventId as string;
+
+  for (const stream of [workspaceStream, adminStream]) {
+    await waitFor('the dead letter on the stream', () => stream.items.some((item) => item.event === 'delivery.dead') || undefined);
+    const published = stream.items.filter((item) => item.event === 'event.published').map((item) => item.data.id);
+    assert.ok(published.includes(ok) && published.includes(failed));
+    const succeeded = stream.items.find((item) => item.event === 'delivery.succeeded')!;
+    assert.is(succeeded.data.eventId, ok);
+    assert.is(succeeded.data.eventKey, 'crm.ok');
+    assert.is(succeeded.data.workspaceId, 'live');
+    assert.is(succeeded.data.kind, 'EXTERNAL_SERVICE');
+    assert.is(succeeded.data.attempts, 1);
+    const retrying = stream.items.filter((item) => item.event === 'delivery.retrying');
+    assert.is(retrying.length, FAST_DISPATCH.retrySchedule.length);
+    assert.is(retrying[0]!.data.httpStatus, 500);
+    assert.ok(Date.parse(retrying[0]!.data.nextAttemptAt) > 0);
+    const dead = stream.items.find((item) => item.event === 'delivery.dead')!;
+    assert.is(dead.data.eventId, failed);
+    assert.is(dead.data.attempts, FAST_DISPATCH.retrySchedule.length + 1);
+    assertIncreasing(stream.items);
+    assert.not.match(stream.text(), 'hook-pass');
+    assert.not.match(stream.text(), 'whsec');
+  }
+  assert.not.ok(workspaceStream.items.some((item) => item.data.id === elsewhere || item.data.eventId === elsewhere), 'only its workspace');
+  await waitFor('the other workspace on the admin stream', () => adminStream.items.some((item) => item.data.id === elsewhere) || undefined);
+  workspaceStream.close();
+  adminStream.close();
+});
+
+test('streams refuse non-members (403), unknown workspaces (404), non-admins on the admin stream and bad ids', async () => {
+  const outsider = await createUser(t, 'outsider@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/other/members/${outsider.id}`)).status, 200);
+  assert.is((await outsider.get('/api/workspaces/live/stream')).status, 403);
+  assert.is((await outsider.get('/api/admin/stream')).status, 403);
+  assert.is((await admin.get('/api/workspaces/nowhere/stream')).status, 404);
+  assert.is((await t.anon.get('/api/workspaces/live/stream')).status, 401);
+  const badId = await admin.get('/api/admin/stream', { headers: { 'last-event-id': 'yesterday' } });
+  assert.is(badId.status, 400);
+  assert.is(badId.body.code, 'VALIDATION_ERROR');
+});
+
+test('Last-Event-ID resumes with exactly what was missed', async () => {
+  await createWorkspace(admin, 'resume');
+  const first = await openStream(t.url, '/api/workspaces/resume/stream', admin.token);
+  await publish('resume', 'app.before');
+  await waitFor('the first item', () => first.items[0]);
+  first.close();
+  const missed = [];
+  for (let n = 0; n < 3; n += 1) missed.push((await publish('resume', 'app.missed', { n })).body.meta.eventId);
+  const resumed = await openStream(t.url, '/api/workspaces/resume/stream', admin.token, first.items[0]!.id);
+  await waitFor('the missed items', () => resumed.items.length >= 3 || undefined);
+  assert.equal(
+    resumed.items.map((item) => item.data.id),
+    missed,
+  );
+  assertIncreasing([first.items[0]!, ...resumed.items]);
+  const live = (await publish('resume', 'app.after')).body.meta.eventId;
+  await waitFor('the live item after the replay', () => resumed.items.length === 4 || undefined);
+  assert.is(resumed.items[3]!.data.id, live);
+  resumed.close();
+});
+
+test('a consumer that stops reading is dropped, and the daemon carries on', async () => {
+  await createWorkspace(admin, 'flood');
+  const stalled = await openStream(t.url, '/api/workspaces/flood/stream', admin.token, undefined, false);
+  const big = 'x'.repeat(200_000);
+  const published = 120;
+  for (let n = 0; n < published; n += 1) assert.is((await publish('flood', 'app.big', { n, big })).status, 200);
+  stalled.response.resume();
+  await endOf(stalled);
+  assert.ok(stalled.items.length < published, `dropped after ${stalled.items.length} of ${published}`);
+  const reader = await openStream(t.url, '/api/workspaces/flood/stream', admin.token);
+  await publish('flood', 'app.small');
+  await waitFor('a reading consumer still served', () => reader.items.some((item) => item.data.eventKey === 'app.small') || undefined);
+  reader.close();
+});
+
+test('heartbeat comments arrive', async () => {
+  const stream = await openStream(t.url, '/api/admin/stream', admin.token);
+  await waitFor('a heartbeat', () => stream.comments.includes('keep-alive') || undefined);
+  stream.close();
+});
+
+test('logging out or losing the membership ends the stream', async () => {
+  const member = await createUser(t, 'leaver@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/live/members/${member.id}`)).status, 200);
+  const session = await t.as('leaver@example.test', member.password);
+  const loggedOut = await openStream(t.url, '/api/workspaces/live/stream', session.token);
+  const removed = await openStream(t.url, '/api/workspaces/live/stream', member.token);
+  assert.is(loggedOut.status, 200);
+  assert.is(removed.status, 200);
+
+  assert.is((await session.post('/api/auth/logout')).status, 200);
+  assert.equal(await endOf(loggedOut), { clean: true });
+  assert.ok(loggedOut.comments.some((comment) => comment.startsWith('closed:')), loggedOut.comments.join('|'));
+  assert.not.ok(removed.response.complete, 'the other session stays');
+
+  assert.is((await admin.delete(`/api/admin/workspaces/live/members/${member.id}`)).status, 204);
+  assert.equal(await endOf(removed), { clean: true });
+  assert.ok(removed.comments.some((comment) => comment.includes('membership')), removed.comments.join('|'));
+});
+
+test('disabling the account or taking the ADMIN role ends the stream', async () => {
+  const disabled = await createUser(t, 'disabled@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/live/members/${disabled.id}`)).status, 200);
+  const demoted = await createUser(t, 'demoted@example.test', { roles: ['ADMIN'] });
+  const memberStream = await openStream(t.url, '/api/workspaces/live/stream', disabled.token);
+  const adminStream = await openStream(t.url, '/api/admin/stream', demoted.token);
+  assert.is(adminStream.status, 200);
+
+  assert.is((await admin.patch(`/api/admin/users/${disabled.id}`, { active: false })).status, 200);
+  assert.equal(await endOf(memberStream), { clean: true });
+  assert.not.ok(adminStream.ended, 'the other user keeps the stream');
+  assert.is((await admin.patch(`/api/admin/users/${demoted.id}`, { roles: ['USER'] })).status, 200);
+  assert.equal(await endOf(adminStream), { clean: true });
+});
+
+test('at most 20 streams per user: the 21st gets 429', async () => {
+  const greedy = await createUser(t, 'greedy@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/live/members/${greedy.id}`)).status, 200);
+  const open = [];
+  for (let n = 0; n < 20; n += 1) open.push(await openStream(t.url, '/api/workspaces/live/stream', greedy.token));
+  assert.ok(open.every((stream) => stream.status === 200));
+  const refused = await openStream(t.url, '/api/workspaces/live/stream', greedy.token);
+  refused.close();
+  assert.is(refused.status, 429);
+  open[0]!.close();
+  await waitFor('a slot freed', async () => {
+    const again = await openStream(t.url, '/api/workspaces/live/stream', greedy.token);
+    again.close();
+    return again.status === 200 || undefined;
+  });
+  for (const stream of open) stream.close();
+});
+
+test('stopping the daemon ends every stream cleanly and stops', async () => {
+  const own = await startTestDaemon({ shutdownGraceMs: 600_000 });
+  const token = (await own.admin()).token;
+  await createWorkspace(await own.admin(), 'ws');
+  const streams = [
+    await openStream(own.url, '/api/admin/stream', token),
+    await openStream(own.url, '/api/workspaces/ws/stream', token),
+  ];
+  const stopped = own.destroy();
+  for (const stream of streams) {
+    assert.equal(await endOf(stream), { clean: true });
+    assert.ok(stream.comments.includes('the daemon is stopping'));
+  }
+  await stopped;
+});
+
+test('CLI events tail prints events, follows a daemon restart, and exits 0 on Ctrl-C', async () => {
+  let own = await startTestDaemon();
+  const port = own.daemon.port;
+  const ownAdmin = await own.admin();
+  await createWorkspace(ownAdmin, 'tailed');
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'tailed'], {
+    env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: own.url, PLATFORM_TOKEN: ownAdmin.token },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    const before = (await ownAdmin.post('/api/workspaces/tailed/events/publish', { eventKey: 'app.before' })).body.meta.eventId;
+    await waitFor('the first event printed', () => stdout.includes(before) || undefined);
+    assert.match(stdout, /published\s+app\.before/);
+
+    await own.stop();
+    own = await startTestDaemon({ port }, own.dataDir);
+    const after = (await ownAdmin.post('/api/workspaces/tailed/events/publish', { eventKey: 'app.after' })).body.meta.eventId;
+    await waitFor('the event after the restart printed', () => stdout.includes(after) || undefined, 20_000);
+    assert.is(stdout.split(before).length, 2, 'nothing printed twice');
+
+    child.kill('SIGINT');
+    assert.is(await exited, 0, stderr);
+  } finally {
+    child.kill('SIGKILL');
+    await own.destroy();
+  }
+});
+
+
+test('CLI events tail --event --json prints only that event key, one JSON object a line; a refusal exits 1', async () => {
+  const own = await startTestDaemon();
+  const ownAdmin = await own.admin();
+  await createWorkspace(ownAdmin, 'filtered');
+  const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: own.url, PLATFORM_TOKEN: ownAdmin.token };
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'filtered', '--event', 'app.picked', '--json'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.other' });
+    const picked = (await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.picked' })).body.meta.eventId;
+    await waitFor('the picked event printed', () => stdout.includes('\n') || undefined);
+    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    assert.is(lines.length, 1);
+    assert.is(lines[0].type, 'event.published');
+    assert.is(lines[0].data.id, picked);
+    child.kill('SIGINT');
+    assert.is(await exited, 0, stderr);
+
+    const refused = await runCli(['events', 'tail', 'nowhere'], { env });
+    assert.is(refused.code, 1);
+    assert.match(refused.stderr, /not found/);
+  } finally {
+    child.kill('SIGKILL');
+    await own.destroy();
+  }
+});
+
+test.run();
