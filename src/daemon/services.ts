@@ -9,6 +9,7 @@ import { CatalogService } from './catalog/service.js';
 import { ChatService } from './chat/service.js';
 import { ChatStore } from './chat/store.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
+import { DeliveryRecords } from './dispatch/delivery-records.js';
 import { Outbox } from './dispatch/outbox.js';
 import { describeFault } from './errors.js';
 import { EventLog } from './events/event-log.js';
@@ -91,13 +92,22 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);
     closers.push(() => deadLetters.flush());
-    workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
+    const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError);
+    closers.push(() => records.close());
+    const pendingIds = new Set([...outbox.values()].map((delivery) => delivery.id));
+    const deadIds = new Set(deadLetters.matching({}).map((letter) => letter.deliveryId));
+    records.reconcile((id) => pendingIds.has(id), (id) => deadIds.has(id), Date.now());
+    workspaces.onWorkspaceDeleted(async (workspaceId) => {
+      await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
+      await records.removeWorkspace(workspaceId);
+    });
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
     const events = new EventService({
       log: eventLog,
       outbox,
       deadLetters,
+      records,
       workspaces,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),

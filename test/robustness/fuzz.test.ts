@@ -204,6 +204,13 @@ const ROUTES: Record<string, RouteFixture> = {
     query: { eventKey: 'text', limit: 'int' },
     baseline: [200],
   },
+  'GET /api/workspaces/:id/events/:eventId': { access: 'user', params: { id: WORKSPACE, eventId: MISSING_ID }, baseline: [404] },
+  'GET /api/workspaces/:id/deliveries': {
+    access: 'user',
+    params: { id: WORKSPACE },
+    query: { status: 'text', subscriptionId: 'text', eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
+    baseline: [200],
+  },
   'GET /api/workspaces/:id/chat/channels': { access: 'user', params: { id: WORKSPACE }, baseline: [200] },
   'GET /api/workspaces/:id/chat/channels/:channel/messages': {
     access: 'user',

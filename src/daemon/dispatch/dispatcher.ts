@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
-import { DomainError, describeFault } from '../errors.js';
+import { describeFault } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
+import type { DeliveryAttempt, DeliveryRecords, DeliveryStatus } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { Outbox } from './outbox.js';
 import { withJitter } from './retry.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
-import type { DeadLetterFilter, Delivery, DeliveryError } from './types.js';
+import type { Delivery, DeliveryError } from './types.js';
 
 export interface DispatchSettings {
   /** Delays before the 2nd, 3rd, … attempt; after the last, a dead letter. */
@@ -32,6 +33,7 @@ export interface HandlerRun {
 export interface DispatcherDependencies {
   outbox: Outbox;
   deadLetters: DeadLetterStore;
+  records: DeliveryRecords;
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
     signingKey(subscriptionId: string): Buffer | null;
@@ -252,59 +254,6 @@ export class Dispatcher {
     clearTimeout(timeout);
   }
 
-  // Dead letters
-
-  /** Re-queues one dead letter to its one subscriber, with a fresh attempt count. */
-  async replay(deadLetterId: string): Promise<void> {
-    const letter = this.deps.deadLetters.get(deadLetterId);
-    const inactive = this.inactivity(letter.subscriber.subscriptionId);
-    if (inactive) throw new DomainError('CONFLICT', `cannot replay ${deadLetterId}: ${inactive}`);
-    await this.requeue([letter]);
-  }
-
-  /**
-   * Replays the oldest `limit` matching dead letters whose subscriber is still
-   * active; `skipped` counts the matching ones whose subscriber is gone or disabled.
-   */
-  async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
-    const replayable: StoredDeadLetter[] = [];
-    let skipped = 0;
-    for (const letter of this.deps.deadLetters.matching(filter)) {
-      if (this.inactivity(letter.subscriber.subscriptionId) !== null) skipped += 1;
-      else if (replayable.length < limit) replayable.push(letter);
-    }
-    await this.requeue(replayable);
-    return { replayed: replayable.length, skipped };
-  }
-
-  async discard(deadLetterId: string): Promise<void> {
-    this.deps.deadLetters.get(deadLetterId);
-    await this.deps.deadLetters.remove([deadLetterId]);
-  }
-
-  private async requeue(letters: readonly StoredDeadLetter[]): Promise<void> {
-    if (letters.length === 0) return;
-    const now = this.now();
-    const deliveries = letters.map(
-      (letter): Delivery => ({
-        id: letter.deliveryId,
-        event: letter.event,
-        depth: letter.depth,
-        subscriber: letter.subscriber,
-        attempts: 0,
-        nextAttemptAt: now,
-        enqueuedAt: new Date(now).toISOString(),
-        firstAttemptAt: null,
-        lastError: null,
-        replayCount: letter.replayCount + 1,
-      }),
-    );
-    // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
-    await this.deps.outbox.add(deliveries);
-    await this.deps.deadLetters.remove(letters.map((letter) => letter.id));
-    this.enqueue(deliveries);
-  }
-
   // The loop
 
   private laneOf(delivery: Delivery): Lane {
@@ -362,7 +311,8 @@ export class Dispatcher {
     }
   }
 
-  private inactivity(subscriptionId: string | null): Inactivity {
+  /** Whether deliveries to this subscriber are refused now, and why (null: active, or a built-in plugin). */
+  inactivity(subscriptionId: string | null): Inactivity {
     return subscriptionId === null ? null : this.deps.subscribers.inactivity(subscriptionId);
   }
 
@@ -375,6 +325,8 @@ export class Dispatcher {
     }
     delivery.firstAttemptAt ??= new Date(now).toISOString();
     delivery.attempts += 1;
+    const record = this.deps.records.get(delivery.id);
+    const number = (record?.attempts.at(-1)?.number ?? 0) + 1;
     const handler =
       delivery.subscriber.kind === 'IN_PROCESS'
         ? this.deps.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey)
@@ -394,7 +346,20 @@ export class Dispatcher {
       delivery.attempts -= 1;
       return;
     }
+    const finished = (result: DeliveryAttempt['outcome'], status: DeliveryStatus, nextAttemptAt: number | null) => {
+      const attempt: DeliveryAttempt = {
+        number,
+        startedAt: new Date(now).toISOString(),
+        durationMs: Math.max(0, this.now() - now),
+        outcome: result,
+        ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
+        ...(outcome.ok ? {} : { error: outcome.error.message }),
+        ...(outcome.responseExcerpt === undefined ? {} : { responseExcerpt: outcome.responseExcerpt }),
+      };
+      this.deps.records.attempted(delivery.id, attempt, nextAttemptAt, status);
+    };
     if (outcome.ok) {
+      finished('SUCCESS', 'SUCCEEDED', null);
       this.deps.outbox.done(delivery);
       return;
     }
@@ -405,10 +370,12 @@ export class Dispatcher {
     const retryable = outcome.retryable && (handler === undefined || handler.async === true);
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
     if (!retryable || delay === undefined) {
+      finished('FAILED', 'PENDING', null);
       await this.deadLetter(delivery, outcome.error);
       return;
     }
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
+    finished('RETRY', 'PENDING', delivery.nextAttemptAt);
     this.deps.outbox.rescheduled(delivery);
     this.schedule(delivery);
   }
@@ -474,6 +441,7 @@ export class Dispatcher {
       this.schedule(delivery);
       return;
     }
+    this.deps.records.moved(delivery.id, 'DEAD', this.now());
     this.deps.outbox.done(delivery);
   }
 }

@@ -4,9 +4,15 @@ import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
 import type { DeliveryError } from './types.js';
 
+/** What the subscriber answered, for the delivery record: its status and the start of its body. */
+export interface Answered {
+  httpStatus?: number;
+  responseExcerpt?: string;
+}
+
 export type AttemptOutcome =
-  | { ok: true }
-  | { ok: false; retryable: boolean; error: DeliveryError; retryAfterMs?: number | null }
+  | ({ ok: true } & Answered)
+  | ({ ok: false; retryable: boolean; error: DeliveryError; retryAfterMs?: number | null } & Answered)
   /** The daemon is stopping: the attempt did not happen and is not counted. */
   | { ok: false; aborted: true };
 
@@ -61,10 +67,13 @@ export async function postEvent(
       retry: 0,
       redirect: 'manual',
       ignoreResponseError: true,
+      responseType: 'text',
     });
     const status = response.status;
-    if (status >= 200 && status < 300) return { ok: true };
+    const answered: Answered = { httpStatus: status, ...(response._data ? { responseExcerpt: String(response._data) } : {}) };
+    if (status >= 200 && status < 300) return { ok: true, ...answered };
     return {
+      ...answered,
       ok: false,
       retryable: isRetryableStatus(status),
       error: { message: `subscriber answered HTTP ${status}`, status },

@@ -119,6 +119,29 @@ export class EventLog {
     return result;
   }
 
+  /** One event of the workspace, from memory or else from disk (newest segment first); undefined if not retained. */
+  async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
+    for (const event of this.recentEvents.newestFirst(workspaceId)) if (event.id === eventId) return event;
+    const marker = `"id":${JSON.stringify(eventId)},`;
+    for (const segment of [...this.segments].reverse()) {
+      if (!segment.workspaces.has(workspaceId)) continue;
+      try {
+        for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
+          if (!line.includes(marker)) continue;
+          try {
+            const event = JSON.parse(line) as PlatformEvent;
+            if (event.id === eventId && event.tenantId === workspaceId) return event;
+          } catch {
+            continue;
+          }
+        }
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return undefined;
+  }
+
   /** Bytes of event JSON held in memory for listing. */
   get recentBytes(): number {
     return this.recentEvents.bytes;
@@ -183,9 +206,10 @@ export class EventLog {
    * maxPerWorkspace ("whichever is fewer"). Walks segments newest to oldest,
    * so each workspace's count of newer kept events is known at every segment.
    */
-  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number }> {
+  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedIds: Set<string> }> {
     const cutoff = now - policy.maxAgeMs;
     const newerKept = new Map<string, number>();
+    const removedIds = new Set<string>();
     let removedEvents = 0;
     for (let index = this.segments.length - 1; index >= 0; index -= 1) {
       const segment = this.segments[index]!;
@@ -202,13 +226,16 @@ export class EventLog {
       }
       removedEvents += await this.compact(index, (event) => {
         const kept = newerKept.get(event.tenantId) ?? 0;
-        if (kept >= policy.maxPerWorkspace || Date.parse(event.occurredAt) < cutoff) return false;
+        if (kept >= policy.maxPerWorkspace || Date.parse(event.occurredAt) < cutoff) {
+          removedIds.add(event.id);
+          return false;
+        }
         newerKept.set(event.tenantId, kept + 1);
         return true;
       });
     }
     this.segments.splice(0, this.segments.length, ...this.segments.filter((segment) => segment.count > 0));
-    return { removedEvents };
+    return { removedEvents, removedIds };
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
 import type { DeadLetterStore } from '../dispatch/dead-letters.js';
+import { DeadLetterAdmin } from '../dispatch/dead-letter-admin.js';
+import type { DeliveryQuery, DeliveryRecord, DeliveryRecords } from '../dispatch/delivery-records.js';
+import { notFound } from '../errors.js';
 import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
 import type { Outbox } from '../dispatch/outbox.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
@@ -18,6 +21,7 @@ export interface EventServiceDependencies {
   log: EventLog;
   outbox: Outbox;
   deadLetters: DeadLetterStore;
+  records: DeliveryRecords;
   workspaces: WorkspaceService;
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
@@ -47,6 +51,7 @@ export interface Origin {
  */
 export class EventService {
   readonly dispatcher: Dispatcher;
+  readonly deadLetterAdmin: DeadLetterAdmin;
   private readonly now: () => number;
 
   constructor(private readonly deps: EventServiceDependencies) {
@@ -54,11 +59,20 @@ export class EventService {
     this.dispatcher = new Dispatcher({
       outbox: deps.outbox,
       deadLetters: deps.deadLetters,
+      records: deps.records,
       subscribers: deps.workspaces,
       handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
       startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
       settings: deps.dispatch,
       logger: deps.logger,
+      now: this.now,
+    });
+    this.deadLetterAdmin = new DeadLetterAdmin({
+      deadLetters: deps.deadLetters,
+      outbox: deps.outbox,
+      records: deps.records,
+      inactivity: (subscriptionId) => this.dispatcher.inactivity(subscriptionId),
+      enqueue: (deliveries) => this.dispatcher.enqueue(deliveries),
       now: this.now,
     });
   }
@@ -82,7 +96,7 @@ export class EventService {
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
-    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries), this.deps.records.created(deliveries)]);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
@@ -95,8 +109,24 @@ export class EventService {
     return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
   }
 
-  applyRetention(): Promise<{ removedEvents: number }> {
-    return this.deps.log.applyRetention(this.deps.retention, this.now());
+  /** The event with the record of every delivery it caused. */
+  async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
+    this.deps.workspaces.get(workspaceId);
+    const event = await this.deps.log.find(workspaceId, eventId);
+    if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
+    return { ...event, deliveries: this.deps.records.ofEvent(workspaceId, eventId) };
+  }
+
+  deliveries(workspaceId: string, query: DeliveryQuery): ReturnType<DeliveryRecords['list']> {
+    this.deps.workspaces.get(workspaceId);
+    return this.deps.records.list(workspaceId, query);
+  }
+
+  /** Expired events go, and the records of their deliveries with them. */
+  async applyRetention(): Promise<{ removedEvents: number; removedDeliveries: number }> {
+    const { removedEvents, removedIds } = await this.deps.log.applyRetention(this.deps.retention, this.now());
+    const removedDeliveries = await this.deps.records.removeEvents(removedIds);
+    return { removedEvents, removedDeliveries };
   }
 
   get storedEvents(): number {

@@ -9,6 +9,7 @@ import { authRoutes } from './routes/auth.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { chatRoutes } from './routes/chat.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
+import { deliveryRoutes } from './routes/deliveries.js';
 import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
@@ -24,6 +25,7 @@ const MODULES: RouteModule[] = [
   catalogRoutes,
   workspaceRoutes,
   eventRoutes,
+  deliveryRoutes,
   chatRoutes,
   deadLetterRoutes,
   statusRoutes,

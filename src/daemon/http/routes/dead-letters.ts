@@ -32,7 +32,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       body: ReplayMatchingBody,
       status: 202,
-      handle: ({ body: { limit, ...filter } }) => events.dispatcher.replayMatching(filter, limit ?? Number.MAX_SAFE_INTEGER),
+      handle: ({ body: { limit, ...filter } }) => events.deadLetterAdmin.replayMatching(filter, limit ?? Number.MAX_SAFE_INTEGER),
     }),
   );
   routes.get(
@@ -46,13 +46,13 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       params: DeadLetterParams,
       status: 202,
       handle: async ({ params }) => {
-        await events.dispatcher.replay(params.id);
+        await events.deadLetterAdmin.replay(params.id);
         return null;
       },
     }),
   );
   routes.delete(
     '/api/admin/dead-letters/:id',
-    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.dispatcher.discard(params.id) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.deadLetterAdmin.discard(params.id) }),
   );
 };
