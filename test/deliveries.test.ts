@@ -205,6 +205,41 @@ test('bad input: 404 for unknown workspace or event, 400 for cursor, status, ran
   assert.is((await outsider.get('/api/workspaces/guarded/deliveries')).status, 403);
 });
 
+test('events page through every retained event with cursors while others publish, and filter by key and time', async () => {
+  await workspaceWith(admin, 'paged', 'crm');
+  const published: string[] = [];
+  for (let n = 0; n < 1_100; n += 1) published.push(await publish('paged', n % 2 ? 'crm.deal.closed' : 'crm.deal.lost', { n }));
+  let publishing = true;
+  const publishers = Array.from({ length: 20 }, async (_, client) => {
+    for (let n = 0; publishing; n += 1) await publish('paged', 'crm.deal.closed', { client, n });
+  });
+  try {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await admin.get(`/api/workspaces/paged/events?limit=250${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.is(page.status, 200, page.text);
+      seen.push(...page.body.data.map((e: any) => e.id));
+      cursor = page.body.meta.nextCursor;
+    } while (cursor);
+    assert.is(new Set(seen).size, seen.length, 'no event repeats');
+    const listed = new Set(seen);
+    for (const id of published) assert.ok(listed.has(id), `${id} was listed`);
+  } finally {
+    publishing = false;
+    await Promise.all(publishers);
+  }
+  const lost = (await admin.get('/api/workspaces/paged/events?eventKey=crm.deal.lost&limit=1000')).body;
+  assert.is(lost.data.length, 550);
+  assert.is(lost.meta.nextCursor, undefined);
+  const none = (await admin.get('/api/workspaces/paged/events?until=2000-01-01T00:00:00Z')).body;
+  assert.equal(none.data, []);
+  const deliveriesCursor = Buffer.from(JSON.stringify({ k: 'deliveries', w: 'paged', p: 1 })).toString('base64url');
+  const foreign = await admin.get(`/api/workspaces/paged/events?cursor=${deliveriesCursor}`);
+  assert.is(foreign.status, 400);
+  assert.is(foreign.body.meta.issues[0].path, 'cursor');
+});
+
 test('records survive a restart', async () => {
   const receiver = await subscriber();
   await workspaceWith(admin, 'kept', 'crm');

@@ -201,7 +201,7 @@ const ROUTES: Record<string, RouteFixture> = {
   'GET /api/workspaces/:id/events': {
     access: 'user',
     params: { id: WORKSPACE },
-    query: { eventKey: 'text', limit: 'int' },
+    query: { eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
     baseline: [200],
   },
   'GET /api/workspaces/:id/events/:eventId': { access: 'user', params: { id: WORKSPACE, eventId: MISSING_ID }, baseline: [404] },

@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
-import type { EventLog, RetentionPolicy } from './event-log.js';
+import type { EventLog, EventPageQuery, RetentionPolicy } from './event-log.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
@@ -104,9 +104,10 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  recent(workspaceId: string, query: { eventKey?: string | undefined; limit: number }): Promise<PlatformEvent[]> {
+  /** Newest first, every retained event; see EventLog.page. */
+  list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
     this.deps.workspaces.get(workspaceId);
-    return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
+    return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
   }
 
   /** The event with the record of every delivery it caused. */

@@ -5,11 +5,14 @@ import { DomainError } from '../errors.js';
  * and the position after the last item returned. A cursor of another listing
  * or workspace, or one that does not decode, is a 400.
  */
-export function encodeCursor(kind: string, workspaceId: string, position: number): string {
+export function encodeCursor(kind: string, workspaceId: string, position: number | string): string {
   return Buffer.from(JSON.stringify({ k: kind, w: workspaceId, p: position })).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, kind: string, workspaceId: string): number {
+export const isSequence = (position: unknown): position is number =>
+  typeof position === 'number' && Number.isSafeInteger(position) && position >= 0;
+
+export function decodeCursor<T>(cursor: string, kind: string, workspaceId: string, isPosition: (position: unknown) => position is T): T {
   let decoded: unknown;
   try {
     decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -17,7 +20,7 @@ export function decodeCursor(cursor: string, kind: string, workspaceId: string):
     decoded = null;
   }
   const fields = decoded as { k?: unknown; w?: unknown; p?: unknown } | null;
-  if (!fields || typeof fields !== 'object' || typeof fields.p !== 'number' || !Number.isSafeInteger(fields.p) || fields.p < 0) {
+  if (!fields || typeof fields !== 'object' || !isPosition(fields.p)) {
     throw invalid('is not a cursor of this listing');
   }
   if (fields.k !== kind || fields.w !== workspaceId) throw invalid('belongs to another listing or workspace');

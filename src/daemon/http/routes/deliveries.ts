@@ -3,7 +3,7 @@ import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/delivery-
 import { EventKey } from '../../events/schemas.js';
 import { QueryInt, Slug } from '../../validation.js';
 import type { RouteModule } from '../context.js';
-import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
+import { checkRange, decodeCursor, encodeCursor, isSequence } from '../cursor.js';
 import { Reply } from '../endpoint.js';
 import { workspaceMember } from './access.js';
 
@@ -52,7 +52,7 @@ export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { work
       query: DeliveriesQuery,
       handle: ({ params, query: { cursor, ...query } }) => {
         checkRange(query.since, query.until);
-        const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id);
+        const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
         const { items, lastSeq, more } = events.deliveries(params.id, { ...query, before });
         const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
         return new Reply(items.map(toPublicRecord), { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
