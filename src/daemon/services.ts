@@ -111,7 +111,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       workspaces,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
-      dispatch: config.dispatch,
+      dispatch: { ...config.dispatch, disableAfterMs: config.subscriptions.disableAfterMs },
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,
       logger,

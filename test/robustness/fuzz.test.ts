@@ -191,6 +191,23 @@ const ROUTES: Record<string, RouteFixture> = {
     params: { id: WORKSPACE, subscriptionId: MISSING_ID },
     baseline: [404],
   },
+  'PATCH /api/workspaces/:id/subscriptions/:subscriptionId': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    body: { enabled: true, serviceBaseUrl: 'https://example.test/hooks' },
+    baseline: [404],
+  },
+  'POST /api/workspaces/:id/subscriptions/:subscriptionId/rotate-secret': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    baseline: [404],
+  },
+  'POST /api/workspaces/:id/subscriptions/:subscriptionId/test': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    body: { payload: { n: 1 } },
+    baseline: [404],
+  },
   'POST /api/workspaces/:id/events/publish': {
     access: 'user',
     params: { id: WORKSPACE },

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
 import { describeFault } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Inactivity } from '../workspaces/service.js';
+import type { DisabledSubscription, Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
 import type { DeliveryAttempt, DeliveryRecords, DeliveryStatus } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
@@ -22,6 +22,8 @@ export interface DispatchSettings {
   handlerConcurrency: number;
   handlerTimeoutMs: number;
   denyPrivateTargets: boolean;
+  /** Failing this long without one success disables a subscription. */
+  disableAfterMs: number;
 }
 
 /** A handler call in progress, and whether it tried to extend the event chain past its limit. */
@@ -36,10 +38,14 @@ export interface DispatcherDependencies {
   records: DeliveryRecords;
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
-    signingKey(subscriptionId: string): Buffer | null;
+    signingKeys(subscriptionId: string, now: number): Buffer[];
+    /** Returns the reason when this result disabled the subscription. */
+    recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
     /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
     deliveryUrl(subscriptionId: string): string | null;
   };
+  /** A subscription was disabled automatically: the daemon announces it in its workspace. */
+  onSubscriptionDisabled(disabled: DisabledSubscription): Promise<void>;
   handlerFor(extensionKey: string, eventKey: string): EventHandler | undefined;
   /** The context a handler gets for this delivery (its publish extends the chain). */
   startHandlerRun(delivery: Delivery): HandlerRun;
@@ -357,6 +363,9 @@ export class Dispatcher {
         ...(outcome.responseExcerpt === undefined ? {} : { responseExcerpt: outcome.responseExcerpt }),
       };
       this.deps.records.attempted(delivery.id, attempt, nextAttemptAt, status);
+      if (delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
+        void this.trackHealth(delivery.subscriber.subscriptionId, result === 'SUCCESS');
+      }
     };
     if (outcome.ok) {
       finished('SUCCESS', 'SUCCEEDED', null);
@@ -382,15 +391,24 @@ export class Dispatcher {
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
     const { subscriptionId } = delivery.subscriber;
-    const signingKey = subscriptionId === null ? null : this.deps.subscribers.signingKey(subscriptionId);
+    const signingKeys = subscriptionId === null ? [] : this.deps.subscribers.signingKeys(subscriptionId, now);
     const serviceBaseUrl = subscriptionId === null ? null : this.deps.subscribers.deliveryUrl(subscriptionId);
-    if (signingKey === null || serviceBaseUrl === null) {
+    if (signingKeys.length === 0 || serviceBaseUrl === null) {
       return { ok: false, retryable: false, error: { message: 'subscription deleted', status: null } };
     }
     return postEvent(
-      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKey },
+      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKeys },
       { transport: this.transport, timeoutMs: this.deps.settings.deliveryTimeoutMs, isStopping: () => this.stopping, now },
     );
+  }
+
+  private async trackHealth(subscriptionId: string, succeeded: boolean): Promise<void> {
+    try {
+      const disabled = await this.deps.subscribers.recordHealth(subscriptionId, succeeded, this.now(), this.deps.settings.disableAfterMs);
+      if (disabled !== null) await this.deps.onSubscriptionDisabled(disabled);
+    } catch (error) {
+      this.deps.logger.error(`could not record the health of subscription ${subscriptionId}: ${describeFault(error)}`);
+    }
   }
 
   private async runHandler(delivery: Delivery, handler: EventHandler | undefined): Promise<AttemptOutcome> {

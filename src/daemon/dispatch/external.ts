@@ -20,7 +20,8 @@ export interface ExternalDelivery {
   deliveryId: string;
   event: PlatformEvent;
   serviceBaseUrl: string;
-  signingKey: Buffer;
+  /** The current key first; during a rotation's overlap the previous one too: one signature each. */
+  signingKeys: readonly Buffer[];
 }
 
 const bodies = new WeakMap<PlatformEvent, string>();
@@ -62,7 +63,7 @@ export async function postEvent(
         'content-type': 'application/json',
         'webhook-id': delivery.deliveryId,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signature(delivery.signingKey, delivery.deliveryId, timestamp, body),
+        'webhook-signature': delivery.signingKeys.map((key) => signature(key, delivery.deliveryId, timestamp, body)).join(' '),
       },
       retry: 0,
       redirect: 'manual',

@@ -34,6 +34,9 @@ export interface EventServiceDependencies {
   now?: () => number;
 }
 
+/** The daemon itself, publishing what it noticed. */
+const PLATFORM_ORIGIN: Origin = { actor: 'platform', publishedBy: 'platform', depth: 1 };
+
 /** Who publishes: the default actor, who is recorded as publishedBy, and the position in an event chain. */
 export interface Origin {
   actor: string;
@@ -62,6 +65,11 @@ export class EventService {
       records: deps.records,
       subscribers: deps.workspaces,
       handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
+      onSubscriptionDisabled: async ({ workspaceId, subscriptionId, extensionKey, reason }) => {
+        deps.logger.info(`subscription ${subscriptionId} of ${extensionKey} in ${workspaceId} disabled: ${reason}`);
+        const payload = { subscriptionId, extensionKey, reason };
+        await this.publish(workspaceId, { eventKey: 'platform.subscription.disabled', payload }, PLATFORM_ORIGIN);
+      },
       startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
       settings: deps.dispatch,
       logger: deps.logger,
@@ -108,6 +116,32 @@ export class EventService {
   list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
     this.deps.workspaces.get(workspaceId);
     return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
+  }
+
+  /**
+   * A `platform.test` event delivered to one subscription only, whatever its
+   * event key; the event is recorded like any other.
+   */
+  async sendTest(workspaceId: string, subscriptionId: string, payload: Record<string, unknown>, actor: string): Promise<{ deliveryId: string }> {
+    const subscription = this.deps.workspaces.subscription(workspaceId, subscriptionId);
+    const checked = checkPayload(payload, this.deps.maxPayloadBytes);
+    const now = this.now();
+    const event: PlatformEvent = {
+      id: randomUUID(),
+      eventKey: 'platform.test',
+      tenantId: workspaceId,
+      actor,
+      publishedBy: PLATFORM_ORIGIN.publishedBy,
+      payload: checked,
+      schemaVersion: null,
+      occurredAt: new Date(now).toISOString(),
+    };
+    const { id, extensionKey, kind, serviceBaseUrl } = subscription;
+    const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add([delivery]), this.deps.records.created([delivery])]);
+    if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
+    else this.dispatcher.enqueue([delivery]);
+    return { deliveryId: delivery.id };
   }
 
   /** The event with the record of every delivery it caused. */

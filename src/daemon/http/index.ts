@@ -14,6 +14,7 @@ import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
 import { statusRoutes } from './routes/status.js';
+import { subscriptionControlRoutes } from './routes/subscription-controls.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -26,6 +27,7 @@ const MODULES: RouteModule[] = [
   workspaceRoutes,
   eventRoutes,
   deliveryRoutes,
+  subscriptionControlRoutes,
   chatRoutes,
   deadLetterRoutes,
   statusRoutes,
