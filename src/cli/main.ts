@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerAuth } from './commands/auth.js';
+import { registerDeliveries } from './commands/deliveries.js';
 import { registerDlq } from './commands/dlq.js';
 import { registerEvents } from './commands/events.js';
 import { registerExt } from './commands/ext.js';
@@ -25,6 +26,7 @@ registerUsers(program);
 registerExtConfig(registerExt(program));
 registerWorkspaces(program);
 registerEvents(program);
+registerDeliveries(program);
 registerDlq(program);
 registerStatus(program);
 registerKeys(program);
