@@ -43,6 +43,8 @@ export interface DaemonConfig {
    * milliseconds so that tests can run the schedule in milliseconds.
    */
   subscriptions: { secretOverlapMs: number; disableAfterMs: number };
+  /** False only for `npm run bench`, which measures what recording costs (PLATFORM_BENCH_DELIVERY_RECORDS=off). */
+  recordDeliveries: boolean;
   /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
@@ -154,6 +156,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       secretOverlapMs: parseSetting('PLATFORM_SECRET_OVERLAP', Count(0, 365 * 86_400), env.PLATFORM_SECRET_OVERLAP, 86_400) * 1000,
       disableAfterMs: parseSetting('PLATFORM_DISABLE_AFTER', Count(1, 3650 * 86_400), env.PLATFORM_DISABLE_AFTER, 432_000) * 1000,
     },
+    recordDeliveries: env.PLATFORM_BENCH_DELIVERY_RECORDS !== 'off',
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
   };

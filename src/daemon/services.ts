@@ -92,7 +92,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);
     closers.push(() => deadLetters.flush());
-    const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError);
+    const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError, config.recordDeliveries);
     closers.push(() => records.close());
     const pendingIds = new Set([...outbox.values()].map((delivery) => delivery.id));
     const deadIds = new Set(deadLetters.matching({}).map((letter) => letter.deliveryId));

@@ -77,12 +77,14 @@ export class DeliveryRecords {
   private constructor(
     private readonly log: AppendLog<Entry>,
     private readonly reportError: (error: unknown) => void,
+    private readonly recording: boolean,
   ) {}
 
-  static async open(file: string, reportError: (error: unknown) => void): Promise<DeliveryRecords> {
+  /** `recording` false (the bench's comparison only) keeps no new record. */
+  static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
     const replayed: Entry[] = [];
     const log = await AppendLog.open<Entry>(file, (entry) => replayed.push(entry));
-    const records = new DeliveryRecords(log, reportError);
+    const records = new DeliveryRecords(log, reportError, recording);
     for (const entry of replayed) records.apply(entry);
     records.entries = replayed.length;
     return records;
@@ -98,6 +100,7 @@ export class DeliveryRecords {
 
   /** Durable: resolves once every record is on disk. */
   async created(deliveries: readonly Delivery[]): Promise<DeliveryRecord[]> {
+    if (!this.recording) return [];
     const entries = deliveries.map((delivery): Entry & { t: 'new' } => ({
       t: 'new',
       seq: this.nextSeq++,
