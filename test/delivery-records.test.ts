@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
 import { DeliveryRecords } from '../src/daemon/dispatch/delivery-records.js';
+import { Outbox } from '../src/daemon/dispatch/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/events/event-log.js';
 import { tempDir } from './helpers/temp.js';
@@ -46,7 +47,7 @@ test('files: retention removes the records of the events it removes, on disk too
   const events = [event(1, 9 * DAY), event(2, 9 * DAY), event(3, 0), event(4, 0), event(5, 0)];
   for (const e of events) {
     await log.append(e);
-    await records.created([delivery(e)]);
+    records.created([delivery(e)]);
   }
   const { removedIds } = await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW);
   assert.equal([...removedIds].sort(), ['e1', 'e2']);
@@ -58,6 +59,28 @@ test('files: retention removes the records of the events it removes, on disk too
   const listed = reopened.list('w', { limit: 10 }).items.map((record) => record.eventId);
   assert.equal(listed, ['e5', 'e4', 'e3']);
   await reopened.close();
+});
+
+test('files: a pending delivery whose record never reached the disk gets it back from the outbox at the next start', async () => {
+  const dir = await tempDir();
+  const outbox = await Outbox.open(join(dir, 'outbox.log'), (error) => {
+    throw error;
+  });
+  const pending = delivery(event(9, 0));
+  await outbox.add([pending]);
+  await outbox.close();
+  // deliveries.log does not exist: the crash came before its group write.
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
+  const reopened = await Outbox.open(join(dir, 'outbox.log'), () => undefined);
+  records.reconcile(reopened.values(), () => false, NOW);
+  await records.durable(pending.id);
+  const [record] = records.list('w', { limit: 10 }).items;
+  assert.equal([record?.id, record?.status, record?.eventId], [pending.id, 'PENDING', 'e9']);
+  await records.close();
+  await reopened.close();
+  const again = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
+  assert.is(again.get(pending.id)?.status, 'PENDING', 'and it is on disk now');
+  await again.close();
 });
 
 test.run();

@@ -94,9 +94,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => deadLetters.flush());
     const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError, config.recordDeliveries);
     closers.push(() => records.close());
-    const pendingIds = new Set([...outbox.values()].map((delivery) => delivery.id));
     const deadIds = new Set(deadLetters.matching({}).map((letter) => letter.deliveryId));
-    records.reconcile((id) => pendingIds.has(id), (id) => deadIds.has(id), Date.now());
+    records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
     workspaces.onWorkspaceDeleted(async (workspaceId) => {
       await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
       await records.removeWorkspace(workspaceId);

@@ -61,10 +61,11 @@ export interface DeliveryQuery {
 const COMPACT_SLACK = 50_000;
 
 /**
- * Every delivery's record, as a journal (deliveries.log): a record is written
- * durably when its delivery is created (with the event, before the publisher is
- * answered); attempts and status changes are journalled in groups without
- * waiting, so a crash loses at most the last attempt results, never a record.
+ * Every delivery's record, as a journal (deliveries.log), written in groups
+ * without the publisher waiting: until a record is on disk its delivery stays
+ * in the (durable) outbox, which rebuilds it after a crash. Attempts and status
+ * changes are journalled the same way, so a crash loses at most the last
+ * attempt results, never a record.
  * Records stay until retention removes their event.
  */
 export class DeliveryRecords {
@@ -73,6 +74,8 @@ export class DeliveryRecords {
   private readonly byWorkspace = new Map<string, Stored[]>();
   private nextSeq = 1;
   private entries = 0;
+  /** Records handed to the journal and not yet on disk. */
+  private readonly unsynced = new Map<string, Promise<void>>();
 
   private constructor(
     private readonly log: AppendLog<Entry>,
@@ -98,30 +101,29 @@ export class DeliveryRecords {
     return this.byId.get(id)?.record;
   }
 
-  /** Durable: resolves once every record is on disk. */
-  async created(deliveries: readonly Delivery[]): Promise<DeliveryRecord[]> {
-    if (!this.recording) return [];
-    const entries = deliveries.map((delivery): Entry & { t: 'new' } => ({
-      t: 'new',
-      seq: this.nextSeq++,
-      record: {
-        id: delivery.id,
-        eventId: delivery.event.id,
-        eventKey: delivery.event.eventKey,
-        workspaceId: delivery.event.tenantId,
-        subscriptionId: delivery.subscriber.subscriptionId,
-        extensionKey: delivery.subscriber.extensionKey,
-        kind: delivery.subscriber.kind,
-        status: 'PENDING',
-        attempts: [],
-        nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
-        createdAt: delivery.enqueuedAt,
-      },
-    }));
-    this.entries += entries.length;
-    await Promise.all(entries.map((entry) => this.log.append(entry)));
-    for (const entry of entries) this.apply(entry);
-    return entries.map((entry) => entry.record);
+  /**
+   * Records new deliveries: in memory at once, on disk with the next group
+   * write. The publisher need not wait for it: the outbox holds each delivery
+   * durably until `durable` resolved, and after a crash a pending delivery
+   * without a record gets one again (`reconcile`).
+   */
+  created(deliveries: readonly Delivery[]): void {
+    if (!this.recording) return;
+    for (const delivery of deliveries) {
+      const entry: Entry = { t: 'new', seq: this.nextSeq++, record: recordOf(delivery) };
+      this.entries += 1;
+      this.apply(entry);
+      const written = this.log.append(entry).catch(this.reportError);
+      this.unsynced.set(delivery.id, written);
+      void written.then(() => {
+        if (this.unsynced.get(delivery.id) === written) this.unsynced.delete(delivery.id);
+      });
+    }
+  }
+
+  /** Resolves once the delivery's record is on disk (or its write failed, which is reported): only then may the outbox forget it. */
+  async durable(id: string): Promise<void> {
+    await this.unsynced.get(id);
   }
 
   /** One attempt's result; `nextAttemptAt` when it is retried. */
@@ -149,12 +151,18 @@ export class DeliveryRecords {
   }
 
   /**
-   * After a crash: PENDING records whose delivery left the outbox before their
-   * status was journalled. A dead letter makes them DEAD; otherwise they were delivered.
+   * After a crash: a pending delivery whose record was not yet on disk gets
+   * one again; a PENDING record whose delivery left the outbox before its
+   * status was journalled is DEAD if a dead letter holds it, else SUCCEEDED.
    */
-  reconcile(isPending: (id: string) => boolean, isDead: (id: string) => boolean, now: number): void {
+  reconcile(pending: Iterable<Delivery>, isDead: (id: string) => boolean, now: number): void {
+    const pendingIds = new Set<string>();
+    for (const delivery of pending) {
+      pendingIds.add(delivery.id);
+      if (!this.byId.has(delivery.id)) this.created([delivery]);
+    }
     for (const { record } of this.byId.values()) {
-      if (record.status !== 'PENDING' || isPending(record.id)) continue;
+      if (record.status !== 'PENDING' || pendingIds.has(record.id)) continue;
       this.moved(record.id, isDead(record.id) ? 'DEAD' : 'SUCCEEDED', now);
     }
   }
@@ -251,6 +259,22 @@ export class DeliveryRecords {
       delete record.nextAttemptAt;
     }
   }
+}
+
+function recordOf(delivery: Delivery): DeliveryRecord {
+  return {
+    id: delivery.id,
+    eventId: delivery.event.id,
+    eventKey: delivery.event.eventKey,
+    workspaceId: delivery.event.tenantId,
+    subscriptionId: delivery.subscriber.subscriptionId,
+    extensionKey: delivery.subscriber.extensionKey,
+    kind: delivery.subscriber.kind,
+    status: 'PENDING',
+    attempts: [],
+    nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
+    createdAt: delivery.enqueuedAt,
+  };
 }
 
 /** The index of the last stored record created before `seq` (-1 if none). */

@@ -369,6 +369,7 @@ export class Dispatcher {
     };
     if (outcome.ok) {
       finished('SUCCESS', 'SUCCEEDED', null);
+      await this.deps.records.durable(delivery.id);
       this.deps.outbox.done(delivery);
       return;
     }
@@ -460,6 +461,7 @@ export class Dispatcher {
       return;
     }
     this.deps.records.moved(delivery.id, 'DEAD', this.now());
+    await this.deps.records.durable(delivery.id);
     this.deps.outbox.done(delivery);
   }
 }

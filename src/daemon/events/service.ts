@@ -104,7 +104,8 @@ export class EventService {
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
-    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries), this.deps.records.created(deliveries)]);
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+    this.deps.records.created(deliveries);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
@@ -138,7 +139,8 @@ export class EventService {
     };
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
     const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
-    await Promise.all([this.deps.log.append(event), this.deps.outbox.add([delivery]), this.deps.records.created([delivery])]);
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add([delivery])]);
+    this.deps.records.created([delivery]);
     if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
     else this.dispatcher.enqueue([delivery]);
     return { deliveryId: delivery.id };
