@@ -460,7 +460,7 @@ export class WorkspaceService {
       return null;
     }
     if (subscription.failingSince === undefined) {
-      await this.collection.update(() => (subscription.failingSince = now));
+      await this.collection.update(() => (subscription.failingSince ??= now));
       return null;
     }
     if (now - subscription.failingSince < disableAfterMs) return null;
