@@ -384,8 +384,58 @@ async function main(): Promise<void> {
   await daemon.stop();
   rmSync(daemon.dataDir, { recursive: true, force: true });
 
-  // 4, 5, 8b. Events to one external subscriber, every acknowledgement after fsync.
-  const events = await startDaemon();
+  // 4, 5, 8b, then 10: the same with delivery records off, to measure what recording costs.
+  const withRecords = await measureDelivery(base, true);
+  const withoutRecords = await measureDelivery(base, false);
+  const throughputShare = withRecords.deliveredRate / withoutRecords.deliveredRate;
+  record({
+    scenario: '10a. delivery recording: scenario 4 with records vs without',
+    value: Math.round(throughputShare * 100),
+    unit: '%',
+    p50: null,
+    p99: null,
+    ratio: null,
+    rssMb: null,
+    target: '>= 90 % of the rate without records',
+    met: throughputShare >= 0.9,
+    note: `${withRecords.deliveredRate} vs ${withoutRecords.deliveredRate} events/s`,
+  });
+  record({
+    scenario: '10b. delivery recording: scenario 5 p99 with records vs without',
+    value: withRecords.pacedP99,
+    unit: 'ms p99',
+    p50: null,
+    p99: withRecords.pacedP99,
+    ratio: null,
+    rssMb: null,
+    target: `<= 110 % of the p99 without records (${withoutRecords.pacedP99} ms)`,
+    met: withRecords.pacedP99 <= 1.1 * withoutRecords.pacedP99,
+  });
+
+  // 6. Flat cost: publishing with 1,000,000 events already recorded vs an empty log.
+  const recorded = QUICK ? 100_000 : 1_000_000;
+  const empty = await measurePublishOnly(null);
+  const full = await measurePublishOnly(recorded);
+  record({
+    scenario: `6. publish throughput with ${recorded.toLocaleString('en')} events recorded`,
+    value: full.rps,
+    unit: 'events/s',
+    p50: full.p50,
+    p99: full.p99,
+    ratio: full.rps / base.rps,
+    rssMb: full.rss,
+    target: `>= 90 % of an empty log's (${empty.rps} events/s)`,
+    met: full.rps >= 0.9 * empty.rps,
+    note: `${((full.rps / empty.rps) * 100).toFixed(0)} % of the empty log's rate`,
+  });
+
+  report(base);
+}
+
+/** Scenarios 4, 5 and 8b: events to one external subscriber, every acknowledgement after fsync. */
+async function measureDelivery(base: Load, recording: boolean): Promise<{ deliveredRate: number; pacedP99: number }> {
+  const suffix = recording ? '' : ' (delivery records off)';
+  const events = await startDaemon(undefined, recording ? {} : { PLATFORM_BENCH_DELIVERY_RECORDS: 'off' });
   const eventsToken = await login(events.url);
   const subscriber = await startSubscriber();
   await api(events.url, eventsToken, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
@@ -418,7 +468,7 @@ async function main(): Promise<void> {
   const delivered = subscriber.received - before;
   const deliveredRate = Math.round(delivered / elapsed);
   record({
-    scenario: `4. publish + deliver to 1 subscriber, ${PUBLISH_SECONDS} s, 50 conn.`,
+    scenario: `4. publish + deliver to 1 subscriber, ${PUBLISH_SECONDS} s, 50 conn.${suffix}`,
     value: deliveredRate,
     unit: 'events/s',
     p50: published.p50,
@@ -429,7 +479,7 @@ async function main(): Promise<void> {
     met: deliveredRate >= 7_000 && drained && published.errors === 0,
     note: `${published.ok} acknowledged, ${delivered} delivered${drained ? '' : ' (NOT all delivered within 60 s)'}; published at ${published.rps}/s`,
   });
-  record({
+  if (recording) record({
     scenario: '8b. RSS during scenario 4 (peak)',
     value: peakRss,
     unit: 'MB',
@@ -460,7 +510,7 @@ async function main(): Promise<void> {
   await waitUntil(() => subscriber.received - pacedBefore >= paced.ok, 30_000);
   const pacedP99 = percentile(subscriber.latencies, 99);
   record({
-    scenario: '5. paced 2,000 events/s: publish-to-delivery latency',
+    scenario: `5. paced 2,000 events/s: publish-to-delivery latency${suffix}`,
     value: pacedP99,
     unit: 'ms p99',
     p50: percentile(subscriber.latencies, 50),
@@ -475,25 +525,7 @@ async function main(): Promise<void> {
   subscriber.server.close();
   subscriber.server.closeAllConnections();
   rmSync(events.dataDir, { recursive: true, force: true });
-
-  // 6. Flat cost: publishing with 1,000,000 events already recorded vs an empty log.
-  const recorded = QUICK ? 100_000 : 1_000_000;
-  const empty = await measurePublishOnly(null);
-  const full = await measurePublishOnly(recorded);
-  record({
-    scenario: `6. publish throughput with ${recorded.toLocaleString('en')} events recorded`,
-    value: full.rps,
-    unit: 'events/s',
-    p50: full.p50,
-    p99: full.p99,
-    ratio: full.rps / base.rps,
-    rssMb: full.rss,
-    target: `>= 90 % of an empty log's (${empty.rps} events/s)`,
-    met: full.rps >= 0.9 * empty.rps,
-    note: `${((full.rps / empty.rps) * 100).toFixed(0)} % of the empty log's rate`,
-  });
-
-  report(base);
+  return { deliveredRate, pacedP99 };
 }
 
 /** Publish-only throughput (no subscribers), on an empty log or one holding `preload` events. */

@@ -47,7 +47,7 @@ test('appends go to the newest segment, which rolls over at its size; a reopen s
 
   const reopened = await EventLog.open(dir, { segmentMaxEvents: 10, recent: { perWorkspace: 5, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   assert.is(reopened.storedCount, 25);
-  const recent = (await reopened.recent('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW));
+  const recent = (await reopened.page('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW)).items;
   assert.equal(recent.map((e) => e.id), written.slice(-3).reverse().map((e) => e.id));
   await reopened.close();
 });
@@ -73,7 +73,7 @@ test('retention keeps per workspace only events within the age limit and among t
   assert.is(removedEvents, 2 + 4);
   assert.is(log.storedCount, 8);
   assert.equal(
-    (await log.recent('busy', { limit: 100 }, policy, NOW)).map((e) => e.id),
+    (await log.page('busy', { limit: 100 }, policy, NOW)).items.map((e) => e.id),
     busy.slice(-6).reverse().map((e) => e.id),
     'reads apply the same policy',
   );
@@ -90,7 +90,7 @@ test('fully expired segments are deleted; the segment being written is never tou
   await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW);
   assert.equal(segments(dir), ['segment-000003.log'], 'two sealed segments deleted');
   assert.is(log.storedCount, 1, 'the expired event in the active segment waits for its segment to be sealed');
-  assert.equal(await log.recent('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW), [], 'but is not read');
+  assert.equal((await log.page('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW)).items, [], 'but is not read');
   await log.append(event('w', 0));
   await log.close();
 });

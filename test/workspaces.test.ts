@@ -142,7 +142,7 @@ test('subscriptions: the signing secret is shown once and stored sealed', async 
   assert.match(signingSecret, /^whsec_[A-Za-z0-9+/]{43}=$/);
   assert.is(Buffer.from(signingSecret.slice(6), 'base64').length, 32);
   assert.equal(Object.keys(subscription).sort(), [
-    'createdAt', 'deliveryUrl', 'eventKey', 'extensionKey', 'id', 'kind', 'serviceBaseUrl', 'workspaceId',
+    'createdAt', 'deliveryUrl', 'disabledReason', 'enabled', 'eventKey', 'extensionKey', 'id', 'kind', 'serviceBaseUrl', 'workspaceId',
   ]);
 
   const list = await admin.get('/api/workspaces/acme/subscriptions');

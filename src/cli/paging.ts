@@ -68,3 +68,23 @@ export function printPageHint(listing: Listing<unknown>): void {
     printLine(`(${range}; there may be more: see --offset, or --all)`);
   }
 }
+
+/**
+ * One page of a listing that pages with opaque cursors (`meta.nextCursor`), or
+ * with `all` every page. `more` tells whether a page is left behind.
+ */
+export async function fetchCursorListing<T>(
+  client: Client,
+  path: string,
+  query: Record<string, string | number | undefined>,
+  options: { limit?: number | undefined; all?: boolean | undefined },
+): Promise<{ items: T[]; more: boolean }> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: options.limit, cursor } });
+    items.push(...data);
+    cursor = typeof meta?.nextCursor === 'string' ? meta.nextCursor : undefined;
+  } while (options.all && cursor);
+  return { items, more: cursor !== undefined };
+}

@@ -39,6 +39,13 @@ export interface DaemonConfig {
     denyPrivateTargets: boolean;
   };
   retention: { maxAgeMs: number; maxPerWorkspace: number };
+  /**
+   * PLATFORM_SECRET_OVERLAP and PLATFORM_DISABLE_AFTER are seconds; kept here in
+   * milliseconds so that tests can run the schedule in milliseconds.
+   */
+  subscriptions: { secretOverlapMs: number; disableAfterMs: number };
+  /** False only for `npm run bench`, which measures what recording costs (PLATFORM_BENCH_DELIVERY_RECORDS=off). */
+  recordDeliveries: boolean;
   /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
@@ -184,6 +191,11 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),
     },
+    subscriptions: {
+      secretOverlapMs: parseSetting('PLATFORM_SECRET_OVERLAP', Count(0, 365 * 86_400), env.PLATFORM_SECRET_OVERLAP, 86_400) * 1000,
+      disableAfterMs: parseSetting('PLATFORM_DISABLE_AFTER', Count(1, 3650 * 86_400), env.PLATFORM_DISABLE_AFTER, 432_000) * 1000,
+    },
+    recordDeliveries: env.PLATFORM_BENCH_DELIVERY_RECORDS !== 'off',
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
     streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),

@@ -9,6 +9,7 @@ import { CatalogService } from './catalog/service.js';
 import { ChatService } from './chat/service.js';
 import { ChatStore } from './chat/store.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
+import { DeliveryRecords } from './dispatch/delivery-records.js';
 import { Outbox } from './dispatch/outbox.js';
 import { describeFault } from './errors.js';
 import { ActivityFeed } from './events/activity.js';
@@ -97,7 +98,14 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => outbox.close());
     const deadLetters = await DeadLetterStore.open(config.dataDir);
     closers.push(() => deadLetters.flush());
-    workspaces.onWorkspaceDeleted((workspaceId) => deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id)));
+    const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError, config.recordDeliveries);
+    closers.push(() => records.close());
+    const deadIds = new Set(deadLetters.matching({}).map((letter) => letter.deliveryId));
+    records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+    workspaces.onWorkspaceDeleted(async (workspaceId) => {
+      await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
+      await records.removeWorkspace(workspaceId);
+    });
     const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
     closers.push(() => extensionConfig.flush());
     const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
@@ -106,10 +114,11 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       log: eventLog,
       outbox,
       deadLetters,
+      records,
       workspaces,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
-      dispatch: config.dispatch,
+      dispatch: { ...config.dispatch, disableAfterMs: config.subscriptions.disableAfterMs },
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,
       logger,

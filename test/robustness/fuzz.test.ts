@@ -207,6 +207,23 @@ const ROUTES: Record<string, RouteFixture> = {
     params: { id: WORKSPACE, subscriptionId: MISSING_ID },
     baseline: [404],
   },
+  'PATCH /api/workspaces/:id/subscriptions/:subscriptionId': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    body: { enabled: true, serviceBaseUrl: 'https://example.test/hooks' },
+    baseline: [404],
+  },
+  'POST /api/workspaces/:id/subscriptions/:subscriptionId/rotate-secret': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    baseline: [404],
+  },
+  'POST /api/workspaces/:id/subscriptions/:subscriptionId/test': {
+    access: 'admin',
+    params: { id: WORKSPACE, subscriptionId: MISSING_ID },
+    body: { payload: { n: 1 } },
+    baseline: [404],
+  },
   'POST /api/workspaces/:id/events/publish': {
     access: 'user',
     params: { id: WORKSPACE },
@@ -217,7 +234,14 @@ const ROUTES: Record<string, RouteFixture> = {
   'GET /api/workspaces/:id/events': {
     access: 'user',
     params: { id: WORKSPACE },
-    query: { eventKey: 'text', limit: 'int', offset: 'int' },
+    query: { eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
+    baseline: [200],
+  },
+  'GET /api/workspaces/:id/events/:eventId': { access: 'user', params: { id: WORKSPACE, eventId: MISSING_ID }, baseline: [404] },
+  'GET /api/workspaces/:id/deliveries': {
+    access: 'user',
+    params: { id: WORKSPACE },
+    query: { status: 'text', subscriptionId: 'text', eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
     baseline: [200],
   },
   'GET /api/workspaces/:id/chat/channels': { access: 'user', params: { id: WORKSPACE }, baseline: [200] },

@@ -5,7 +5,7 @@ import { usageError } from '../errors.js';
 import { integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
+import { fetchCursorListing } from '../paging.js';
 import { askText, isInteractive, readStdin } from '../prompt.js';
 import { registerEventsTail } from './events-tail.js';
 
@@ -102,28 +102,40 @@ export function registerEvents(program: Command): void {
     );
 
   withExample(
-    withPaging(events.command('list <workspace>').description('recent events, newest first').option('--event <eventKey>', 'only this event key'), 1000),
+    events
+      .command('list <workspace>')
+      .description('events, newest first')
+      .option('--event <eventKey>', 'only this event key')
+      .option('--since <time>', 'occurred at or after (ISO 8601)')
+      .option('--until <time>', 'occurred at or before (ISO 8601)')
+      .option('--limit <n>', 'how many per page (1-1000; default 50)', integerFlag(1, 1000))
+      .option('--all', 'follow the pages to the oldest retained event'),
     'platform events list acme --event crm.deal.closed --limit 10',
   )
     .option('--json', 'print JSON')
-    .action(async (workspace: string, flags: PageFlags & { event?: string; json?: boolean }, command: Command) => {
-      const listing = await fetchListing<PlatformEvent>(
-        clientFor(command),
-        `/api/workspaces/${urlPath(workspace, 'events')}`,
-        { eventKey: flags.event },
-        flags,
-        1000,
-      );
-      if (flags.json) return printJson(listing.items);
-      printTable(listing.items, [
-        { header: 'OCCURRED', value: (event) => event.occurredAt },
-        { header: 'EVENT', value: (event) => event.eventKey },
-        { header: 'ACTOR', value: (event) => event.actor },
-        { header: 'PUBLISHED BY', value: (event) => event.publishedBy ?? '-' },
-        { header: 'ID', value: (event) => event.id },
-      ]);
-      printPageHint(listing);
-    });
+    .action(
+      async (
+        workspace: string,
+        flags: { event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        const listing = await fetchCursorListing<PlatformEvent>(
+          clientFor(command),
+          `/api/workspaces/${urlPath(workspace, 'events')}`,
+          { eventKey: flags.event, since: flags.since, until: flags.until },
+          flags,
+        );
+        if (flags.json) return printJson(listing.items);
+        printTable(listing.items, [
+          { header: 'OCCURRED', value: (event) => event.occurredAt },
+          { header: 'EVENT', value: (event) => event.eventKey },
+          { header: 'ACTOR', value: (event) => event.actor },
+          { header: 'PUBLISHED BY', value: (event) => event.publishedBy ?? '-' },
+          { header: 'ID', value: (event) => event.id },
+        ]);
+        if (listing.more) printLine('(more: --all to list every page)');
+      },
+    );
 
   registerEventsTail(events);
 

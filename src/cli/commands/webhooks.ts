@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { clientFor, urlPath } from '../client.js';
 import { integerFlag } from '../flags.js';
+import { fetchCursorListing } from '../paging.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 
@@ -29,16 +30,12 @@ export function registerWebhooks(program: Command): void {
     .option('--all', 'every call kept (the latest 1,000)')
     .option('--json', 'print JSON, with headers and body excerpts')
     .action(async (extensionKey: string, flags: { limit?: number; all?: boolean; json?: boolean }, command: Command) => {
-      const client = clientFor(command);
-      const path = `/api/admin/webhooks/${urlPath(extensionKey)}/requests`;
-      const limit = flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined);
-      const entries: WebhookRequestEntry[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.request<WebhookRequestEntry[]>('GET', path, { query: { limit, cursor } });
-        entries.push(...page.data);
-        cursor = typeof page.meta?.nextCursor === 'string' ? page.meta.nextCursor : undefined;
-      } while (flags.all && cursor);
+      const { items: entries, more } = await fetchCursorListing<WebhookRequestEntry>(
+        clientFor(command),
+        `/api/admin/webhooks/${urlPath(extensionKey)}/requests`,
+        {},
+        { limit: flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined), all: flags.all },
+      );
       if (flags.json) return printJson(entries);
       printTable(entries, [
         { header: 'TIME', value: (entry) => entry.receivedAt },
@@ -46,6 +43,6 @@ export function registerWebhooks(program: Command): void {
         { header: 'REASON', value: (entry) => entry.reason },
         { header: 'EVENT', value: (entry) => entry.eventId },
       ]);
-      if (cursor) printLine(`(${entries.length} shown; more: --all, or a larger --limit)`);
+      if (more) printLine(`(${entries.length} shown; more: --all, or a larger --limit)`);
     });
 }

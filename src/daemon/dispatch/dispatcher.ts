@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
-import { DomainError, describeFault } from '../errors.js';
+import { describeFault } from '../errors.js';
 import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
-import type { Inactivity } from '../workspaces/service.js';
+import type { DisabledSubscription, Inactivity } from '../workspaces/service.js';
 import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
+import type { DeliveryAttempt, DeliveryRecords, DeliveryStatus } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { Outbox } from './outbox.js';
 import { withJitter } from './retry.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
-import type { DeadLetterFilter, Delivery, DeliveryError } from './types.js';
+import type { Delivery, DeliveryError } from './types.js';
 
 export interface DispatchSettings {
   /** Delays before the 2nd, 3rd, … attempt; after the last, a dead letter. */
@@ -23,6 +24,8 @@ export interface DispatchSettings {
   handlerConcurrency: number;
   handlerTimeoutMs: number;
   denyPrivateTargets: boolean;
+  /** Failing this long without one success disables a subscription. */
+  disableAfterMs: number;
 }
 
 /** A handler call in progress, and whether it tried to extend the event chain past its limit. */
@@ -34,12 +37,17 @@ export interface HandlerRun {
 export interface DispatcherDependencies {
   outbox: Outbox;
   deadLetters: DeadLetterStore;
+  records: DeliveryRecords;
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
-    signingKey(subscriptionId: string): Buffer | null;
+    signingKeys(subscriptionId: string, now: number): Buffer[];
+    /** Returns the reason when this result disabled the subscription. */
+    recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
     /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
     deliveryUrl(subscriptionId: string): string | null;
   };
+  /** A subscription was disabled automatically: the daemon announces it in its workspace. */
+  onSubscriptionDisabled(disabled: DisabledSubscription): Promise<void>;
   handlerFor(extensionKey: string, eventKey: string): EventHandler | undefined;
   /** The context a handler gets for this delivery (its publish extends the chain). */
   startHandlerRun(delivery: Delivery): HandlerRun;
@@ -261,78 +269,6 @@ export class Dispatcher {
     clearTimeout(timeout);
   }
 
-  // Dead letters
-
-  /** Re-queues one dead letter to its one subscriber, with a fresh attempt count. */
-  async replay(deadLetterId: string): Promise<void> {
-    const letter = this.deps.deadLetters.get(deadLetterId);
-    const inactive = this.inactivity(letter.subscriber.subscriptionId);
-    if (inactive) throw new DomainError('CONFLICT', `cannot replay ${deadLetterId}: ${inactive}`);
-    await this.requeue([letter]);
-  }
-
-  /**
-   * Replays the oldest `limit` matching dead letters whose subscriber is still
-   * active; `skipped` counts the matching ones whose subscriber is gone or disabled.
-   */
-  async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
-    const replayable: StoredDeadLetter[] = [];
-    let skipped = 0;
-    for (const letter of this.deps.deadLetters.matching(filter)) {
-      if (this.inactivity(letter.subscriber.subscriptionId) !== null) skipped += 1;
-      else if (replayable.length < limit) replayable.push(letter);
-    }
-    await this.requeue(replayable);
-    return { replayed: replayable.length, skipped };
-  }
-
-  async discard(deadLetterId: string): Promise<void> {
-    this.deps.deadLetters.get(deadLetterId);
-    await this.deps.deadLetters.remove([deadLetterId]);
-  }
-
-  async discardMatching(filter: DeadLetterFilter): Promise<{ discarded: number }> {
-    const ids = this.deps.deadLetters.matching(filter).map((letter) => letter.id);
-    await this.deps.deadLetters.remove(ids);
-    return { discarded: ids.length };
-  }
-
-  /**
-   * Where a dead letter stands: `dead` while it is one (again, if a replay failed),
-   * `queued` while a replay of it is pending, `gone` otherwise (delivered or discarded).
-   */
-  deadLetterState(deadLetterId: string): { state: 'dead' | 'queued' | 'gone' } {
-    if (this.deps.deadLetters.has(deadLetterId)) return { state: 'dead' };
-    for (const delivery of this.deps.outbox.values()) {
-      if (delivery.deadLetterId === deadLetterId) return { state: 'queued' };
-    }
-    return { state: 'gone' };
-  }
-
-  private async requeue(letters: readonly StoredDeadLetter[]): Promise<void> {
-    if (letters.length === 0) return;
-    const now = this.now();
-    const deliveries = letters.map(
-      (letter): Delivery => ({
-        id: letter.deliveryId,
-        event: letter.event,
-        depth: letter.depth,
-        subscriber: letter.subscriber,
-        attempts: 0,
-        nextAttemptAt: now,
-        enqueuedAt: new Date(now).toISOString(),
-        firstAttemptAt: null,
-        lastError: null,
-        replayCount: letter.replayCount + 1,
-        deadLetterId: letter.id,
-      }),
-    );
-    // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
-    await this.deps.outbox.add(deliveries);
-    await this.deps.deadLetters.remove(letters.map((letter) => letter.id));
-    this.enqueue(deliveries);
-  }
-
   // The loop
 
   private laneOf(delivery: Delivery): Lane {
@@ -390,7 +326,8 @@ export class Dispatcher {
     }
   }
 
-  private inactivity(subscriptionId: string | null): Inactivity {
+  /** Whether deliveries to this subscriber are refused now, and why (null: active, or a built-in plugin). */
+  inactivity(subscriptionId: string | null): Inactivity {
     return subscriptionId === null ? null : this.deps.subscribers.inactivity(subscriptionId);
   }
 
@@ -403,6 +340,8 @@ export class Dispatcher {
     }
     delivery.firstAttemptAt ??= new Date(now).toISOString();
     delivery.attempts += 1;
+    const record = this.deps.records.get(delivery.id);
+    const number = (record?.attempts.at(-1)?.number ?? 0) + 1;
     const handler =
       delivery.subscriber.kind === 'IN_PROCESS'
         ? this.deps.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey)
@@ -424,10 +363,27 @@ export class Dispatcher {
       return;
     }
     const seconds = (performance.now() - attemptStarted) / 1000;
+    const finished = (result: DeliveryAttempt['outcome'], status: DeliveryStatus, nextAttemptAt: number | null) => {
+      const attempt: DeliveryAttempt = {
+        number,
+        startedAt: new Date(now).toISOString(),
+        durationMs: Math.max(0, this.now() - now),
+        outcome: result,
+        ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
+        ...(outcome.ok ? {} : { error: outcome.error.message }),
+        ...(outcome.responseExcerpt === undefined ? {} : { responseExcerpt: outcome.responseExcerpt }),
+      };
+      this.deps.records.attempted(delivery.id, attempt, nextAttemptAt, status);
+      if (delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
+        void this.trackHealth(delivery.subscriber.subscriptionId, result === 'SUCCESS');
+      }
+    };
     if (outcome.ok) {
       this.deps.metrics.deliveryAttempted('delivered', seconds);
+      finished('SUCCESS', 'SUCCEEDED', null);
+      await this.deps.records.durable(delivery.id);
       this.deps.outbox.done(delivery);
-      this.deps.activity.delivery('delivery.succeeded', delivery);
+      this.deps.activity.delivery('delivery.succeeded', delivery, outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus });
       return;
     }
     // Whatever failed may quote the URL it was sending to: never with its credentials.
@@ -438,11 +394,13 @@ export class Dispatcher {
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
     if (!retryable || delay === undefined) {
       this.deps.metrics.deliveryAttempted('dead_lettered', seconds);
+      finished('FAILED', 'PENDING', null);
       await this.deadLetter(delivery, outcome.error);
       return;
     }
     this.deps.metrics.deliveryAttempted('retried', seconds);
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
+    finished('RETRY', 'PENDING', delivery.nextAttemptAt);
     this.deps.outbox.rescheduled(delivery);
     this.schedule(delivery);
     this.deps.activity.delivery('delivery.retrying', delivery, {
@@ -453,15 +411,24 @@ export class Dispatcher {
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
     const { subscriptionId } = delivery.subscriber;
-    const signingKey = subscriptionId === null ? null : this.deps.subscribers.signingKey(subscriptionId);
+    const signingKeys = subscriptionId === null ? [] : this.deps.subscribers.signingKeys(subscriptionId, now);
     const serviceBaseUrl = subscriptionId === null ? null : this.deps.subscribers.deliveryUrl(subscriptionId);
-    if (signingKey === null || serviceBaseUrl === null) {
+    if (signingKeys.length === 0 || serviceBaseUrl === null) {
       return { ok: false, retryable: false, error: { message: 'subscription deleted', status: null } };
     }
     return postEvent(
-      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKey },
+      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKeys },
       { transport: this.transport, timeoutMs: this.deps.settings.deliveryTimeoutMs, isStopping: () => this.stopping, now },
     );
+  }
+
+  private async trackHealth(subscriptionId: string, succeeded: boolean): Promise<void> {
+    try {
+      const disabled = await this.deps.subscribers.recordHealth(subscriptionId, succeeded, this.now(), this.deps.settings.disableAfterMs);
+      if (disabled !== null) await this.deps.onSubscriptionDisabled(disabled);
+    } catch (error) {
+      this.deps.logger.error(`could not record the health of subscription ${subscriptionId}: ${describeFault(error)}`);
+    }
   }
 
   private async runHandler(delivery: Delivery, handler: EventHandler | undefined): Promise<AttemptOutcome> {
@@ -512,6 +479,8 @@ export class Dispatcher {
       this.schedule(delivery);
       return;
     }
+    this.deps.records.moved(delivery.id, 'DEAD', this.now());
+    await this.deps.records.durable(delivery.id);
     this.deps.outbox.done(delivery);
     this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
   }

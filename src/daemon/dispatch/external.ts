@@ -4,9 +4,15 @@ import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
 import type { DeliveryError } from './types.js';
 
+/** What the subscriber answered, for the delivery record: its status and the start of its body. */
+export interface Answered {
+  httpStatus?: number;
+  responseExcerpt?: string;
+}
+
 export type AttemptOutcome =
-  | { ok: true }
-  | { ok: false; retryable: boolean; error: DeliveryError; retryAfterMs?: number | null }
+  | ({ ok: true } & Answered)
+  | ({ ok: false; retryable: boolean; error: DeliveryError; retryAfterMs?: number | null } & Answered)
   /** The daemon is stopping: the attempt did not happen and is not counted. */
   | { ok: false; aborted: true };
 
@@ -14,7 +20,8 @@ export interface ExternalDelivery {
   deliveryId: string;
   event: PlatformEvent;
   serviceBaseUrl: string;
-  signingKey: Buffer;
+  /** The current key first; during a rotation's overlap the previous one too: one signature each. */
+  signingKeys: readonly Buffer[];
 }
 
 const bodies = new WeakMap<PlatformEvent, string>();
@@ -56,15 +63,18 @@ export async function postEvent(
         'content-type': 'application/json',
         'webhook-id': delivery.deliveryId,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signature(delivery.signingKey, delivery.deliveryId, timestamp, body),
+        'webhook-signature': delivery.signingKeys.map((key) => signature(key, delivery.deliveryId, timestamp, body)).join(' '),
       },
       retry: 0,
       redirect: 'manual',
       ignoreResponseError: true,
+      responseType: 'text',
     });
     const status = response.status;
-    if (status >= 200 && status < 300) return { ok: true };
+    const answered: Answered = { httpStatus: status, ...(response._data ? { responseExcerpt: String(response._data) } : {}) };
+    if (status >= 200 && status < 300) return { ok: true, ...answered };
     return {
+      ...answered,
       ok: false,
       retryable: isRetryableStatus(status),
       error: { message: `subscriber answered HTTP ${status}`, status },

@@ -2,6 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { createFetch, type $Fetch } from 'ofetch';
+import { RESPONSE_EXCERPT_BYTES } from './delivery-records.js';
 import { hostOf, isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */
@@ -18,7 +19,8 @@ export interface DeliveryTransport {
  * ofetch for outgoing deliveries, over node:http keep-alive agents instead of
  * the global fetch. Measured here on one core against a local server: Node
  * 20's fetch manages ~2,700 POSTs/s, node:http ~18,000, and ofetch over this
- * transport ~8,800. Answers are drained, never buffered: beyond
+ * transport ~8,800. Answers are drained: only their first 2 KiB are kept (the
+ * delivery record's excerpt), and beyond
  * MAX_ANSWER_BYTES the connection is destroyed rather than read to the end.
  */
 export function createDeliveryTransport(settings: {
@@ -69,6 +71,8 @@ export function createDeliveryTransport(settings: {
   };
 }
 
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
 export class TimeoutError extends Error {
   override name = 'TimeoutError';
   constructor(timeoutMs: number) {
@@ -79,7 +83,9 @@ export class TimeoutError extends Error {
 function drain(answer: IncomingMessage, resolve: (response: Response) => void, reject: (error: Error) => void): void {
   const status = answer.statusCode ?? 0;
   let size = 0;
+  const excerpt: Buffer[] = [];
   answer.on('data', (chunk: Buffer) => {
+    if (size < RESPONSE_EXCERPT_BYTES) excerpt.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - size));
     size += chunk.length;
     if (size > MAX_ANSWER_BYTES) answer.destroy();
   });
@@ -87,7 +93,9 @@ function drain(answer: IncomingMessage, resolve: (response: Response) => void, r
     // The WHATWG Response only takes 200-599; anything else is not an answer we can use.
     if (status < 200 || status > 599) return reject(new Error(`invalid HTTP status ${status}`));
     const retryAfter = answer.headers['retry-after'];
-    resolve(new Response(null, { status, headers: retryAfter ? { 'retry-after': retryAfter } : undefined }));
+    // Statuses without a body (204, 304) cannot carry one in a WHATWG Response.
+    const body = excerpt.length === 0 || NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(excerpt);
+    resolve(new Response(body, { status, headers: retryAfter ? { 'retry-after': retryAfter } : undefined }));
   };
   answer.on('end', settle);
   answer.on('close', () => {

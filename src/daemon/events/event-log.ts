@@ -29,13 +29,6 @@ export interface EventLogOptions {
 const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
 const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6, '0')}.log`;
 
-export interface RecentQuery {
-  eventKey?: string | undefined;
-  limit: number;
-  /** How many of the newest matches to skip (default 0). */
-  offset?: number;
-}
-
 /**
  * The event log: append-only JSON lines in numbered segment files under
  * <data-dir>/events. An append costs one line in the newest segment, whatever
@@ -97,57 +90,29 @@ export class EventLog {
   }
 
   /**
-   * Newest first, within the retention policy, among the workspace's newest
-   * `recent.perWorkspace` events: from memory, and from disk for those memory
-   * dropped to stay within its byte budget.
+   * A page of every retained event of the workspace, newest first in the order
+   * of the log (segment, then line), after `before` when paging on. That order
+   * never changes (retention only removes lines) and new events come before
+   * every existing one, so paging from the first page to the last neither skips
+   * nor repeats an event. Reads segments newest first until the page is full.
    */
-  async recent(workspaceId: string, query: RecentQuery, policy: RetentionPolicy, now: number): Promise<PlatformEvent[]> {
-    const cutoff = now - policy.maxAgeMs;
-    const window = Math.min(policy.maxPerWorkspace, this.options.recent.perWorkspace);
-    const result: PlatformEvent[] = [];
-    let position = 0;
-    let skip = query.offset ?? 0;
-    /** False once the listing is complete. */
-    const visit = (event: PlatformEvent): boolean => {
-      if (position >= window || result.length >= query.limit || Date.parse(event.occurredAt) < cutoff) return false;
-      position += 1;
-      if (query.eventKey !== undefined && event.eventKey !== query.eventKey) return true;
-      if (skip > 0) skip -= 1;
-      else result.push(event);
-      return true;
-    };
-    for (const event of this.recentEvents.newestFirst(workspaceId)) if (!visit(event)) return result;
-    const short = this.recentEvents.shortOf(workspaceId);
-    if (short === null || position >= window) return result;
-    const inMemory = new Set(Array.from(this.recentEvents.newestFirst(workspaceId), (event) => event.id));
-    for await (const event of this.olderOnDisk(workspaceId, inMemory, short.oldest, window - position)) if (!visit(event)) break;
-    return result;
-  }
-
-  /** Bytes of event JSON held in memory for listing. */
-  get recentBytes(): number {
-    return this.recentEvents.bytes;
-  }
-
-  /**
-   * Up to `count` events of the workspace that memory no longer holds, newest
-   * first, read segment by segment (newest segment first). A segment is
-   * streamed, keeping only its newest `count` matches; the active one may end
-   * in a line still being written, which is skipped.
-   */
-  private async *olderOnDisk(
+  async page(
     workspaceId: string,
-    inMemory: ReadonlySet<string>,
-    oldestInMemory: PlatformEvent | undefined,
-    count: number,
-  ): AsyncGenerator<PlatformEvent> {
-    const newestAllowed = oldestInMemory ? Date.parse(oldestInMemory.occurredAt) : Number.POSITIVE_INFINITY;
+    query: EventPageQuery,
+    policy: RetentionPolicy,
+    now: number,
+  ): Promise<{ items: PlatformEvent[]; more: boolean; last?: EventPosition }> {
+    const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
+    const until = query.until ?? Number.POSITIVE_INFINITY;
     const marker = `"tenantId":${JSON.stringify(workspaceId)}`;
-    let remaining = count;
+    const items: PlatformEvent[] = [];
+    let last: EventPosition | undefined;
     for (const segment of [...this.segments].reverse()) {
-      if (remaining <= 0) return;
-      if (!segment.workspaces.has(workspaceId)) continue;
+      if (items.length > query.limit) break;
+      const sequence = segmentSequence(this.dir, segment.file);
+      if (!segment.workspaces.has(workspaceId) || (query.before && sequence > query.before.segment)) continue;
       let found: PlatformEvent[] = [];
+      let cursorLine = -1;
       try {
         for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
           if (!line.includes(marker)) continue;
@@ -155,23 +120,58 @@ export class EventLog {
           try {
             event = JSON.parse(line) as PlatformEvent;
           } catch {
-            continue;
+            continue; // the active segment may end in a line still being written
           }
-          if (event.tenantId !== workspaceId || inMemory.has(event.id)) continue;
-          // Appended but not yet in memory: newer than what memory holds, not older.
-          if (Date.parse(event.occurredAt) > newestAllowed) continue;
+          if (query.before?.segment === sequence && event.id === query.before.id) cursorLine = found.length;
           found.push(event);
-          if (found.length >= remaining * 2) found = found.slice(-remaining);
         }
       } catch (error) {
-        // Retention deleted the segment meanwhile: its events are gone.
         if (!isMissing(error)) throw error;
       }
-      for (const event of found.slice(-remaining).reverse()) {
-        remaining -= 1;
-        yield event;
+      if (query.before?.segment === sequence) {
+        // The cursor's own event is gone only if retention removed it: then keep what is older than it.
+        const before = query.before;
+        found = cursorLine >= 0 ? found.slice(0, cursorLine) : found.filter((event) => Date.parse(event.occurredAt) < before.at);
+      }
+      for (let index = found.length - 1; index >= 0 && items.length <= query.limit; index -= 1) {
+        const event = found[index]!;
+        const at = Date.parse(event.occurredAt);
+        if (event.tenantId !== workspaceId || at < cutoff || at > until) continue;
+        if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
+        if (items.length < query.limit) last = { segment: sequence, at, id: event.id };
+        items.push(event);
       }
     }
+    const more = items.length > query.limit;
+    return { items: items.slice(0, query.limit), more, ...(more && last ? { last } : {}) };
+  }
+
+  /** One event of the workspace, from memory or else from disk (newest segment first); undefined if not retained. */
+  async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
+    for (const event of this.recentEvents.newestFirst(workspaceId)) if (event.id === eventId) return event;
+    const marker = `"id":${JSON.stringify(eventId)},`;
+    for (const segment of [...this.segments].reverse()) {
+      if (!segment.workspaces.has(workspaceId)) continue;
+      try {
+        for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
+          if (!line.includes(marker)) continue;
+          try {
+            const event = JSON.parse(line) as PlatformEvent;
+            if (event.id === eventId && event.tenantId === workspaceId) return event;
+          } catch {
+            continue;
+          }
+        }
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return undefined;
+  }
+
+  /** Bytes of event JSON held in memory for listing. */
+  get recentBytes(): number {
+    return this.recentEvents.bytes;
   }
 
   /** Events on disk, including expired ones not yet removed by retention. */
@@ -188,9 +188,10 @@ export class EventLog {
    * maxPerWorkspace ("whichever is fewer"). Walks segments newest to oldest,
    * so each workspace's count of newer kept events is known at every segment.
    */
-  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number }> {
+  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedIds: Set<string> }> {
     const cutoff = now - policy.maxAgeMs;
     const newerKept = new Map<string, number>();
+    const removedIds = new Set<string>();
     let removedEvents = 0;
     for (let index = this.segments.length - 1; index >= 0; index -= 1) {
       const segment = this.segments[index]!;
@@ -207,13 +208,16 @@ export class EventLog {
       }
       removedEvents += await this.compact(index, (event) => {
         const kept = newerKept.get(event.tenantId) ?? 0;
-        if (kept >= policy.maxPerWorkspace || Date.parse(event.occurredAt) < cutoff) return false;
+        if (kept >= policy.maxPerWorkspace || Date.parse(event.occurredAt) < cutoff) {
+          removedIds.add(event.id);
+          return false;
+        }
         newerKept.set(event.tenantId, kept + 1);
         return true;
       });
     }
     this.segments.splice(0, this.segments.length, ...this.segments.filter((segment) => segment.count > 0));
-    return { removedEvents };
+    return { removedEvents, removedIds };
   }
 
   async close(): Promise<void> {
@@ -254,6 +258,24 @@ export class EventLog {
     return events.length - kept.length;
   }
 }
+
+export interface EventPageQuery {
+  eventKey?: string | undefined;
+  /** Epoch ms, inclusive. */
+  since?: number | undefined;
+  until?: number | undefined;
+  limit: number;
+  /** The last event of the previous page: its segment, occurredAt (ms) and id. */
+  before?: EventPosition | undefined;
+}
+
+export interface EventPosition {
+  segment: number;
+  at: number;
+  id: string;
+}
+
+const segmentSequence = (dir: string, file: string) => Number(SEGMENT_NAME.exec(file.slice(dir.length + 1))![1]);
 
 function emptySegment(file: string): SegmentInfo {
   return { file, count: 0, workspaces: new Map() };

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
 import type { DeadLetterStore } from '../dispatch/dead-letters.js';
+import { DeadLetterAdmin } from '../dispatch/dead-letter-admin.js';
+import type { DeliveryQuery, DeliveryRecord, DeliveryRecords } from '../dispatch/delivery-records.js';
+import { notFound } from '../errors.js';
 import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
 import type { Outbox } from '../dispatch/outbox.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
@@ -10,7 +13,7 @@ import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
 import type { ActivityFeed } from './activity.js';
-import type { EventLog, RecentQuery, RetentionPolicy } from './event-log.js';
+import type { EventLog, EventPageQuery, RetentionPolicy } from './event-log.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
@@ -20,6 +23,7 @@ export interface EventServiceDependencies {
   log: EventLog;
   outbox: Outbox;
   deadLetters: DeadLetterStore;
+  records: DeliveryRecords;
   workspaces: WorkspaceService;
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
@@ -34,6 +38,9 @@ export interface EventServiceDependencies {
   activity: ActivityFeed;
   now?: () => number;
 }
+
+/** The daemon itself, publishing what it noticed. */
+const PLATFORM_ORIGIN: Origin = { actor: 'platform', publishedBy: 'platform', depth: 1 };
 
 /** Who publishes: the default actor, who is recorded as publishedBy, and the position in an event chain. */
 export interface Origin {
@@ -52,6 +59,7 @@ export interface Origin {
  */
 export class EventService {
   readonly dispatcher: Dispatcher;
+  readonly deadLetterAdmin: DeadLetterAdmin;
   private readonly now: () => number;
 
   constructor(private readonly deps: EventServiceDependencies) {
@@ -59,13 +67,27 @@ export class EventService {
     this.dispatcher = new Dispatcher({
       outbox: deps.outbox,
       deadLetters: deps.deadLetters,
+      records: deps.records,
       subscribers: deps.workspaces,
       handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
+      onSubscriptionDisabled: async ({ workspaceId, subscriptionId, extensionKey, reason }) => {
+        deps.logger.info(`subscription ${subscriptionId} of ${extensionKey} in ${workspaceId} disabled: ${reason}`);
+        const payload = { subscriptionId, extensionKey, reason };
+        await this.publish(workspaceId, { eventKey: 'platform.subscription.disabled', payload }, PLATFORM_ORIGIN);
+      },
       startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
       settings: deps.dispatch,
       logger: deps.logger,
       metrics: deps.metrics,
       activity: deps.activity,
+      now: this.now,
+    });
+    this.deadLetterAdmin = new DeadLetterAdmin({
+      deadLetters: deps.deadLetters,
+      outbox: deps.outbox,
+      records: deps.records,
+      inactivity: (subscriptionId) => this.dispatcher.inactivity(subscriptionId),
+      enqueue: (deliveries) => this.dispatcher.enqueue(deliveries),
       now: this.now,
     });
   }
@@ -92,6 +114,7 @@ export class EventService {
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
+    this.deps.records.created(deliveries);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
@@ -99,13 +122,57 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  recent(workspaceId: string, query: RecentQuery): Promise<PlatformEvent[]> {
+  /** Newest first, every retained event; see EventLog.page. */
+  list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
     this.deps.workspaces.get(workspaceId);
-    return this.deps.log.recent(workspaceId, query, this.deps.retention, this.now());
+    return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
   }
 
-  applyRetention(): Promise<{ removedEvents: number }> {
-    return this.deps.log.applyRetention(this.deps.retention, this.now());
+  /**
+   * A `platform.test` event delivered to one subscription only, whatever its
+   * event key; the event is recorded like any other.
+   */
+  async sendTest(workspaceId: string, subscriptionId: string, payload: Record<string, unknown>, actor: string): Promise<{ deliveryId: string }> {
+    const subscription = this.deps.workspaces.subscription(workspaceId, subscriptionId);
+    const checked = checkPayload(payload, this.deps.maxPayloadBytes);
+    const now = this.now();
+    const event: PlatformEvent = {
+      id: randomUUID(),
+      eventKey: 'platform.test',
+      tenantId: workspaceId,
+      actor,
+      publishedBy: PLATFORM_ORIGIN.publishedBy,
+      payload: checked,
+      schemaVersion: null,
+      occurredAt: new Date(now).toISOString(),
+    };
+    const { id, extensionKey, kind, serviceBaseUrl } = subscription;
+    const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
+    await Promise.all([this.deps.log.append(event), this.deps.outbox.add([delivery])]);
+    this.deps.records.created([delivery]);
+    if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
+    else this.dispatcher.enqueue([delivery]);
+    return { deliveryId: delivery.id };
+  }
+
+  /** The event with the record of every delivery it caused. */
+  async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
+    this.deps.workspaces.get(workspaceId);
+    const event = await this.deps.log.find(workspaceId, eventId);
+    if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
+    return { ...event, deliveries: this.deps.records.ofEvent(workspaceId, eventId) };
+  }
+
+  deliveries(workspaceId: string, query: DeliveryQuery): ReturnType<DeliveryRecords['list']> {
+    this.deps.workspaces.get(workspaceId);
+    return this.deps.records.list(workspaceId, query);
+  }
+
+  /** Expired events go, and the records of their deliveries with them. */
+  async applyRetention(): Promise<{ removedEvents: number; removedDeliveries: number }> {
+    const { removedEvents, removedIds } = await this.deps.log.applyRetention(this.deps.retention, this.now());
+    const removedDeliveries = await this.deps.records.removeEvents(removedIds);
+    return { removedEvents, removedDeliveries };
   }
 
   get storedEvents(): number {

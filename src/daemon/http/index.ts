@@ -9,12 +9,14 @@ import { authRoutes } from './routes/auth.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { chatRoutes } from './routes/chat.js';
 import { deadLetterRoutes } from './routes/dead-letters.js';
+import { deliveryRoutes } from './routes/deliveries.js';
 import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
 import { operationsRoutes } from './routes/operations.js';
 import { statusRoutes } from './routes/status.js';
 import { streamRoutes } from './routes/streams.js';
+import { subscriptionControlRoutes } from './routes/subscription-controls.js';
 import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -26,6 +28,8 @@ const MODULES: RouteModule[] = [
   catalogRoutes,
   workspaceRoutes,
   eventRoutes,
+  deliveryRoutes,
+  subscriptionControlRoutes,
   chatRoutes,
   deadLetterRoutes,
   statusRoutes,

@@ -34,7 +34,19 @@ export interface NewSubscription {
 }
 
 /** Why a subscriber gets no delivery right now, or null when it is active. */
-export type Inactivity = 'subscription deleted' | 'extension not installed' | 'extension disabled' | null;
+export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
+
+export interface DisabledSubscription {
+  subscriptionId: string;
+  workspaceId: string;
+  extensionKey: string;
+  reason: string;
+}
+
+export interface SubscriptionChange {
+  enabled?: boolean | undefined;
+  serviceBaseUrl?: string | undefined;
+}
 
 const topic = (workspaceId: string, eventKey: string) => `${workspaceId}\u0000${eventKey}`;
 const installationKey = (workspaceId: string, extensionKey: string) => `${workspaceId}\u0000${extensionKey}`;
@@ -50,7 +62,7 @@ export class WorkspaceService {
   private subscriptions = new Map<string, StoredSubscription>();
   private byTopic = new Map<string, StoredSubscription[]>();
   /** Decrypted signing keys, so that signing a delivery never decrypts. */
-  private readonly signingKeys = new Map<string, Buffer>();
+  private readonly keyCache = new Map<string, { current: Buffer; previous: Buffer | null }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
   /** Decrypted subscriber URLs that carry credentials. */
@@ -355,20 +367,109 @@ export class WorkspaceService {
   inactivity(subscriptionId: string): Inactivity {
     const subscription = this.subscriptions.get(subscriptionId);
     if (!subscription) return 'subscription deleted';
+    if (subscription.enabled === false) return 'subscription disabled';
     const installation = this.installations.get(installationKey(subscription.workspaceId, subscription.extensionKey));
     if (!installation) return 'extension not installed';
     return installation.enabled ? null : 'extension disabled';
   }
 
-  /** The HMAC key of a subscription: the base64-decoded part of its whsec_ secret. */
-  signingKey(subscriptionId: string): Buffer | null {
-    const cached = this.signingKeys.get(subscriptionId);
-    if (cached) return cached;
+  /**
+   * The HMAC keys a delivery is signed with (the base64-decoded part of the
+   * whsec_ secret): the current one, and the previous one during the overlap
+   * after a rotation. Empty for a deleted subscription.
+   */
+  signingKeys(subscriptionId: string, now: number): Buffer[] {
     const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription) return null;
-    const key = Buffer.from(this.box.open(subscription.sealedSigningSecret).slice('whsec_'.length), 'base64');
-    this.signingKeys.set(subscriptionId, key);
-    return key;
+    if (!subscription) return [];
+    let cached = this.keyCache.get(subscriptionId);
+    if (!cached) {
+      const decode = (sealed: string) => Buffer.from(this.box.open(sealed).slice('whsec_'.length), 'base64');
+      cached = { current: decode(subscription.sealedSigningSecret), previous: subscription.sealedPreviousSigningSecret ? decode(subscription.sealedPreviousSigningSecret) : null };
+      this.keyCache.set(subscriptionId, cached);
+    }
+    const overlapping = cached.previous !== null && (subscription.previousSecretUntil ?? 0) > now;
+    return overlapping ? [cached.current, cached.previous!] : [cached.current];
+  }
+
+  /** A subscription of this workspace, or 404. */
+  private subscriptionOf(workspaceId: string, subscriptionId: string): StoredSubscription {
+    this.get(workspaceId);
+    const subscription = this.subscriptions.get(subscriptionId);
+    if (!subscription || subscription.workspaceId !== workspaceId) throw notFound(`subscription ${subscriptionId} not found in ${workspaceId}`);
+    return subscription;
+  }
+
+  /** Public view of one subscription of the workspace (404 otherwise). */
+  subscription(workspaceId: string, subscriptionId: string): PublicSubscription {
+    return toPublicSubscription(this.subscriptionOf(workspaceId, subscriptionId));
+  }
+
+  /** Enables or disables (re-enabling clears the reason and the failure streak), or moves the subscriber. */
+  async updateSubscription(workspaceId: string, subscriptionId: string, change: SubscriptionChange): Promise<PublicSubscription> {
+    const subscription = this.subscriptionOf(workspaceId, subscriptionId);
+    const url = change.serviceBaseUrl;
+    if (url !== undefined) {
+      if (subscription.kind !== 'EXTERNAL_SERVICE') throw invalid('serviceBaseUrl', 'only an EXTERNAL_SERVICE subscription has a serviceBaseUrl');
+      if (this.denyPrivateTargets) {
+        await assertPublicTarget(url).catch((error: Error) => {
+          throw invalid('serviceBaseUrl', error.message);
+        });
+      }
+    }
+    await this.collection.update(() => {
+      if (url !== undefined) {
+        delete subscription.sealedServiceBaseUrl;
+        Object.assign(subscription, this.storedUrl(url));
+        this.deliveryUrls.delete(subscriptionId);
+      }
+      if (change.enabled === true) {
+        subscription.enabled = true;
+        subscription.disabledReason = null;
+        delete subscription.failingSince;
+      } else if (change.enabled === false && subscription.enabled !== false) {
+        subscription.enabled = false;
+        subscription.disabledReason = 'disabled by an administrator';
+      }
+    });
+    return toPublicSubscription(subscription);
+  }
+
+  /** A new signing secret; the previous one keeps signing for `overlapMs`. Returns the new secret (shown once). */
+  async rotateSecret(workspaceId: string, subscriptionId: string, overlapMs: number, now: number): Promise<{ signingSecret: string }> {
+    const subscription = this.subscriptionOf(workspaceId, subscriptionId);
+    const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
+    await this.collection.update(() => {
+      subscription.sealedPreviousSigningSecret = subscription.sealedSigningSecret;
+      subscription.previousSecretUntil = now + overlapMs;
+      subscription.sealedSigningSecret = this.box.seal(signingSecret);
+      this.keyCache.delete(subscriptionId);
+    });
+    return { signingSecret };
+  }
+
+  /**
+   * An attempt's result for automatic disabling: a failure starts (or continues)
+   * a streak, a success ends it. Returns the reason when this failure disabled
+   * the subscription: its streak has lasted `disableAfterMs`.
+   */
+  async recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null> {
+    const subscription = this.subscriptions.get(subscriptionId);
+    if (!subscription || subscription.enabled === false) return null;
+    if (succeeded) {
+      if (subscription.failingSince !== undefined) await this.collection.update(() => delete subscription.failingSince);
+      return null;
+    }
+    if (subscription.failingSince === undefined) {
+      await this.collection.update(() => (subscription.failingSince ??= now));
+      return null;
+    }
+    if (now - subscription.failingSince < disableAfterMs) return null;
+    const reason = `every delivery failed since ${new Date(subscription.failingSince).toISOString()}`;
+    await this.collection.update(() => {
+      subscription.enabled = false;
+      subscription.disabledReason = reason;
+    });
+    return { subscriptionId, workspaceId: subscription.workspaceId, extensionKey: subscription.extensionKey, reason };
   }
 
   /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
@@ -395,7 +496,7 @@ export class WorkspaceService {
   private reindexSubscriptions(): void {
     this.subscriptions = new Map();
     this.byTopic = new Map();
-    this.signingKeys.clear();
+    this.keyCache.clear();
     this.deliveryUrls.clear();
     for (const subscription of this.collection.data.subscriptions) this.indexSubscription(subscription);
   }
@@ -412,6 +513,18 @@ const alreadyInstalled = (workspaceId: string, extensionKey: string) =>
   conflict(`${extensionKey} is already installed in ${workspaceId}`);
 
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
-  const { sealedSigningSecret: _secret, sealedServiceBaseUrl: _url, ...visible } = subscription;
-  return { ...visible, deliveryUrl: visible.serviceBaseUrl === null ? null : eventsUrl(visible.serviceBaseUrl) };
+  const {
+    sealedSigningSecret: _secret,
+    sealedServiceBaseUrl: _url,
+    sealedPreviousSigningSecret: _previous,
+    previousSecretUntil: _until,
+    failingSince: _failing,
+    ...visible
+  } = subscription;
+  return {
+    ...visible,
+    enabled: visible.enabled !== false,
+    disabledReason: visible.enabled === false ? (visible.disabledReason ?? null) : null,
+    deliveryUrl: visible.serviceBaseUrl === null ? null : eventsUrl(visible.serviceBaseUrl),
+  };
 }

@@ -27,11 +27,17 @@ export interface Subscription {
   /** With credentials masked: `https://****@host/...`. */
   serviceBaseUrl: string | null;
   createdAt: string;
+  /** Absent in data written before subscriptions could be disabled: enabled. */
+  enabled?: boolean;
+  /** Why it is disabled (by an administrator, or after failing too long); null when enabled. */
+  disabledReason?: string | null;
 }
 
 /** As the API shows it: with the URL deliveries are POSTed to (`{serviceBaseUrl}/events`). */
 export interface PublicSubscription extends Subscription {
   deliveryUrl: string | null;
+  enabled: boolean;
+  disabledReason: string | null;
 }
 
 export interface StoredSubscription extends Subscription {
@@ -39,6 +45,11 @@ export interface StoredSubscription extends Subscription {
   sealedSigningSecret: string;
   /** The serviceBaseUrl with its credentials, sealed; only when it has credentials. */
   sealedServiceBaseUrl?: string;
+  /** After a rotation: the previous secret, still signing until previousSecretUntil (epoch ms). */
+  sealedPreviousSigningSecret?: string;
+  previousSecretUntil?: number;
+  /** Epoch ms of the first failed attempt since the last success: the start of the way to automatic disabling. */
+  failingSince?: number;
 }
 
 /** What a catalog version must tell an installation. */

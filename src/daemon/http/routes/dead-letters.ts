@@ -43,12 +43,12 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       body: ReplayMatchingBody,
       status: 202,
-      handle: ({ body: { limit, ...filter } }) => events.dispatcher.replayMatching(known(filter), limit ?? Number.MAX_SAFE_INTEGER),
+      handle: ({ body: { limit, ...filter } }) => events.deadLetterAdmin.replayMatching(known(filter), limit ?? Number.MAX_SAFE_INTEGER),
     }),
   );
   routes.post(
     '/api/admin/dead-letters/discard',
-    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: ({ body }) => events.dispatcher.discardMatching(known(body)) }),
+    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: ({ body }) => events.deadLetterAdmin.discardMatching(known(body)) }),
   );
   routes.get(
     '/api/admin/dead-letters/:id',
@@ -56,7 +56,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
   );
   routes.get(
     '/api/admin/dead-letters/:id/state',
-    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => events.dispatcher.deadLetterState(params.id) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => events.deadLetterAdmin.state(params.id) }),
   );
   routes.post(
     '/api/admin/dead-letters/:id/replay',
@@ -65,13 +65,13 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       params: DeadLetterParams,
       status: 202,
       handle: async ({ params }) => {
-        await events.dispatcher.replay(params.id);
+        await events.deadLetterAdmin.replay(params.id);
         return null;
       },
     }),
   );
   routes.delete(
     '/api/admin/dead-letters/:id',
-    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.dispatcher.discard(params.id) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.deadLetterAdmin.discard(params.id) }),
   );
 };

@@ -2,15 +2,23 @@ import * as v from 'valibot';
 import { EventKey, PublishEventBody } from '../../events/schemas.js';
 import { QueryInt, Slug } from '../../validation.js';
 import type { RouteModule } from '../context.js';
+import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
 import { workspaceMember } from './access.js';
+import { QueryInstant } from './deliveries.js';
 import { Reply } from '../endpoint.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const EventsQuery = v.object({
   eventKey: v.optional(EventKey),
+  since: v.optional(QueryInstant),
+  until: v.optional(QueryInstant),
   limit: v.optional(QueryInt(1, 1000), '50'),
-  offset: v.optional(QueryInt(0, 1_000_000_000), '0'),
+  cursor: v.optional(v.pipe(v.string(), v.maxLength(300, 'is not a cursor of this listing'))),
 });
+
+/** An event's position in the listing: its segment, occurredAt (ms) and id. */
+const EVENT_POSITION = /^(\d{1,9}):(\d{1,15}):([0-9a-f-]{36})$/;
+const isEventPosition = (position: unknown): position is string => typeof position === 'string' && EVENT_POSITION.test(position);
 
 export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
   const member = workspaceMember(workspaces);
@@ -39,7 +47,14 @@ export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspa
       authorize: member,
       params: WorkspaceParams,
       query: EventsQuery,
-      handle: ({ params, query }) => events.recent(params.id, query),
+      handle: async ({ params, query: { cursor, ...query } }) => {
+        checkRange(query.since, query.until);
+        const position = cursor === undefined ? undefined : EVENT_POSITION.exec(decodeCursor(cursor, 'events', params.id, isEventPosition))!;
+        const before = position && { segment: Number(position[1]), at: Number(position[2]), id: position[3]! };
+        const { items, last } = await events.list(params.id, { ...query, before });
+        const nextCursor = last ? encodeCursor('events', params.id, `${last.segment}:${last.at}:${last.id}`) : undefined;
+        return new Reply(items, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+      },
     }),
   );
 };

@@ -13,7 +13,7 @@ const VersionRequest = v.pipe(
   v.maxLength(256),
   v.check(isVersionRequest, 'must be a version, "latest" or a semver range such as ^1.2, ~1.4 or 1.x'),
 );
-const HttpUrl = v.pipe(
+export const HttpUrl = v.pipe(
   v.string(),
   v.maxLength(2048),
   v.url('must be an http(s) URL'),

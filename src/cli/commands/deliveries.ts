@@ -1,0 +1,180 @@
+import type { Command } from 'commander';
+import { clientFor, urlPath } from '../client.js';
+import { choiceFlag, integerFlag, jsonObjectFlag } from '../flags.js';
+import { withExample } from '../help.js';
+import { fetchCursorListing } from '../paging.js';
+import { printJson, printLine, printTable } from '../output.js';
+
+interface Attempt {
+  number: number;
+  startedAt: string;
+  durationMs: number;
+  outcome: 'SUCCESS' | 'RETRY' | 'FAILED';
+  httpStatus?: number;
+  error?: string;
+  responseExcerpt?: string;
+}
+
+interface DeliveryRecord {
+  id: string;
+  eventId: string;
+  subscriptionId: string | null;
+  extensionKey: string;
+  kind: string;
+  status: string;
+  attempts: Attempt[];
+  nextAttemptAt?: string;
+  createdAt: string;
+  completedAt?: string;
+}
+
+interface EventWithDeliveries {
+  id: string;
+  eventKey: string;
+  actor: string;
+  publishedBy?: string;
+  payload: Record<string, unknown>;
+  occurredAt: string;
+  deliveries: DeliveryRecord[];
+}
+
+interface SubscriptionView {
+  id: string;
+  extensionKey: string;
+  eventKey: string;
+  enabled: boolean;
+  disabledReason: string | null;
+}
+
+const when = (iso: string) => iso.slice(0, 23).replace('T', ' ');
+const byName = (program: Command, name: string) => {
+  const found = program.commands.find((command) => command.name() === name);
+  if (!found) throw new Error(`the ${name} command must be registered first`);
+  return found;
+};
+
+function printDelivery(delivery: DeliveryRecord): void {
+  const to = delivery.subscriptionId ? `subscription ${delivery.subscriptionId}` : 'built-in plugin';
+  printLine(`delivery ${delivery.id} to ${delivery.extensionKey} (${delivery.kind}, ${to}): ${delivery.status}`);
+  printLine(`  ${when(delivery.createdAt)}  created`);
+  for (const attempt of delivery.attempts) {
+    const status = attempt.httpStatus === undefined ? '' : ` HTTP ${attempt.httpStatus}`;
+    const error = attempt.error ? `: ${attempt.error}` : '';
+    printLine(`  ${when(attempt.startedAt)}  attempt ${attempt.number} ${attempt.outcome}${status} in ${attempt.durationMs} ms${error}`);
+    if (attempt.responseExcerpt) printLine(`      answer: ${attempt.responseExcerpt.replace(/\s+/g, ' ').slice(0, 200)}`);
+  }
+  if (delivery.nextAttemptAt) printLine(`  ${when(delivery.nextAttemptAt)}  next attempt`);
+  if (delivery.completedAt) printLine(`  ${when(delivery.completedAt)}  ${delivery.status.toLowerCase()}`);
+}
+
+/** Delivery visibility: `events show`, `deliveries list`, and the subscription controls. Registered after events and subscriptions. */
+export function registerDeliveries(program: Command): void {
+  withExample(
+    byName(program, 'events').command('show <workspace> <eventId>').description('an event, then each of its deliveries as a timeline of attempts'),
+    'platform events show acme 0b8e4f9a-3c1d-4e2f-8a7b-6c5d4e3f2a1b',
+  )
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, eventId: string, flags: { json?: boolean }, command: Command) => {
+      const event = await clientFor(command).get<EventWithDeliveries>(`/api/workspaces/${urlPath(workspace, 'events', eventId)}`);
+      if (flags.json) return printJson(event);
+      printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publishedBy ?? '-'})`);
+      printLine(`payload: ${JSON.stringify(event.payload)}`);
+      if (event.deliveries.length === 0) return printLine('(no deliveries)');
+      for (const delivery of event.deliveries) printDelivery(delivery);
+    });
+
+  withExample(
+    program.command('deliveries').description('delivery records of a workspace').command('list <workspace>').description('deliveries, newest first'),
+    'platform deliveries list acme --status DEAD --event crm.deal.closed',
+  )
+    .option('--status <status>', 'PENDING, SUCCEEDED, DEAD or DISCARDED', choiceFlag(['PENDING', 'SUCCEEDED', 'DEAD', 'DISCARDED']))
+    .option('--subscription <id>', 'only this subscription')
+    .option('--event <eventKey>', 'only this event key')
+    .option('--since <time>', 'created at or after (ISO 8601)')
+    .option('--until <time>', 'created at or before (ISO 8601)')
+    .option('--limit <n>', 'how many per page (1-500; default 50)', integerFlag(1, 500))
+    .option('--all', 'follow the cursors to the last page')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        workspace: string,
+        flags: { status?: string; subscription?: string; event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        const { items: deliveries, more } = await fetchCursorListing<DeliveryRecord>(
+          clientFor(command),
+          `/api/workspaces/${urlPath(workspace, 'deliveries')}`,
+          { status: flags.status, subscriptionId: flags.subscription, eventKey: flags.event, since: flags.since, until: flags.until },
+          flags,
+        );
+        if (flags.json) return printJson(deliveries);
+        printTable(
+          deliveries,
+          [
+            { header: 'CREATED', value: (d) => when(d.createdAt) },
+            { header: 'STATUS', value: (d) => d.status },
+            { header: 'ATTEMPTS', value: (d) => String(d.attempts.length) },
+            { header: 'LAST', value: (d) => lastOutcome(d.attempts.at(-1)) },
+            { header: 'EXTENSION', value: (d) => d.extensionKey },
+            { header: 'EVENT', value: (d) => d.eventId },
+            { header: 'ID', value: (d) => d.id },
+          ],
+          '(no deliveries)',
+        );
+        if (more) printLine('(more: --all to list every page)');
+      },
+    );
+
+  const subscriptions = byName(program, 'subscriptions');
+  for (const enabled of [true, false]) {
+    withExample(
+      subscriptions
+        .command(`${enabled ? 'enable' : 'disable'} <workspace> <subscriptionId>`)
+        .description(enabled ? 'deliver to a subscription again, clearing why it was disabled (ADMIN)' : 'stop new deliveries to a subscription (ADMIN)'),
+      `platform subscriptions ${enabled ? 'enable' : 'disable'} acme 4c1e0b7a-2f3d-4e5a-9b8c-1d2e3f4a5b6c`,
+    )
+      .option('--json', 'print JSON')
+      .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
+        const subscription = await clientFor(command).patch<SubscriptionView>(
+          `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId)}`,
+          { enabled },
+        );
+        if (flags.json) return printJson(subscription);
+        printLine(`${enabled ? 'enabled' : 'disabled'} subscription ${subscription.id} (${subscription.extensionKey} on ${subscription.eventKey})`);
+      });
+  }
+  withExample(
+    subscriptions
+      .command('rotate-secret <workspace> <subscriptionId>')
+      .description('a new signing secret, printed once; the old one keeps signing during the overlap (ADMIN)'),
+    'platform subscriptions rotate-secret acme 4c1e0b7a-2f3d-4e5a-9b8c-1d2e3f4a5b6c',
+  )
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
+      const { signingSecret } = await clientFor(command).post<{ signingSecret: string }>(
+        `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId, 'rotate-secret')}`,
+      );
+      if (flags.json) return printJson({ signingSecret });
+      printLine(`new signing secret (shown only now; deliveries carry both signatures during the overlap): ${signingSecret}`);
+    });
+  withExample(
+    subscriptions.command('test <workspace> <subscriptionId>').description('deliver a platform.test event to this subscription only (ADMIN)'),
+    `platform subscriptions test acme 4c1e0b7a-2f3d-4e5a-9b8c-1d2e3f4a5b6c --payload '{"hello":"world"}'`,
+  )
+    .option('--payload <json>', 'the payload as a JSON object', jsonObjectFlag)
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, subscriptionId: string, flags: { payload?: Record<string, unknown>; json?: boolean }, command: Command) => {
+      const payload = flags.payload;
+      const { deliveryId } = await clientFor(command).post<{ deliveryId: string }>(
+        `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId, 'test')}`,
+        payload === undefined ? {} : { payload },
+      );
+      if (flags.json) return printJson({ deliveryId });
+      printLine(`test delivery ${deliveryId} queued; follow it with: platform deliveries list ${workspace} --event platform.test`);
+    });
+}
+
+function lastOutcome(attempt: Attempt | undefined): string {
+  if (!attempt) return '-';
+  return attempt.httpStatus === undefined ? attempt.outcome : `${attempt.outcome} ${attempt.httpStatus}`;
+}

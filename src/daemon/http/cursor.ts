@@ -1,0 +1,39 @@
+import { DomainError } from '../errors.js';
+
+/**
+ * Opaque page cursors: base64url JSON naming the listing (kind and workspace)
+ * and the position after the last item returned. A cursor of another listing
+ * or workspace, or one that does not decode, is a 400.
+ */
+export function encodeCursor(kind: string, workspaceId: string, position: number | string): string {
+  return Buffer.from(JSON.stringify({ k: kind, w: workspaceId, p: position })).toString('base64url');
+}
+
+export const isSequence = (position: unknown): position is number =>
+  typeof position === 'number' && Number.isSafeInteger(position) && position >= 0;
+
+export function decodeCursor<T>(cursor: string, kind: string, workspaceId: string, isPosition: (position: unknown) => position is T): T {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    decoded = null;
+  }
+  const fields = decoded as { k?: unknown; w?: unknown; p?: unknown } | null;
+  if (!fields || typeof fields !== 'object' || !isPosition(fields.p)) {
+    throw invalid('is not a cursor of this listing');
+  }
+  if (fields.k !== kind || fields.w !== workspaceId) throw invalid('belongs to another listing or workspace');
+  return fields.p;
+}
+
+const invalid = (message: string) =>
+  new DomainError('VALIDATION_ERROR', `cursor: ${message}`, { issues: [{ path: 'cursor', message }] });
+
+/** `since` after `until` is refused like any other invalid query. */
+export function checkRange(since: number | undefined, until: number | undefined): void {
+  if (since !== undefined && until !== undefined && since > until) {
+    const message = 'must not be after until';
+    throw new DomainError('VALIDATION_ERROR', `since: ${message}`, { issues: [{ path: 'since', message }] });
+  }
+}

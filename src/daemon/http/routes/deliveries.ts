@@ -1,0 +1,62 @@
+import * as v from 'valibot';
+import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/delivery-records.js';
+import { EventKey } from '../../events/schemas.js';
+import { QueryInt, Slug } from '../../validation.js';
+import type { RouteModule } from '../context.js';
+import { checkRange, decodeCursor, encodeCursor, isSequence } from '../cursor.js';
+import { Reply } from '../endpoint.js';
+import { workspaceMember } from './access.js';
+
+/** An ISO 8601 instant in a query string, as epoch milliseconds. */
+export const QueryInstant = v.pipe(
+  v.string(),
+  v.isoTimestamp('must be an ISO 8601 timestamp such as 2026-01-31T12:00:00Z'),
+  v.transform((text) => Date.parse(text)),
+);
+
+const DeliveriesQuery = v.object({
+  status: v.optional(v.picklist(DELIVERY_STATUSES, `must be one of ${DELIVERY_STATUSES.join(', ')}`)),
+  subscriptionId: v.optional(v.pipe(v.string(), v.maxLength(100, 'must be at most 100 characters'))),
+  eventKey: v.optional(EventKey),
+  since: v.optional(QueryInstant),
+  until: v.optional(QueryInstant),
+  limit: v.optional(QueryInt(1, 500), '50'),
+  cursor: v.optional(v.pipe(v.string(), v.maxLength(200, 'is not a cursor of this listing'))),
+});
+const EventParams = v.object({ id: Slug, eventId: v.pipe(v.string(), v.uuid('must be an event id')) });
+
+/** The record as the contract shows it: the event key is kept for filtering only. */
+const toPublicRecord = ({ eventKey: _eventKey, ...record }: DeliveryRecord) => record;
+
+export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
+  const member = workspaceMember(workspaces);
+
+  routes.get(
+    '/api/workspaces/:id/events/:eventId',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: EventParams,
+      handle: async ({ params }) => {
+        const { deliveries, ...event } = await events.show(params.id, params.eventId);
+        return { ...event, deliveries: deliveries.map(toPublicRecord) };
+      },
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/deliveries',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: v.object({ id: Slug }),
+      query: DeliveriesQuery,
+      handle: ({ params, query: { cursor, ...query } }) => {
+        checkRange(query.since, query.until);
+        const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
+        const { items, lastSeq, more } = events.deliveries(params.id, { ...query, before });
+        const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
+        return new Reply(items.map(toPublicRecord), { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+      },
+    }),
+  );
+};

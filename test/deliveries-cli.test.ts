@@ -1,0 +1,75 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { runCli } from './helpers/cli.js';
+import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import type { Api } from './helpers/http.js';
+import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { waitFor } from './helpers/wait.js';
+
+let t: TestDaemon;
+let admin: Api & { token: string };
+let receiver: Subscriber;
+
+test.before(async () => {
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH });
+  admin = await t.admin();
+  receiver = await startSubscriber((_, index) => ({ status: index === 0 ? 500 : 200 }));
+});
+test.after(async () => {
+  await receiver.close();
+  await t.destroy();
+});
+
+const cli = (args: string[]) => runCli(args, { env: { PLATFORM_URL: t.url, PLATFORM_TOKEN: admin.token, XDG_CONFIG_HOME: '/nonexistent' } });
+
+async function ok(args: string[]): Promise<string> {
+  const result = await cli(args);
+  assert.is(result.code, 0, `platform ${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
+test('events show prints the event and a timeline of attempts; deliveries list filters and follows cursors with --all', async () => {
+  await workspaceWith(admin, 'acme', 'crm');
+  const { id } = await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', receiver.url);
+  const eventIds: string[] = [];
+  for (let n = 0; n < 3; n += 1) {
+    eventIds.push((await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed', payload: { n } })).body.meta.eventId);
+  }
+  await waitFor('every delivery done', async () => {
+    const pending = (await admin.get('/api/workspaces/acme/deliveries?status=PENDING')).body.data;
+    return pending.length === 0;
+  });
+  const shown = await ok(['events', 'show', 'acme', eventIds[0]!]);
+  assert.match(shown, `event ${eventIds[0]}: crm.deal.closed`);
+  assert.match(shown, /attempt 1 RETRY HTTP 500 in \d+ ms: subscriber answered HTTP 500/);
+  assert.match(shown, /attempt 2 SUCCESS HTTP 200/);
+  assert.match(shown, ': SUCCEEDED');
+
+  const firstPage = await ok(['deliveries', 'list', 'acme', '--limit', '2']);
+  assert.match(firstPage, '(more: --all to list every page)');
+  const all = JSON.parse(await ok(['deliveries', 'list', 'acme', '--limit', '2', '--all', '--json']));
+  assert.equal(all.map((d: any) => d.eventId), [...eventIds].reverse());
+  const filtered = JSON.parse(await ok(['deliveries', 'list', 'acme', '--subscription', id, '--status', 'SUCCEEDED', '--json']));
+  assert.is(filtered.length, 3);
+  const refused = await cli(['deliveries', 'list', 'acme', '--status', 'LOST']);
+  assert.is.not(refused.code, 0);
+  assert.match(refused.stderr, 'status');
+});
+
+test('subscriptions disable, enable, rotate-secret and test', async () => {
+  const { id, signingSecret: old } = await subscribeExternal(admin, 'acme', 'crm.deal.lost', 'crm', receiver.url);
+  assert.match(await ok(['subscriptions', 'disable', 'acme', id]), `disabled subscription ${id}`);
+  assert.is(((await admin.get('/api/workspaces/acme/subscriptions')).body.data as any[]).find((s) => s.id === id).enabled, false);
+  assert.match(await ok(['subscriptions', 'enable', 'acme', id]), `enabled subscription ${id}`);
+  const { signingSecret } = JSON.parse(await ok(['subscriptions', 'rotate-secret', 'acme', id, '--json']));
+  assert.match(signingSecret, /^whsec_/);
+  const before = receiver.received.length;
+  const { deliveryId } = JSON.parse(await ok(['subscriptions', 'test', 'acme', id, '--payload', '{"ping":1}', '--json']));
+  const received = await waitFor('the test delivery', () => receiver.received.find((d) => d.headers['webhook-id'] === deliveryId));
+  assert.ok(receiver.received.length > before);
+  assert.equal(received.json.payload, { ping: 1 });
+  assert.ok(hasValidSignature(received, signingSecret) && hasValidSignature(received, old));
+});
+
+test.run();
