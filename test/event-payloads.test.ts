@@ -49,7 +49,8 @@ test('a webhook payload nested beyond the publish limit is 400 VALIDATION_ERROR 
     const result = await inbound(deep(levels));
     assert.is(result.status, 400, `${levels} levels: ${result.text.slice(0, 200)}`);
     assert.is(result.body.code, 'VALIDATION_ERROR');
-    assert.is(result.body.meta.issues[0].path, 'payload');
+    // 33 levels is a valid body that the payload rule refuses; 100,000 never reach JSON.parse (the body's nesting limit).
+    if (levels === 33) assert.is(result.body.meta.issues[0].path, 'payload');
   }
   assert.is((await eventsOf('acme')).length, before);
   assert.not.match(t.logs.join(''), 'Maximum call stack');

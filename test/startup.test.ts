@@ -10,7 +10,9 @@ import { runCli, spawnDaemon } from './helpers/cli.js';
 import { startSubscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 
-const adminEnv = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password };
+// Text lines, as an operator at a terminal reads them (piped stdout defaults to JSON).
+const TEXT = { PLATFORM_LOG_FORMAT: 'text' };
+const adminEnv = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, ...TEXT };
 const STAMPED = '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
 
 for (const signal of ['SIGHUP', 'SIGTERM'] as const) {
@@ -40,7 +42,7 @@ test('a port in use on a fresh data directory creates no administrator; the next
   } finally {
     blocker.close();
   }
-  const daemon = await spawnDaemon(dir);
+  const daemon = await spawnDaemon(dir, TEXT);
   try {
     const password = readFileSync(join(dir, 'initial-admin-password'), 'utf8').trim();
     assert.match(daemon.output(), `created the first administrator admin@localhost with password ${password}`);

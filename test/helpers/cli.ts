@@ -45,8 +45,7 @@ export interface DaemonProcess {
 /** Starts `platform serve --port 0` as a process and waits for its start line. */
 export async function spawnDaemon(dataDir: string, env: Record<string, string> = {}, extraArgs: string[] = []): Promise<DaemonProcess> {
   const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs], {
-    // Text lines, as an operator at a terminal reads them (piped stdout would default to JSON).
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PLATFORM_BCRYPT_COST: '4', PLATFORM_LOG_FORMAT: 'text', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PLATFORM_BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
