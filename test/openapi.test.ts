@@ -73,6 +73,18 @@ test('parameters, bodies and error codes come from the endpoint specs', () => {
   assert.ok(document.paths['/api/webhooks/{extensionKey}']!.post!.requestBody!.content['*/*']);
 });
 
+test('every operation lists the errors its inputs and access imply', () => {
+  for (const { method, path, operation } of operations()) {
+    const codes = (status: string) => operation.responses[status]?.content?.['application/json']?.schema.properties?.code?.enum ?? [];
+    const where = `${method} ${path}`;
+    if (operation.parameters.length > 0 || operation.requestBody) assert.ok(codes('400').includes('VALIDATION_ERROR'), where);
+    if (operation.requestBody?.content['application/json']) assert.equal(codes('413'), ['PAYLOAD_TOO_LARGE'], where);
+    if (operation.security === undefined) assert.ok(codes('401').includes('UNAUTHORIZED'), where);
+    if (path.includes('{')) assert.ok(codes('404').includes('NOT_FOUND'), where);
+    assert.equal(codes('503'), ['UNAVAILABLE'], where);
+  }
+});
+
 test('the document is valid OpenAPI 3.1', async () => {
   assert.is(document.openapi, '3.1.0');
   const result = await new Validator().validate(document as never);
