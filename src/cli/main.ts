@@ -9,6 +9,7 @@ import { registerExt } from './commands/ext.js';
 import { registerExtConfig } from './commands/ext-config.js';
 import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
+import { registerOpenApi } from './commands/openapi.js';
 import { registerRestore } from './commands/restore.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
@@ -55,6 +56,7 @@ registerKeys(program);
 registerWebhooks(program);
 registerBackup(program);
 registerRestore(program);
+registerOpenApi(program);
 registerCompletion(program);
 
 withExample(

@@ -37,6 +37,32 @@ export interface ExtensionSummary {
   author: string;
 }
 
+export interface VersionRecord {
+  version: string;
+  /** UTC calendar date of publication, YYYY-MM-DD. */
+  releaseDate: string;
+  yanked: boolean;
+  artifactUrl: string;
+  manifestUrl: string | null;
+  requiresPlatform: string | null;
+  requiresSdk: string | null;
+  changelog: string | null;
+}
+
+export type AuditAction = 'create' | 'update' | 'publish' | 'yank' | 'unyank';
+
+export interface AuditRecord {
+  id: string;
+  at: string;
+  actor: { id: string; email: string };
+  action: AuditAction;
+  extensionKey: string;
+  version?: string;
+  reason?: string;
+  /** create and update: each field set or changed, with its value before and after. */
+  changes?: Record<string, { from: unknown; to: unknown }>;
+}
+
 export interface ExtensionDetail {
   extensionKey: string;
   name: string;
@@ -75,8 +101,14 @@ export interface Subscription {
   eventKey: string;
   extensionKey: string;
   kind: SubscriberKind;
+  /** With credentials masked: `https://****@host/...`. */
   serviceBaseUrl: string | null;
+  /** Where deliveries are POSTed: `{serviceBaseUrl}/events`. */
+  deliveryUrl: string | null;
   createdAt: string;
+  enabled: boolean;
+  /** Why it is disabled (by an administrator, or after failing too long); null when enabled. */
+  disabledReason: string | null;
 }
 
 /** Answered once, at creation. */
@@ -89,19 +121,74 @@ export interface PlatformEvent {
   eventKey: string;
   tenantId: string;
   actor: string;
+  /** The id of the user whose session published it (absent on older events). */
+  publishedBy?: string;
   payload: Record<string, unknown>;
   schemaVersion: string;
   occurredAt: string;
+}
+
+export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'DEAD' | 'DISCARDED';
+
+export interface DeliveryAttempt {
+  number: number;
+  startedAt: string;
+  durationMs: number;
+  outcome: 'SUCCESS' | 'RETRY' | 'FAILED';
+  httpStatus?: number;
+  error?: string;
+  /** The first bytes of the subscriber's answer. */
+  responseExcerpt?: string;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  eventId: string;
+  workspaceId: string;
+  /** Null for built-in plugins that receive an event without a subscription (chat). */
+  subscriptionId: string | null;
+  extensionKey: string;
+  kind: SubscriberKind;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  nextAttemptAt?: string;
+  createdAt: string;
+  completedAt?: string;
+}
+
+/** `GET /api/workspaces/{id}/events/{eventId}`. */
+export interface EventWithDeliveries extends PlatformEvent {
+  deliveries: DeliveryRecord[];
+}
+
+export interface ChatMessage {
+  id: string;
+  channel: string;
+  message: string;
+  sender: string;
+  publishedBy: string;
+  eventId: string;
+  postedAt: string;
+}
+
+export interface WebhookRequestEntry {
+  id: string;
+  receivedAt: string;
+  outcome: 'ACCEPTED' | 'REJECTED' | 'FAILED' | 'DUPLICATE';
+  reason: string;
+  eventId?: string;
+  headers: Record<string, string>;
+  bodyExcerpt: string;
 }
 
 export interface DeadLetter {
   id: string;
   deliveryId: string;
   event: PlatformEvent;
-  subscriber: { subscriptionId: string; extensionKey: string; kind: SubscriberKind; serviceBaseUrl: string | null };
+  subscriber: { subscriptionId: string | null; extensionKey: string; kind: SubscriberKind; serviceBaseUrl: string | null };
   attempts: number;
   lastError: { message: string; status: number | null };
-  firstAttemptAt: string;
+  firstAttemptAt: string | null;
   deadAt: string;
   replayCount: number;
 }

@@ -5,7 +5,7 @@ import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
-import type { PublicUser } from './users.js';
+import type { User } from '../../contract/types.js';
 
 /** The login answer carries the token only in its Set-Cookie header, as the contract says. */
 function tokenFromSetCookie(headers: Headers): string {
@@ -16,7 +16,7 @@ function tokenFromSetCookie(headers: Headers): string {
   throw new CliError('the daemon answered the login without a session cookie', EXIT.daemonError);
 }
 
-const describe = (user: PublicUser) => `${user.email} (${user.fullName}), roles: ${user.roles.join(', ')}`;
+const describe = (user: User) => `${user.email} (${user.fullName}), roles: ${user.roles.join(', ')}`;
 
 export function registerAuth(program: Command): void {
   program
@@ -31,7 +31,7 @@ export function registerAuth(program: Command): void {
       const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
       const client = clientFor(command, { token: null });
-      const response = await client.request<PublicUser>('POST', '/api/auth/login', { body: { email, password } });
+      const response = await client.request<User>('POST', '/api/auth/login', { body: { email, password } });
       saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
       printLine(`logged in to ${url} as ${describe(response.data)}`);
     });
@@ -58,7 +58,7 @@ export function registerAuth(program: Command): void {
     .addHelpText('after', examples('platform whoami --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const user = await clientFor(command).get<PublicUser>('/api/auth/me');
+      const user = await clientFor(command).get<User>('/api/auth/me');
       if (flags.json) printJson(user);
       else printLine(`${describe(user)}${user.active ? '' : ' [disabled]'}`);
     });

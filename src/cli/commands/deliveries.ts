@@ -4,47 +4,7 @@ import { choiceFlag, integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { fetchCursorListing } from '../paging.js';
 import { printJson, printLine, printTable } from '../output.js';
-
-interface Attempt {
-  number: number;
-  startedAt: string;
-  durationMs: number;
-  outcome: 'SUCCESS' | 'RETRY' | 'FAILED';
-  httpStatus?: number;
-  error?: string;
-  responseExcerpt?: string;
-}
-
-interface DeliveryRecord {
-  id: string;
-  eventId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: string;
-  status: string;
-  attempts: Attempt[];
-  nextAttemptAt?: string;
-  createdAt: string;
-  completedAt?: string;
-}
-
-interface EventWithDeliveries {
-  id: string;
-  eventKey: string;
-  actor: string;
-  publishedBy?: string;
-  payload: Record<string, unknown>;
-  occurredAt: string;
-  deliveries: DeliveryRecord[];
-}
-
-interface SubscriptionView {
-  id: string;
-  extensionKey: string;
-  eventKey: string;
-  enabled: boolean;
-  disabledReason: string | null;
-}
+import type { DeliveryAttempt, DeliveryRecord, EventWithDeliveries, Subscription } from '../../contract/types.js';
 
 const when = (iso: string) => iso.slice(0, 23).replace('T', ' ');
 const byName = (program: Command, name: string) => {
@@ -135,7 +95,7 @@ export function registerDeliveries(program: Command): void {
     )
       .option('--json', 'print JSON')
       .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
-        const subscription = await clientFor(command).patch<SubscriptionView>(
+        const subscription = await clientFor(command).patch<Subscription>(
           `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId)}`,
           { enabled },
         );
@@ -174,7 +134,7 @@ export function registerDeliveries(program: Command): void {
     });
 }
 
-function lastOutcome(attempt: Attempt | undefined): string {
+function lastOutcome(attempt: DeliveryAttempt | undefined): string {
   if (!attempt) return '-';
   return attempt.httpStatus === undefined ? attempt.outcome : `${attempt.outcome} ${attempt.httpStatus}`;
 }

@@ -6,18 +6,7 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
 import { confirmOrStop } from '../prompt.js';
-
-interface DeadLetter {
-  id: string;
-  deliveryId: string;
-  event: { id: string; eventKey: string; tenantId: string; payload: unknown; occurredAt: string };
-  subscriber: { subscriptionId: string | null; extensionKey: string; kind: string; serviceBaseUrl: string | null };
-  attempts: number;
-  lastError: { message: string; status: number | null };
-  firstAttemptAt: string | null;
-  deadAt: string;
-  replayCount: number;
-}
+import type { DeadLetter } from '../../contract/types.js';
 
 interface FilterFlags {
   workspace?: string;

@@ -7,23 +7,8 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchCursorListing } from '../paging.js';
 import { askText, isInteractive, readStdin } from '../prompt.js';
+import type { ChatMessage, PlatformEvent } from '../../contract/types.js';
 import { registerEventsTail } from './events-tail.js';
-
-interface PlatformEvent {
-  id: string;
-  eventKey: string;
-  actor: string;
-  publishedBy?: string;
-  payload: Record<string, unknown>;
-  occurredAt: string;
-}
-
-interface ChatMessage {
-  channel: string;
-  message: string;
-  sender: string;
-  postedAt: string;
-}
 
 
 const parsePayload = (text: string, source: string): Record<string, unknown> => {

@@ -5,19 +5,11 @@ import { choiceFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, isInteractive, readStdin } from '../prompt.js';
-
-type FieldType = 'STRING' | 'NUMBER' | 'BOOLEAN' | 'SECRET';
-
-interface FieldView {
-  name: string;
-  type: FieldType;
-  value: string | number | boolean | null;
-  set: boolean;
-}
+import type { ConfigField, ConfigFieldType } from '../../contract/types.js';
 
 const configPath = (key: string) => `/api/admin/marketplace/extensions/${encodeURIComponent(key)}/config`;
 
-function parseValue(type: FieldType, text: string): string | number | boolean {
+function parseValue(type: ConfigFieldType, text: string): string | number | boolean {
   if (type === 'NUMBER') {
     const number = Number(text);
     if (text.trim() === '' || !Number.isFinite(number)) throw usageError(`${text} is not a number`);
@@ -37,7 +29,7 @@ export function registerExtConfig(ext: Command): void {
   withExample(config.command('get <key>').description('every field, SECRET values masked'), 'platform ext config get weather')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
-      const { fields } = await clientFor(command).get<{ fields: FieldView[] }>(configPath(key));
+      const { fields } = await clientFor(command).get<{ fields: ConfigField[] }>(configPath(key));
       if (flags.json) return printJson({ fields });
       printTable(
         fields,
@@ -56,13 +48,13 @@ export function registerExtConfig(ext: Command): void {
     'platform ext config set weather refreshMinutes 15 --type NUMBER',
   )
     .option('--type <type>', 'STRING, NUMBER or BOOLEAN (default: the field\'s current type, else STRING)', choiceFlag(['STRING', 'NUMBER', 'BOOLEAN', 'SECRET']))
-    .action(async (key: string, name: string, text: string, flags: { type?: FieldType }, command: Command) => {
+    .action(async (key: string, name: string, text: string, flags: { type?: ConfigFieldType }, command: Command) => {
       const client = clientFor(command);
       const requested = flags.type;
       if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
-      const current = (await client.get<{ fields: FieldView[] }>(configPath(key))).fields.find((field) => field.name === name);
+      const current = (await client.get<{ fields: ConfigField[] }>(configPath(key))).fields.find((field) => field.name === name);
       if (!requested && current?.type === 'SECRET') throw usageError(`${name} is a SECRET: use \`platform ext config set-secret\``);
-      const type = (requested ?? current?.type ?? 'STRING') as FieldType;
+      const type = (requested ?? current?.type ?? 'STRING') as ConfigFieldType;
       await client.put(configPath(key), { fields: [{ name, type, value: parseValue(type, text) }] });
       printLine(`set ${key} ${name} (${type})`);
     });

@@ -7,7 +7,7 @@ import type {
   ExtensionDetail,
   ExtensionSummary,
   VersionRecord,
-} from '../../daemon/catalog/types.js';
+} from '../../contract/types.js';
 import { type Client, clientFor } from '../client.js';
 import { ApiError, usageError } from '../errors.js';
 import { withYes } from '../flags.js';

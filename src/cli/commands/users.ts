@@ -5,20 +5,12 @@ import { choiceFlag, eachOf, withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, confirmOrStop, readStdin } from '../prompt.js';
-
-/** The User resource of the API. */
-export interface PublicUser {
-  id: string;
-  email: string;
-  fullName: string;
-  roles: string[];
-  active: boolean;
-}
+import type { User } from '../../contract/types.js';
 
 
 /** Accepts an e-mail (case-insensitive) or a user id. */
-export async function findUser(client: Client, who: string): Promise<PublicUser> {
-  const users = await client.get<PublicUser[]>('/api/admin/users');
+export async function findUser(client: Client, who: string): Promise<User> {
+  const users = await client.get<User[]>('/api/admin/users');
   const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
   if (!match) throw new CliError(`user ${who} not found`, EXIT.daemonError);
   return match;
@@ -43,7 +35,7 @@ export function registerUsers(program: Command): void {
         if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
       }
       const roles = flags.role;
-      const user = await clientFor(command).post<PublicUser>('/api/admin/users', {
+      const user = await clientFor(command).post<User>('/api/admin/users', {
         email: flags.email,
         fullName: flags.fullName,
         password,
@@ -55,7 +47,7 @@ export function registerUsers(program: Command): void {
   withExample(users.command('list').description('list users'), 'platform users list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<PublicUser[]>('/api/admin/users');
+      const list = await clientFor(command).get<User[]>('/api/admin/users');
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'EMAIL', value: (user) => user.email },
@@ -94,7 +86,7 @@ export function registerUsers(program: Command): void {
     .action(async (who: string, flags: { role: string[] }, command: Command) => {
       const client = clientFor(command);
       const user = await findUser(client, who);
-      const updated = await client.patch<PublicUser>(`/api/admin/users/${user.id}`, { roles: flags.role });
+      const updated = await client.patch<User>(`/api/admin/users/${user.id}`, { roles: flags.role });
       printLine(`${updated.email} now has ${updated.roles.join(', ')}`);
     });
 

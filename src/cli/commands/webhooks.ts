@@ -4,16 +4,7 @@ import { integerFlag } from '../flags.js';
 import { fetchCursorListing } from '../paging.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-
-interface WebhookRequestEntry {
-  id: string;
-  receivedAt: string;
-  outcome: 'ACCEPTED' | 'REJECTED' | 'FAILED' | 'DUPLICATE';
-  reason: string;
-  eventId?: string;
-  headers: Record<string, string>;
-  bodyExcerpt: string;
-}
+import type { WebhookRequestEntry } from '../../contract/types.js';
 
 /** With --all, pages are as large as the daemon allows: the log holds at most 1,000 calls. */
 const ALL_PAGE_SIZE = 1000;

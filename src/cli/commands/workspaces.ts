@@ -5,34 +5,8 @@ import { withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
 import { confirmOrStop } from '../prompt.js';
-import { findUser, type PublicUser } from './users.js';
-
-interface Workspace {
-  id: string;
-  name: string;
-  members: string[];
-  createdAt: string;
-}
-
-interface Installation {
-  workspaceId: string;
-  extensionKey: string;
-  version: string;
-  enabled: boolean;
-  installedAt: string;
-}
-
-interface Subscription {
-  id: string;
-  eventKey: string;
-  extensionKey: string;
-  kind: string;
-  serviceBaseUrl: string | null;
-  /** Where deliveries are POSTed: {serviceBaseUrl}/events. */
-  deliveryUrl: string | null;
-  createdAt: string;
-  signingSecret?: string;
-}
+import type { CreatedSubscription, Installation, Subscription, User, Workspace } from '../../contract/types.js';
+import { findUser } from './users.js';
 
 
 /** KEY, KEY@VERSION, KEY@RANGE or KEY@latest: the version part goes to the daemon as given. */
@@ -95,7 +69,7 @@ export function registerWorkspaces(program: Command): void {
       if (flags.json) return printJson({ ...workspace, installations, subscriptions });
       // Member e-mails need the user list, which only an ADMIN may read; others see ids.
       const emails = await client
-        .get<PublicUser[]>('/api/admin/users')
+        .get<User[]>('/api/admin/users')
         .then((users) => new Map(users.map((user) => [user.id, user.email])))
         .catch((error: unknown) => {
           if (error instanceof ApiError && error.status === 403) return new Map<string, string>();
@@ -237,7 +211,7 @@ export function registerWorkspaces(program: Command): void {
         command: Command,
       ) => {
         if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
-        const { data: subscription, meta } = await clientFor(command).request<Subscription>(
+        const { data: subscription, meta } = await clientFor(command).request<CreatedSubscription>(
           'POST',
           `/api/workspaces/${urlPath(workspace, 'subscriptions')}`,
           {

@@ -55,6 +55,8 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
   maxBodyBytes?: number;
   /** The handler reads the raw body itself, whatever its content type (the webhook endpoint). */
   readsOwnBody?: true;
+  /** The success answer is not the envelope (a stream, a file, metrics): what the API document says it is. */
+  answers?: { contentType: string; description: string };
   handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
 }
 
@@ -91,8 +93,8 @@ export function bearerToken(req: IncomingMessage): string | null {
  * and shapes the envelope. The order is the contract's, for every route.
  */
 export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
-  return (spec) =>
-    defineEventHandler(async (event) => {
+  return (spec) => {
+    const handler = defineEventHandler(async (event) => {
       try {
         await serve(spec, deps, event);
       } catch (error) {
@@ -106,7 +108,18 @@ export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
       // Tell h3 the response is complete.
       return null;
     });
+    specs.set(handler, spec);
+    return handler;
+  };
 }
+
+/** What an endpoint's handler was built from, for the API document. */
+export type AnyEndpointSpec = EndpointSpec<Access, v.GenericSchema | undefined, v.GenericSchema | undefined, v.GenericSchema | undefined>;
+
+const specs = new WeakMap<EventHandler, AnyEndpointSpec>();
+
+/** The spec an endpoint handler was built from; undefined for a handler not made by `endpoint()`. */
+export const specOf = (handler: EventHandler): AnyEndpointSpec | undefined => specs.get(handler);
 
 async function serve<
   A extends Access,

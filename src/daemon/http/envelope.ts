@@ -32,7 +32,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
 };
 
-const statusOf = (code: ErrorCode): number => STATUS[code];
+export const statusOf = (code: ErrorCode): number => STATUS[code];
 
 /** Headers every response carries. Cache-Control: API answers are per-caller and live. */
 function writeCommonHeaders(res: ServerResponse): void {

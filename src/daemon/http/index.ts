@@ -13,6 +13,7 @@ import { deliveryRoutes } from './routes/deliveries.js';
 import { eventRoutes } from './routes/events.js';
 import { extensionConfigRoutes } from './routes/extension-config.js';
 import { healthRoutes } from './routes/health.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { operationsRoutes } from './routes/operations.js';
 import { statusRoutes } from './routes/status.js';
 import { streamRoutes } from './routes/streams.js';
@@ -37,6 +38,7 @@ const MODULES: RouteModule[] = [
   webhookRoutes,
   operationsRoutes,
   streamRoutes,
+  openApiRoutes,
 ];
 
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {

@@ -30,6 +30,11 @@ export class RouteTable {
     return [...this.paths].flatMap(([path, methods]) => [...methods.keys()].map((method) => `${method.toUpperCase()} ${path}`));
   }
 
+  /** Every registered route with its handler, in registration order. */
+  entries(): { method: Method; path: string; handler: EventHandler }[] {
+    return [...this.paths].flatMap(([path, methods]) => [...methods].map(([method, handler]) => ({ method, path, handler })));
+  }
+
   toRouter(): Router {
     const router = createRouter({ preemptive: true });
     for (const [path, methods] of this.paths) {

@@ -43,6 +43,10 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
     '/metrics',
     endpoint({
       access: 'public',
+      answers: {
+        contentType: 'text/plain; version=0.0.4',
+        description: 'Prometheus text format; needs an ADMIN session or Authorization: Bearer <PLATFORM_METRICS_TOKEN>',
+      },
       handle: async ({ event }) => {
         const { req, res } = event.node;
         if (!(await mayScrape(bearerToken(req)))) {
@@ -61,6 +65,7 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
     endpoint({
       access: 'admin',
       query: BackupQuery,
+      answers: { contentType: 'application/gzip', description: 'a consistent snapshot of the data directory as a tar.gz archive' },
       handle: async ({ query, event }) => {
         const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true' }).catch((error) => {
           throw asStorageError(error);

@@ -17,6 +17,10 @@ const MAX_STREAMS_PER_USER = 20;
 const MAX_UNREAD_BYTES = 1024 * 1024;
 
 const WorkspaceParams = v.object({ id: Slug });
+const SSE = {
+  contentType: 'text/event-stream',
+  description: 'server-sent events of the activity feed (`id`, `event`, `data` per item); send Last-Event-ID to resume',
+};
 
 interface StreamDeps {
   auth: AuthService;
@@ -46,6 +50,7 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
       access: 'user',
       authorize: member,
       params: WorkspaceParams,
+      answers: SSE,
       handle: ({ params, caller, event }) => {
         services.workspaces.get(params.id);
         return streams.open(event.node.req.headers, event.node.res, caller, {
@@ -62,6 +67,7 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
     '/api/admin/stream',
     endpoint({
       access: 'admin',
+      answers: SSE,
       handle: ({ caller, event }) =>
         streams.open(event.node.req.headers, event.node.res, caller, {
           workspaceId: null,
