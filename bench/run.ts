@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick]
+ * npm run bench [-- --quick] [-- --only delivery-records]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -11,12 +11,14 @@
 import autocannon from 'autocannon';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const QUICK = process.argv.includes('--quick');
+/** `--only NAME` runs the baseline and that scenario alone (see ONLY_SCENARIOS). */
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin', 'platform');
 const ADMIN = { email: 'bench@example.test', password: 'bench-password-1' };
@@ -245,8 +247,14 @@ function record(row: Row): void {
 async function main(): Promise<void> {
   console.error(`platform bench${QUICK ? ' (quick)' : ''}: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}${PINNED ? ', daemon on core 0, load on core 1' : ', not pinned (no taskset)'}`);
 
+  const only = ONLY === undefined ? undefined : ONLY_SCENARIOS[ONLY];
+  if (ONLY !== undefined && !only) throw new Error(`--only takes one of: ${Object.keys(ONLY_SCENARIOS).join(', ')}`);
   const base = await baseline();
   console.error(`${clock()} baseline: ${base.rps} req/s, p99 ${base.p99} ms`);
+  if (only) {
+    await only(base);
+    return report(base);
+  }
 
   // Catalog: 1,000 extensions of 5 versions for detail reads, 10,000 in all for search and memory.
   const daemon = await startDaemon();
@@ -429,7 +437,107 @@ async function main(): Promise<void> {
     note: `${((full.rps / empty.rps) * 100).toFixed(0)} % of the empty log's rate`,
   });
 
+  await measureDeliveryRecords(base);
   report(base);
+}
+
+const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = { 'delivery-records': measureDeliveryRecords };
+
+const RECORDED_DELIVERIES = 1_000_000;
+
+/**
+ * 11a and 11b: a filtered deliveries listing over 1,000,000 records, and RSS
+ * with them vs with none. The records are written straight into
+ * deliveries.log in the journal's own format (completed, so that start-up
+ * reconciles nothing), then the daemon is restarted on it.
+ */
+async function measureDeliveryRecords(base: Load): Promise<void> {
+  const measure = async (count: number) => {
+    let daemon = await startDaemon();
+    let token = await login(daemon.url);
+    await api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
+    await daemon.stop();
+    writeDeliveryJournal(join(daemon.dataDir, 'deliveries.log'), count);
+    daemon = await startDaemon(daemon.dataDir);
+    token = await login(daemon.url);
+    // One subscription in ten and one record in 97 DEAD: a page of 20 scans about 20,000 records.
+    const options = {
+      url: `${daemon.url}/api/workspaces/bench/deliveries?subscriptionId=sub-03&status=DEAD&limit=20`,
+      headers: { authorization: `Bearer ${token}` },
+      // One client at a time: the target is the listing's answer time, not a queue behind other listings.
+      connections: 1,
+    };
+    await load({ ...options, duration: 1 });
+    const result = await load({ ...options, duration: SECONDS });
+    const rss = rssMb(daemon.child.pid!);
+    await daemon.stop();
+    rmSync(daemon.dataDir, { recursive: true, force: true });
+    return { ...result, rss };
+  };
+  const none = await measure(0);
+  const full = await measure(RECORDED_DELIVERIES);
+  record({
+    scenario: `11a. filtered deliveries listing over ${RECORDED_DELIVERIES.toLocaleString('en')} records, 1 conn.`,
+    value: full.p99,
+    unit: 'ms p99',
+    p50: full.p50,
+    p99: full.p99,
+    ratio: null,
+    rssMb: full.rss,
+    target: '<= 20 ms p99',
+    met: full.p99 <= 20,
+    note: `${full.rps} req/s; with no records: ${none.rps} req/s, p99 ${none.p99} ms; bare baseline p99 ${base.p99} ms at 50 conn.`,
+  });
+  record({
+    scenario: `11b. RSS with ${RECORDED_DELIVERIES.toLocaleString('en')} delivery records vs none`,
+    value: full.rss - none.rss,
+    unit: 'MB more',
+    p50: null,
+    p99: null,
+    ratio: null,
+    rssMb: full.rss,
+    target: `<= 50 MB more than with none (${none.rss} MB)`,
+    met: full.rss - none.rss <= 50,
+  });
+}
+
+/** `count` completed delivery records of workspace `bench`, as `new` entries of deliveries.log, oldest first. */
+function writeDeliveryJournal(file: string, count: number): void {
+  const now = Date.now();
+  const fd = openSync(file, 'w');
+  const chunk: string[] = [];
+  for (let n = 0; n < count; n += 1) {
+    const createdAt = new Date(now - (count - n) * 10).toISOString();
+    const dead = n % 97 === 0;
+    chunk.push(
+      JSON.stringify({
+        t: 'new',
+        seq: n + 1,
+        record: {
+          id: `msg_00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+          eventId: `00000000-0000-4000-9000-${String(n).padStart(12, '0')}`,
+          eventKey: `bench.kind${n % 5}`,
+          workspaceId: 'bench',
+          subscriptionId: `sub-${String(n % 10).padStart(2, '0')}`,
+          extensionKey: `ext-${n % 10}`,
+          kind: 'EXTERNAL_SERVICE',
+          status: dead ? 'DEAD' : 'SUCCEEDED',
+          attempts: [
+            dead
+              ? { number: 1, startedAt: createdAt, durationMs: 12, outcome: 'FAILED', httpStatus: 500, error: 'HTTP 500', responseExcerpt: 'internal error' }
+              : { number: 1, startedAt: createdAt, durationMs: 3, outcome: 'SUCCESS', httpStatus: 204 },
+          ],
+          createdAt,
+          completedAt: createdAt,
+        },
+      }),
+    );
+    if (chunk.length === 10_000 || n === count - 1) {
+      writeSync(fd, chunk.join('\n') + '\n');
+      chunk.length = 0;
+    }
+  }
+  closeSync(fd);
 }
 
 /** Scenarios 4, 5 and 8b: events to one external subscriber, every acknowledgement after fsync. */

@@ -9,7 +9,9 @@ import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
 import type { DeliveryAttempt, DeliveryRecords, DeliveryStatus } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { Outbox } from './outbox.js';
+import { FairQueue } from './fair-queue.js';
 import { withJitter } from './retry.js';
+import { Schedule } from './schedule.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
 import type { Delivery, DeliveryError } from './types.js';
@@ -61,133 +63,6 @@ export interface DispatcherDependencies {
 
 type Lane = 'external' | 'handler';
 
-/** First-in first-out without Array#shift's O(n). */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-  get length(): number {
-    return this.items.length - this.head;
-  }
-  push(item: T): void {
-    this.items.push(item);
-  }
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head]!;
-    this.head += 1;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-}
-
-/**
- * Ready deliveries of one lane, queued per subscriber and served round-robin.
- * A subscriber holds at most a quarter of the lane's slots while others have
- * deliveries waiting, so that a few hanging or slow subscribers cannot take
- * every slot. Alone, it may use all but a quarter: that quarter stays free for
- * whoever comes next.
- */
-class FairQueue {
-  private readonly queues = new Map<string, Fifo<Delivery>>();
-  private readonly turns = new Fifo<string>();
-  private readonly running = new Map<string, number>();
-  private readonly share: number;
-  private queued = 0;
-  private runningTotal = 0;
-
-  constructor(private readonly limit: number) {
-    this.share = Math.max(1, Math.ceil(limit / 4));
-  }
-
-  get length(): number {
-    return this.queued;
-  }
-
-  push(key: string, delivery: Delivery): void {
-    let queue = this.queues.get(key);
-    if (!queue) {
-      queue = new Fifo();
-      this.queues.set(key, queue);
-      this.turns.push(key);
-    }
-    queue.push(delivery);
-    this.queued += 1;
-  }
-
-  /** The next delivery whose subscriber may take a slot now, or undefined; the caller then runs it. */
-  take(): { key: string; delivery: Delivery } | undefined {
-    for (let tries = this.turns.length; tries > 0; tries -= 1) {
-      const key = this.turns.shift()!;
-      const queue = this.queues.get(key)!;
-      const running = this.running.get(key) ?? 0;
-      const alone = this.queues.size === 1;
-      if (running >= this.share && !(alone && this.runningTotal < this.limit - this.share)) {
-        this.turns.push(key);
-        continue;
-      }
-      const delivery = queue.shift()!;
-      this.queued -= 1;
-      if (queue.length > 0) this.turns.push(key);
-      else this.queues.delete(key);
-      this.running.set(key, running + 1);
-      this.runningTotal += 1;
-      return { key, delivery };
-    }
-    return undefined;
-  }
-
-  finished(key: string): void {
-    this.runningTotal -= 1;
-    const left = (this.running.get(key) ?? 1) - 1;
-    if (left > 0) this.running.set(key, left);
-    else this.running.delete(key);
-  }
-}
-
-/** Deliveries waiting for a later attempt, earliest first (binary min-heap). */
-class Schedule {
-  private heap: Delivery[] = [];
-  get length(): number {
-    return this.heap.length;
-  }
-  peek(): Delivery | undefined {
-    return this.heap[0];
-  }
-  push(delivery: Delivery): void {
-    const heap = this.heap;
-    heap.push(delivery);
-    let index = heap.length - 1;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (heap[parent]!.nextAttemptAt <= delivery.nextAttemptAt) break;
-      heap[index] = heap[parent]!;
-      index = parent;
-    }
-    heap[index] = delivery;
-  }
-  pop(): Delivery | undefined {
-    const heap = this.heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (top === undefined || last === undefined || heap.length === 0) return top;
-    let index = 0;
-    for (;;) {
-      const left = index * 2 + 1;
-      if (left >= heap.length) break;
-      const right = left + 1;
-      const child = right < heap.length && heap[right]!.nextAttemptAt < heap[left]!.nextAttemptAt ? right : left;
-      if (heap[child]!.nextAttemptAt >= last.nextAttemptAt) break;
-      heap[index] = heap[child]!;
-      index = child;
-    }
-    heap[index] = last;
-    return top;
-  }
-}
-
 /**
  * Takes deliveries from the outbox and runs them: external services over HTTP
  * and asynchronous in-process handlers, each lane with its own concurrency.
@@ -196,10 +71,10 @@ class Schedule {
  * a crash resumes them.
  */
 export class Dispatcher {
-  private readonly ready: Record<Lane, FairQueue>;
+  private readonly ready: Record<Lane, FairQueue<Delivery>>;
   private readonly inFlight: Record<Lane, number> = { external: 0, handler: 0 };
   private readonly limits: Record<Lane, number>;
-  private readonly scheduled = new Schedule();
+  private readonly scheduled = new Schedule<Delivery>();
   private readonly running = new Set<Promise<void>>();
   private stopping = false;
   private readonly transport: DeliveryTransport;
