@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery-records]
+ * npm run bench [-- --quick] [-- --only delivery-records|metrics]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -438,10 +438,51 @@ async function main(): Promise<void> {
   });
 
   await measureDeliveryRecords(base);
+  await measureMetricsCost(base);
   report(base);
 }
 
-const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = { 'delivery-records': measureDeliveryRecords };
+const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
+  'delivery-records': measureDeliveryRecords,
+  metrics: measureMetricsCost,
+};
+
+/**
+ * 12: what counting requests for /metrics costs scenario 1: the same catalog
+ * detail GET against a daemon that counts and one that does not
+ * (PLATFORM_BENCH_METRICS=off), alternated three times so that drift in the
+ * machine's load falls on both alike.
+ */
+async function measureMetricsCost(base: Load): Promise<void> {
+  const counting = await startDaemon();
+  const silent = await startDaemon(undefined, { PLATFORM_BENCH_METRICS: 'off' });
+  try {
+    for (const daemon of [counting, silent]) await seedCatalog(daemon.url, await login(daemon.url), 0, 100, 5);
+    const path = '/api/marketplace/extensions/ext-00042';
+    const totals = { counting: 0, silent: 0 };
+    for (let round = 0; round < 3; round += 1) {
+      for (const [name, daemon] of [['counting', counting], ['silent', silent]] as const) {
+        await load({ url: daemon.url + path, connections: 50, duration: 1 });
+        totals[name] += (await load({ url: daemon.url + path, connections: 50, duration: SECONDS })).rps;
+      }
+    }
+    const ratio = totals.counting / totals.silent;
+    record({
+      scenario: '12. metrics: scenario 1 counting vs not counting (3 alternated rounds)',
+      value: Math.round(totals.counting / 3),
+      unit: `req/s (not counting: ${Math.round(totals.silent / 3)} req/s)`,
+      p50: null,
+      p99: null,
+      ratio: totals.counting / 3 / base.rps,
+      rssMb: null,
+      target: '>= 97 % of the rate without counting',
+      met: ratio >= 0.97,
+    });
+  } finally {
+    await counting.stop();
+    await silent.stop();
+  }
+}
 
 const RECORDED_DELIVERIES = 1_000_000;
 

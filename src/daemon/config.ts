@@ -46,6 +46,8 @@ export interface DaemonConfig {
   subscriptions: { secretOverlapMs: number; disableAfterMs: number };
   /** False only for `npm run bench`, which measures what recording costs (PLATFORM_BENCH_DELIVERY_RECORDS=off). */
   recordDeliveries: boolean;
+  /** False only for `npm run bench`, which measures what counting requests costs (PLATFORM_BENCH_METRICS=off). */
+  countRequests: boolean;
   /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
@@ -196,6 +198,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       disableAfterMs: parseSetting('PLATFORM_DISABLE_AFTER', Count(1, 3650 * 86_400), env.PLATFORM_DISABLE_AFTER, 432_000) * 1000,
     },
     recordDeliveries: env.PLATFORM_BENCH_DELIVERY_RECORDS !== 'off',
+    countRequests: env.PLATFORM_BENCH_METRICS !== 'off',
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
     streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),

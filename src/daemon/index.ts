@@ -49,7 +49,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
     // generated password was never shown.
-    http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics));
+    http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics, config.countRequests));
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);

@@ -32,7 +32,8 @@ export interface RequestObserver {
   finished(req: IncomingMessage, status: number): void;
 }
 
-export function createRequestObserver(logger: Logger, metrics: Metrics): RequestObserver {
+/** `counting: false` only for `npm run bench`, which measures what counting costs (PLATFORM_BENCH_METRICS=off). */
+export function createRequestObserver(logger: Logger, metrics: Metrics, counting = true): RequestObserver {
   // A random prefix per daemon start and a counter: unique, and cheaper than a UUID per request.
   const prefix = randomBytes(6).toString('hex');
   let issued = 0;
@@ -47,8 +48,10 @@ export function createRequestObserver(logger: Logger, metrics: Metrics): Request
       const durationMs = performance.now() - (req.startedAt ?? 0);
       const method = req.method ?? '-';
       const route = req.route ?? UNMATCHED_ROUTE;
-      metrics.httpRequest(method, route, status, durationMs / 1000);
-      if (route === WEBHOOK_ROUTE) metrics.webhookRequest(webhookOutcome(status));
+      if (counting) {
+        metrics.httpRequest(method, route, status, durationMs / 1000);
+        if (route === WEBHOOK_ROUTE) metrics.webhookRequest(webhookOutcome(status));
+      }
       logger.access({ method, route, status, durationMs, requestId: req.requestId ?? '-' });
     },
   };
