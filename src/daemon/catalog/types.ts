@@ -4,18 +4,10 @@
  * version was published.
  */
 
-/** One published version, exactly as `GET …/versions/{version}` answers it. Absent optionals are null. */
-export interface VersionRecord {
-  version: string;
-  /** UTC calendar date of publication, YYYY-MM-DD. */
-  releaseDate: string;
-  yanked: boolean;
-  artifactUrl: string;
-  manifestUrl: string | null;
-  requiresPlatform: string | null;
-  requiresSdk: string | null;
-  changelog: string | null;
-}
+import type { VersionRecord } from '../../contract/types.js';
+
+// The resources answered as they are: one definition, shared with the CLI and the console.
+export type { AuditAction, AuditRecord, CategoryCount, ExtensionSummary, VersionRecord } from '../../contract/types.js';
 
 export interface StoredVersion extends VersionRecord {
   /** ISO 8601 instant of publication; releaseDate is its date part. */
@@ -44,16 +36,6 @@ export interface ExtensionDocument {
   extension: StoredExtension;
 }
 
-/** An item of the marketplace list: exactly these six fields. */
-export interface ExtensionSummary {
-  extensionKey: string;
-  name: string;
-  description: string;
-  category: string;
-  latestVersion: string | null;
-  author: string;
-}
-
 /** A version as listed in the detail. */
 export interface VersionEntry {
   version: string;
@@ -72,11 +54,6 @@ export interface ExtensionDetail {
   permissions: readonly string[];
 }
 
-export interface CategoryCount {
-  category: string;
-  count: number;
-}
-
 /** The user a catalog change is attributed to. */
 export interface Actor {
   id: string;
@@ -84,22 +61,8 @@ export interface Actor {
   fullName: string;
 }
 
-export type AuditAction = 'create' | 'update' | 'publish' | 'yank' | 'unyank';
-
 export interface FieldChange {
   from: unknown;
   to: unknown;
 }
 
-/** One line of `<data-dir>/audit.log`. */
-export interface AuditRecord {
-  id: string;
-  at: string;
-  actor: { id: string; email: string };
-  action: AuditAction;
-  extensionKey: string;
-  version?: string;
-  reason?: string;
-  /** create and update: each field set or changed, with its value before and after. */
-  changes?: Record<string, FieldChange>;
-}
