@@ -1,17 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { AppendLog } from '../store/append-log.js';
 
-export interface ChatMessage {
-  id: string;
-  channel: string;
-  message: string;
-  sender: string;
-  /** The publishedBy of the notification: who really sent the message (absent on older messages). */
-  publishedBy: string;
-  /** The platform.notification event the message came from. */
-  eventId: string;
-  postedAt: string;
-}
+import type { ChatMessage } from '../../contract/types.js';
+
+export type { ChatMessage } from '../../contract/types.js';
 
 export interface ChannelSummary {
   channel: string;

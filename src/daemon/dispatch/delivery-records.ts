@@ -1,35 +1,14 @@
 import { AppendLog } from '../store/append-log.js';
-import type { SubscriberKind } from '../workspaces/types.js';
 import type { Delivery } from './types.js';
 
-export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'DEAD' | 'DISCARDED';
+import type { DeliveryAttempt, DeliveryRecord as PublicDeliveryRecord, DeliveryStatus } from '../../contract/types.js';
+
+export type { DeliveryAttempt, DeliveryStatus } from '../../contract/types.js';
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['PENDING', 'SUCCEEDED', 'DEAD', 'DISCARDED'];
 
-export interface DeliveryAttempt {
-  number: number;
-  startedAt: string;
-  durationMs: number;
-  outcome: 'SUCCESS' | 'RETRY' | 'FAILED';
-  httpStatus?: number;
-  error?: string;
-  /** The first RESPONSE_EXCERPT_BYTES of the subscriber's answer. */
-  responseExcerpt?: string;
-}
-
-/** The delivery record of the contract, plus the event's key (deliveries are filtered by it). */
-export interface DeliveryRecord {
-  id: string;
-  eventId: string;
+/** The delivery record of the contract, plus the event's key (deliveries are filtered by it; answers leave it out). */
+export interface DeliveryRecord extends PublicDeliveryRecord {
   eventKey: string;
-  workspaceId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: SubscriberKind;
-  status: DeliveryStatus;
-  attempts: DeliveryAttempt[];
-  nextAttemptAt?: string;
-  createdAt: string;
-  completedAt?: string;
 }
 
 export const RESPONSE_EXCERPT_BYTES = 2048;

@@ -1,18 +1,6 @@
-export interface Workspace {
-  id: string;
-  name: string;
-  /** User ids. */
-  members: string[];
-  createdAt: string;
-}
+import type { Subscription as ContractSubscription } from '../../contract/types.js';
 
-export interface Installation {
-  workspaceId: string;
-  extensionKey: string;
-  version: string;
-  enabled: boolean;
-  installedAt: string;
-}
+export type { Installation, Workspace } from '../../contract/types.js';
 
 export const SUBSCRIBER_KINDS = ['EXTERNAL_SERVICE', 'IN_PROCESS'] as const;
 export type SubscriberKind = (typeof SUBSCRIBER_KINDS)[number];
@@ -34,11 +22,7 @@ export interface Subscription {
 }
 
 /** As the API shows it: with the URL deliveries are POSTed to (`{serviceBaseUrl}/events`). */
-export interface PublicSubscription extends Subscription {
-  deliveryUrl: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-}
+export type PublicSubscription = ContractSubscription;
 
 export interface StoredSubscription extends Subscription {
   /** The whsec_ signing secret, sealed with the master key. */
