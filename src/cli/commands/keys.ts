@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { usageError } from '../errors.js';
+import { daemonConfig } from '../daemon-config.js';
 import { examples } from '../help.js';
 import { printLine } from '../output.js';
 
@@ -12,15 +12,8 @@ export function registerKeys(program: Command): void {
     .addHelpText('after', examples('platform keys rotate --data-dir ./data'))
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
     .action(async (flags: { dataDir?: string }) => {
-      const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
+      const config = await daemonConfig({ dataDir: flags.dataDir });
       const { rotateMasterKey } = await import('../../daemon/secrets/rotate.js');
-      let config;
-      try {
-        config = resolveConfig({ dataDir: flags.dataDir });
-      } catch (error) {
-        if (error instanceof ConfigError) throw usageError(error.message);
-        throw error;
-      }
       const { resealed } = await rotateMasterKey(config);
       printLine(
         config.masterKey

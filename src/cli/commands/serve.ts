@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { usageError } from '../errors.js';
+import { daemonConfig } from '../daemon-config.js';
 import { examples } from '../help.js';
 
 export function registerServe(program: Command): void {
@@ -22,17 +22,10 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'debug, info, warn or error (PLATFORM_LOG_LEVEL; default info)')
     .option('--quiet', 'no access line per request (they are on by default when stdout is not a terminal)')
     .action(async (flags) => {
-      const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
+      const config = await daemonConfig(flags);
       const { startDaemon } = await import('../../daemon/index.js');
       const { createLogger } = await import('../../daemon/log.js');
       const { describeFault } = await import('../../daemon/errors.js');
-      let config;
-      try {
-        config = resolveConfig(flags);
-      } catch (error) {
-        if (error instanceof ConfigError) throw usageError(error.message);
-        throw error;
-      }
       // Plugins run in this process: a promise one leaves rejected, or an error one throws from a
       // timer, would otherwise end the daemon (Node's default). Say so, and keep serving.
       const logger = createLogger({ format: config.log.format, level: config.log.level, ...(config.log.quiet ? { access: false } : {}) });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { daemonConfig } from '../daemon-config.js';
 import { type Client, clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { choiceFlag, eachOf, withYes } from '../flags.js';
@@ -114,15 +115,8 @@ export function registerUsers(program: Command): void {
     .action(async (who: string, flags: { passwordStdin?: boolean; dataDir?: string }, command: Command) => {
       const password = await newPassword(flags.passwordStdin);
       if (flags.dataDir !== undefined) {
-        const { resolveConfig, ConfigError } = await import('../../daemon/config.js');
+        const config = await daemonConfig({ dataDir: flags.dataDir });
         const { resetPasswordOffline } = await import('../../daemon/init.js');
-        let config;
-        try {
-          config = resolveConfig({ dataDir: flags.dataDir });
-        } catch (error) {
-          if (error instanceof ConfigError) throw usageError(error.message);
-          throw error;
-        }
         const user = await resetPasswordOffline(config, who, password);
         printLine(`reset the password of ${user.email} in ${config.dataDir}; its sessions have ended`);
         return;
