@@ -170,6 +170,11 @@ function discardRest(req: IncomingMessage, res: ServerResponse): void {
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), DISCARD_MS);
   timer.unref();
-  req.once('end', () => clearTimeout(timer));
-  req.socket.once('close', () => clearTimeout(timer));
+  const stop = () => clearTimeout(timer);
+  req.socket.once('close', stop);
+  // A kept-alive socket serves further requests: leave no listener behind on it per oversized upload.
+  req.once('end', () => {
+    stop();
+    req.socket.off('close', stop);
+  });
 }
