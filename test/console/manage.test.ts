@@ -108,10 +108,11 @@ if (browserAvailable()) {
   });
 
   test('a subscription shows its signing secret once, and is deleted', async () => {
-    await page.getByRole('textbox', { name: 'Event key' }).fill('orders.shipped');
-    await page.getByRole('textbox', { name: 'Extension key' }).nth(1).fill('shop-kit');
-    await page.getByRole('textbox', { name: 'Service base URL' }).fill('https://hooks.example.test/shop');
-    await page.getByRole('button', { name: 'Create subscription' }).click();
+    const subscriptions = page.getByRole('region', { name: 'Subscriptions' });
+    await subscriptions.getByRole('textbox', { name: 'Event key' }).fill('orders.shipped');
+    await subscriptions.getByRole('textbox', { name: 'Extension key' }).fill('shop-kit');
+    await subscriptions.getByRole('textbox', { name: 'Service base URL' }).fill('https://hooks.example.test/shop');
+    await subscriptions.getByRole('button', { name: 'Create subscription' }).click();
     const dialog = page.getByRole('dialog', { name: 'Subscription created' });
     const secret = await dialog.getByRole('textbox', { name: 'Signing secret' }).inputValue();
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);

@@ -49,9 +49,30 @@ if (browserAvailable()) {
     assert.ok(await page.getByText('Mia Member (you)').isVisible());
     assert.ok(await page.getByRole('link', { name: 'team-chat' }).isVisible());
     assert.ok(await page.getByText('chat.message.sent').isVisible());
-    assert.is(await page.getByRole('button').filter({ hasNotText: 'Sign out' }).count(), 0, 'no button but Sign out');
+    // Only what a member may do: filter and page the events.
+    const buttons = await page.getByRole('button').allTextContents();
+    assert.equal(buttons.map((text) => text.trim()).sort(), ['Filter events', 'Sign out'], 'no admin control');
     await assertAccessible(page, 'member workspace');
     await screenshots(page, 'member-workspace');
+  });
+
+  test("the member reads an event of their workspace and its deliveries, but not another workspace's", async () => {
+    const admin = await t.admin();
+    const published = await admin.post('/api/workspaces/team/events/publish', { eventKey: 'chat.message.sent', payload: { text: 'hi' } });
+    assert.is(published.status, 200, published.text);
+    await visit(page, '/workspaces/team');
+    await page.getByRole('region', { name: 'Events' }).getByRole('link', { name: 'chat.message.sent' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Event chat.message.sent' }).waitFor();
+    await page.getByRole('article', { name: /team-chat/ }).waitFor();
+    assert.is(await page.getByRole('button').filter({ hasNotText: 'Sign out' }).count(), 0);
+    await assertAccessible(page, 'member event');
+
+    const other = await admin.post('/api/workspaces/other/events/publish', { eventKey: 'chat.message.sent' });
+    await visit(page, `/workspaces/other/events/${other.body.meta.eventId}`);
+    await page.getByRole('alert').filter({ hasText: 'member' }).waitFor();
+    // The refusal is the API's 403, which the browser logs.
+    assert.is(errors.filter((error) => error.includes('status of 403')).length, 1);
+    errors.length = 0;
   });
 
   test('the extension page offers no yank, unyank or publish', async () => {

@@ -25,8 +25,8 @@ const publish = async (workspace: string, eventKey: string) => {
 };
 
 /** Marks the document, so that a test can tell that what it then sees came without a reload. */
-const markDocument = (page: Page) => page.evaluate(() => ((window as unknown as { unreloaded: boolean }).unreloaded = true));
-const stillTheSameDocument = (page: Page) => page.evaluate(() => (window as unknown as { unreloaded?: boolean }).unreloaded === true);
+const markDocument = (page: Page) => page.evaluate('window.unreloaded = true');
+const stillTheSameDocument = (page: Page) => page.evaluate('window.unreloaded === true');
 
 if (browserAvailable()) {
   test.before(async () => {
