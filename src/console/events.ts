@@ -8,7 +8,6 @@ export interface EventQuery {
   eventKey: string;
   since: string;
   until: string;
-  cursor: string;
 }
 
 /** The same filter as the form shows it: `datetime-local` values, in the browser's time zone. */
@@ -21,7 +20,7 @@ export interface EventForm {
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
 
 export function eventQueryOf(query: LocationQuery): EventQuery {
-  return { eventKey: text(query.eventKey), since: text(query.since), until: text(query.until), cursor: text(query.cursor) };
+  return { eventKey: text(query.eventKey), since: text(query.since), until: text(query.until) };
 }
 
 /** `2026-01-31T13:05` in this browser's zone, for a `datetime-local` input; '' for none or an unreadable instant. */

@@ -84,7 +84,7 @@ if (browserAvailable()) {
   });
 
   test('admin routes send a member back to the overview', async () => {
-    for (const path of ['/users', '/dead-letters', '/extensions/team-chat/config']) {
+    for (const path of ['/users', '/dead-letters', '/extensions/team-chat/config', '/extensions/team-chat/webhooks']) {
       await visit(page, path);
       assert.is(new URL(page.url()).pathname, '/', path);
     }

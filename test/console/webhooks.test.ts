@@ -1,0 +1,86 @@
+import type { Browser, Page } from 'playwright-core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call } from '../helpers/http.js';
+import { createWorkspace, publishExtension } from '../helpers/fixtures.js';
+import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+
+// The inbound webhook request log of an extension, paged by the API's cursor, with its keys masked.
+const KEY = 'inbound-key-never-shown';
+const ACCEPTED_CALLS = 51;
+let t: TestDaemon;
+let browser: Browser;
+let page: Page;
+let errors: string[];
+let lastEventId: string;
+
+const callWebhook = (key: string, body: Record<string, unknown>) =>
+  call(t.url, 'POST', '/api/webhooks/hooks', { json: body, headers: { 'x-api-key': key } });
+
+if (browserAvailable()) {
+  test.before(async () => {
+    t = await startTestDaemon();
+    const admin = await t.admin();
+    await publishExtension(admin, 'hooks', '1.0.0');
+    await createWorkspace(admin, 'inbox');
+    const configured = await admin.put('/api/admin/marketplace/extensions/hooks/config', {
+      fields: [
+        { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
+        { name: 'webhook.header', type: 'STRING', value: 'x-api-key' },
+        { name: 'webhook.workspaceId', type: 'STRING', value: 'inbox' },
+        { name: 'webhook.secret', type: 'SECRET', value: KEY },
+      ],
+    });
+    assert.is(configured.status, 200, configured.text);
+    // The oldest call is refused; 51 accepted ones follow, one more than a page.
+    assert.is((await callWebhook('wrong-key', { attempt: 0 })).status, 401);
+    for (let n = 1; n <= ACCEPTED_CALLS; n += 1) {
+      const accepted = await callWebhook(KEY, { attempt: n });
+      assert.is(accepted.status, 200, accepted.text);
+      lastEventId = accepted.body.meta.eventId;
+    }
+    browser = await launchBrowser();
+    ({ page, errors } = await openPage(browser, t.url));
+    await signIn(page, ADMIN.email, ADMIN.password);
+  });
+  test.after(async () => {
+    await browser?.close();
+    await t?.destroy();
+  });
+
+  test('the latest calls come first, with their outcome, event and masked headers', async () => {
+    await visit(page, '/extensions/hooks/webhooks');
+    assert.ok(await page.getByText(`POST ${t.url}/api/webhooks/hooks`).isVisible(), 'the address to give providers');
+    const rows = page.getByRole('row').filter({ has: page.getByRole('group') });
+    assert.is(await rows.count(), 50);
+    const newest = rows.first();
+    assert.ok(await newest.getByText('accepted').isVisible());
+    assert.ok(await newest.getByText(lastEventId).isVisible());
+    await newest.getByText('Headers and body').click();
+    assert.match((await newest.getByRole('region', { name: 'Headers' }).textContent()) ?? '', 'x-api-key: ****');
+    assert.is(await newest.getByRole('region', { name: 'Body' }).textContent(), `{"attempt":${ACCEPTED_CALLS}}`);
+    await assertAccessible(page, 'webhook log');
+    await screenshots(page, 'webhooks');
+  });
+
+  test("older calls page through the API's cursor, and the key never reaches the page", async () => {
+    const rows = page.getByRole('row').filter({ has: page.getByRole('group') });
+    await page.getByRole('button', { name: 'Older calls' }).click();
+    await page.waitForURL(/cursor=/);
+    await rows.nth(2).waitFor({ state: 'detached' });
+    assert.is(await rows.count(), 2);
+    const oldest = rows.last();
+    assert.ok(await oldest.getByText('rejected').isVisible());
+    assert.match((await oldest.textContent()) ?? '', 'header x-api-key does not hold the expected key');
+    assert.ok(await page.getByRole('button', { name: 'Older calls' }).isDisabled());
+    assert.not.ok((await page.content()).includes(KEY));
+
+    await page.getByRole('button', { name: 'Newer calls' }).click();
+    await rows.nth(49).waitFor();
+    assert.not.match(page.url(), 'cursor=');
+    assert.equal(errors, [], 'no console errors');
+  });
+}
+
+test.run();
