@@ -169,6 +169,10 @@ if (browserAvailable()) {
     await page.getByRole('button', { name: 'Yank' }).first().click();
     await assertAccessible(page, 'yank dialog');
     await page.keyboard.press('Escape');
+    await visit(page, '/marketplace');
+    await page.getByRole('button', { name: 'New extension' }).click();
+    await assertAccessible(page, 'new extension dialog');
+    await page.keyboard.press('Escape');
   });
 
   test('signing out ends the session; the sign-in page is accessible too', async () => {

@@ -56,6 +56,35 @@ if (browserAvailable()) {
     await t?.destroy();
   });
 
+  test('a new extension is created from the marketplace, then its first version published', async () => {
+    await visit(page, '/marketplace');
+    const create = async (key: string) => {
+      await page.getByRole('button', { name: 'New extension' }).click();
+      const dialog = page.getByRole('dialog', { name: 'New extension' });
+      await dialog.getByRole('textbox', { name: 'Key' }).fill(key);
+      await dialog.getByRole('textbox', { name: 'Name' }).fill('Fresh Kit');
+      await dialog.getByRole('textbox', { name: 'Category (optional)' }).fill('Tools');
+      await dialog.getByRole('textbox', { name: 'Permissions (optional)' }).fill(`${key}.items.read, ${key}.items.write`);
+      await dialog.getByRole('button', { name: 'Create extension' }).click();
+      return dialog;
+    };
+    const refused = await create('shop-kit');
+    await refused.getByRole('alert').filter({ hasText: 'shop-kit' }).waitFor();
+    assert.is(takeRefusals(409).length, 1, 'a key in use is refused where it was typed');
+    await page.keyboard.press('Escape');
+
+    await create('fresh-kit');
+    await page.getByRole('heading', { level: 1, name: 'Fresh Kit' }).waitFor();
+    const created = (await admin.get('/api/marketplace/extensions/fresh-kit')).body.data;
+    assert.equal([created.category, created.permissions, created.versions], ['tools', ['fresh-kit.items.read', 'fresh-kit.items.write'], []]);
+
+    await page.getByRole('textbox', { name: 'Version' }).fill('0.1.0');
+    await page.getByRole('textbox', { name: 'Artifact URL' }).fill('https://artifacts.example.test/fresh-kit-0.1.0.jar');
+    await page.getByRole('button', { name: 'Publish version' }).click();
+    await page.getByRole('row').filter({ hasText: '0.1.0' }).waitFor();
+    assert.is((await admin.get('/api/marketplace/extensions/fresh-kit')).body.data.latestVersion, '0.1.0');
+  });
+
   test('a workspace is created, and a member added', async () => {
     await visit(page, '/workspaces');
     await page.getByRole('textbox', { name: 'ID' }).fill('shop');

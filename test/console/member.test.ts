@@ -75,7 +75,9 @@ if (browserAvailable()) {
     errors.length = 0;
   });
 
-  test('the extension page offers no yank, unyank or publish', async () => {
+  test('the marketplace and the extension page offer no create, yank, unyank or publish', async () => {
+    await visit(page, '/marketplace');
+    assert.is(await page.getByRole('button', { name: 'New extension' }).count(), 0);
     await visit(page, '/marketplace/team-chat');
     await page.getByRole('row').filter({ hasText: '2.0.0' }).waitFor();
     assert.is(await page.getByRole('button').filter({ hasNotText: 'Sign out' }).count(), 0);
