@@ -54,7 +54,14 @@ const routes: RouteRecordRaw[] = [
 export const router = createRouter({ history: createWebHistory(), routes });
 
 router.beforeEach(async (to) => {
-  if (!session.checked) await loadSession();
+  if (!session.checked) {
+    // The first page's chunk loads while the daemon is asked who is signed in, not after.
+    for (const record of to.matched) {
+      const component = record.components?.default;
+      if (typeof component === 'function') void (component as () => Promise<unknown>)();
+    }
+    await loadSession();
+  }
   if (to.meta.public) return true;
   if (!session.user) return { path: '/login', query: to.fullPath === '/' ? {} : { next: to.fullPath } };
   // A member who is not ADMIN never sees admin pages; the API would refuse them anyway.
