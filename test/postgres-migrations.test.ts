@@ -75,7 +75,7 @@ test('tables: another schema keeps a platform of its own beside the first', asyn
     await migrate(first);
     assert.equal((await migrate(second)).length, MIGRATIONS.length);
     await second.query(`INSERT INTO revoked_tokens (jti, expires_at) VALUES ('only-in-staging', 1)`);
-    const count = async (database: Database) => (await database.query('SELECT count(*)::int AS n FROM revoked_tokens')).rows[0].n;
+    const count = async (database: Database) => (await database.query('SELECT count(*)::int AS n FROM revoked_tokens')).rows[0]!.n;
     assert.equal([await count(first), await count(second)], [0, 1]);
   } finally {
     await Promise.all([first.close(), second.close()]);
