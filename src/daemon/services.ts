@@ -75,8 +75,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const throttle = new LoginThrottle(stores.loginAttempts, config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
     const names = await UserNames.load(users);
     const auth = new AuthService(users, tokens, passwords, throttle, names);
-    const catalog = await CatalogService.open(config.dataDir, { fullNameOf: (id) => names.fullNameOf(id) });
-    closers.push(() => catalog.close());
+    const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
 
     const box = await SecretBox.open(config.dataDir, config.masterKey);
     const chat = await ChatStore.open(join(config.dataDir, 'chat.log'));

@@ -1,11 +1,14 @@
 import type { LoginAttemptStore } from '../auth/throttle.js';
 import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
+import type { CatalogStore } from '../catalog/store.js';
+import { FileCatalogStore } from './file/catalog.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
 import type { ChangeFeed } from './postgres/change-feed.js';
 import type { Database } from './postgres/database.js';
+import { PostgresCatalogStore } from './postgres/catalog.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
@@ -19,6 +22,7 @@ export interface Stores {
   users: UserStore;
   revocations: RevocationStore;
   loginAttempts: LoginAttemptStore;
+  catalog: CatalogStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -32,13 +36,16 @@ export interface StoreOptions {
 export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<Stores> {
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
+  const catalog = await FileCatalogStore.open(dataDir);
   return {
     users,
     revocations,
     loginAttempts: new MemoryLoginAttemptStore(options.now),
+    catalog,
     async close() {
       await users.close();
       await revocations.close();
+      await catalog.close();
     },
   };
 }
@@ -49,6 +56,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
+    catalog: new PostgresCatalogStore(database, feed),
     close: async () => undefined,
   };
 }
