@@ -228,4 +228,28 @@ conformance(
   { shared: true },
 );
 
+conformance(
+  'several daemons: a change made while the other lost its feed connection reaches it once it is back',
+  async (site) => {
+    const [one, two] = [await site.open(), await site.open()];
+    try {
+      const actor = { id: 'someone', email: 'someone@example.test', fullName: 'Someone' };
+      const [first, second] = [await catalogOf(one), await catalogOf(two)];
+      await Promise.all([one.listen(), two.listen()]);
+      await first.create(actor, { extensionKey: 'before', name: 'Before' });
+      await waitFor('the first change heard', () => second.has('before'));
+
+      // Every LISTEN connection is cut; the feeds connect again a second later.
+      await one.database!.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`);
+      await first.create(actor, { extensionKey: 'meanwhile', name: 'Made while nobody listened' });
+      await waitFor('the change made meanwhile found on the other daemon', () => second.browse({ search: 'nobody', limit: 10, offset: 0 }).total === 1);
+      assert.ok(two.feedErrors.length > 0, 'the other daemon did lose its connection');
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  },
+  { shared: true },
+);
+
 test.run();

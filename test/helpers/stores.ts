@@ -12,6 +12,10 @@ export interface OpenedStores {
   stores: Stores;
   /** Starts hearing other daemons' changes (a no-op where there are none). */
   listen(): Promise<void>;
+  /** PostgreSQL only: the daemon's database, for tests that break its connections. */
+  database?: Database;
+  /** What the change feed reported (a lost connection), instead of printing it. */
+  feedErrors: string[];
   close(): Promise<void>;
 }
 
@@ -37,7 +41,7 @@ const fileBackend: Backend = {
     return {
       async open(options) {
         const stores = await openFileStores(dir, options);
-        return { stores, listen: async () => undefined, close: () => stores.close() };
+        return { stores, listen: async () => undefined, feedErrors: [], close: () => stores.close() };
       },
       destroy: () => rm(dir, { recursive: true, force: true }),
     };
@@ -57,11 +61,14 @@ const postgresBackend: Backend = {
       async open(options) {
         const db = new Database({ url, schema }, (error) => console.error(`idle connection: ${error.message}`));
         await migrate(db);
-        const feed = new ChangeFeed(db, (error) => console.error(`change feed: ${error.message}`));
+        const feedErrors: string[] = [];
+        const feed = new ChangeFeed(db, (error) => feedErrors.push(error.message));
         const stores = postgresStores(db, feed, options);
         return {
           stores,
           listen: () => feed.start(),
+          database: db,
+          feedErrors,
           async close() {
             await stores.close();
             await feed.close();
