@@ -201,14 +201,17 @@ conformance(
     try {
       const author = await one.stores.users.insert({ email: 'author@example.test', fullName: 'Author', roles: ['ADMIN'], passwordHash: 'x' });
       const [first, second] = [await catalogOf(one), await catalogOf(two)];
-      await Promise.all([one.listen(), two.listen()]);
+      await one.listen();
       const actor = { id: author.id, email: author.email, fullName: author.fullName };
 
       await first.create(actor, { extensionKey: 'lighthouse', name: 'Lighthouse', description: 'audits pages' });
       assert.is(first.browse({ search: 'light', limit: 10, offset: 0 }).total, 1, 'at once on the daemon that made it');
-      await waitFor('the new extension found on the other daemon', () => second.browse({ search: 'audits', limit: 10, offset: 0 }).total === 1);
-
+      // The other daemon is not listening yet, so it has not heard of the extension: changes go to the store all the same.
+      assert.not.ok(second.has('lighthouse'));
       await second.publishVersion(actor, 'lighthouse', { version: '1.2.0', artifactUrl: 'https://artifacts.example.test/l.jar' });
+      assert.is(second.detail('lighthouse').latestVersion, '1.2.0', 'read back on the daemon that published');
+      assert.is(second.browse({ search: 'audits', limit: 10, offset: 0 }).total, 1);
+      await two.listen();
       await waitFor('the version on the first daemon', () => first.detail('lighthouse').latestVersion === '1.2.0');
       await first.update(actor, 'lighthouse', { name: 'Beacon' });
       await waitFor('the new name searchable on the other daemon', () => second.browse({ search: 'beacon', limit: 10, offset: 0 }).total === 1);

@@ -198,7 +198,6 @@ export class CatalogService {
       );
     }
     const permissions = patch.permissions && checkPermissions(extensionKey, patch.permissions);
-    this.require(extensionKey);
     await this.change(extensionKey, (current) => {
       const next: StoredExtension = { ...current };
       const changes: Record<string, FieldChange> = {};
@@ -226,7 +225,6 @@ export class CatalogService {
     input: PublishVersionInput,
     publishedAt = new Date(),
   ): Promise<VersionRecord> {
-    this.require(extensionKey);
     const at = publishedAt.toISOString();
     const version: StoredVersion = {
       version: input.version,
@@ -282,7 +280,6 @@ export class CatalogService {
     yanked: boolean,
     reason?: string,
   ): Promise<VersionRecord> {
-    this.require(extensionKey);
     let answer: StoredVersion | undefined;
     await this.change(extensionKey, (current) => {
       const target = findVersion(current, version);
