@@ -224,7 +224,7 @@ async function compareWithReference(label: string): Promise<void> {
 
 test(`search over ${BULK} more extensions answers exactly what a full scan finds`, async () => {
   const { catalog: service, auth } = t.daemon.services;
-  const actor = auth.users.findByEmail(ADMIN.email)!;
+  const actor = (await auth.users.findByEmail(ADMIN.email))!;
   const generated: Fixture[] = Array.from({ length: BULK }, (_, i) => ({
     extensionKey: `ext-${i}-${pick(WORDS)}`,
     name: words(1 + Math.floor(rand() * 3))

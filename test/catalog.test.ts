@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import semver from 'semver';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AuditTrail } from '../src/daemon/catalog/audit.js';
+import { AuditTrail } from '../src/daemon/store/file/audit-trail.js';
 import { SEED_FILE, seedCatalog } from '../src/daemon/catalog/seed.js';
 import type { AuditRecord } from '../src/daemon/catalog/types.js';
 import { DomainError } from '../src/daemon/errors.js';

@@ -2,6 +2,7 @@ import { Command, CommanderError, Help, Option } from 'commander';
 import { registerAuth } from './commands/auth.js';
 import { registerBackup } from './commands/backup.js';
 import { registerCompletion } from './commands/completion.js';
+import { registerDb } from './commands/db.js';
 import { registerDeliveries } from './commands/deliveries.js';
 import { registerDlq } from './commands/dlq.js';
 import { registerEvents } from './commands/events.js';
@@ -56,6 +57,7 @@ registerKeys(program);
 registerWebhooks(program);
 registerBackup(program);
 registerRestore(program);
+registerDb(program);
 registerOpenApi(program);
 registerCompletion(program);
 

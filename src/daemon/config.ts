@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import * as v from 'valibot';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
+import { redactUrl, type DatabaseSettings } from './store/postgres/settings.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 export interface DaemonConfig {
@@ -8,6 +9,8 @@ export interface DaemonConfig {
   port: number;
   /** Absolute path. */
   dataDir: string;
+  /** `--database-url` (PLATFORM_DATABASE_URL) and `--database-schema`: PostgreSQL instead of the data directory; null for files. */
+  database: DatabaseSettings | null;
   maxBodyBytes: number;
   /** An event payload is at most this many bytes of JSON (PLATFORM_MAX_PAYLOAD). */
   maxPayloadBytes: number;
@@ -78,6 +81,8 @@ export interface ServeFlags {
   host?: string;
   port?: string;
   dataDir?: string;
+  databaseUrl?: string;
+  databaseSchema?: string;
   maxBody?: string;
   secureCookies?: boolean;
   seed?: boolean;
@@ -145,6 +150,26 @@ const Hosts = v.pipe(
   ),
 );
 
+const DatabaseUrl = v.pipe(
+  v.string(),
+  v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'),
+  v.check((url) => URL.canParse(url), 'must be a valid URL such as postgres://user:password@host:5432/database'),
+);
+/** Lower-case SQL identifiers only: they need no quoting anywhere, in SQL or in a shell. */
+const SchemaName = v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case name of letters, digits and underscores'));
+
+/** Like parseSetting, but an error shows the URL with its password hidden. */
+function parseDatabase(flags: ServeFlags, env: NodeJS.ProcessEnv): DatabaseSettings | null {
+  const url = flags.databaseUrl ?? env.PLATFORM_DATABASE_URL;
+  if (url === undefined || url === '') return null;
+  const checked = v.safeParse(DatabaseUrl, url);
+  if (!checked.success) {
+    throw new ConfigError(`--database-url / PLATFORM_DATABASE_URL: ${checked.issues[0].message} (got "${redactUrl(url)}")`);
+  }
+  const schema = parseSetting('--database-schema / PLATFORM_DATABASE_SCHEMA', SchemaName, flags.databaseSchema ?? env.PLATFORM_DATABASE_SCHEMA, 'platform');
+  return { url, schema };
+}
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** Flags win over environment variables, which win over defaults. */
@@ -164,6 +189,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     host: flags.host ?? env.PLATFORM_HOST ?? '127.0.0.1',
     port: parseSetting('--port / PLATFORM_PORT', Port, flags.port ?? env.PLATFORM_PORT, 8080),
     dataDir,
+    database: parseDatabase(flags, env),
     maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
     maxPayloadBytes: parseSetting('PLATFORM_MAX_PAYLOAD', Size, env.PLATFORM_MAX_PAYLOAD, 262_144),
     secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
 import { removeStaleSnapshots } from './backup/snapshot.js';
 import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
+import { StartupError } from './errors.js';
 import { createApiApp } from './http/index.js';
 import { createRequestObserver } from './http/observe.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -35,6 +36,11 @@ export interface StartOptions {
  * was started and rethrows (StartupError carries an operator-readable message).
  */
 export async function startDaemon(config: DaemonConfig, options: StartOptions = {}): Promise<Daemon> {
+  if (config.database) {
+    throw new StartupError(
+      'the PostgreSQL backend is not complete yet (only users and the catalog are stored there); run platform serve without --database-url / PLATFORM_DATABASE_URL',
+    );
+  }
   const logger = options.logger ?? createLogger();
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);

@@ -3,10 +3,11 @@ import type { DaemonConfig } from './config.js';
 import { Password } from './auth/schemas.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
 import { PasswordHasher } from './auth/passwords.js';
-import { UserStore, toPublicUser, type PublicUser } from './auth/users.js';
+import { toPublicUser, type PublicUser } from './auth/users.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { openServices } from './services.js';
+import { FileUserStore } from './store/file/users.js';
 import { ensurePrivateDir } from './store/files.js';
 import { assertPlatformDataDir, lockDataDir } from './store/lock.js';
 
@@ -44,10 +45,10 @@ export async function resetPasswordOffline(config: DaemonConfig, email: string, 
   assertPlatformDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
   try {
-    const users = await UserStore.open(config.dataDir);
+    const users = await FileUserStore.open(config.dataDir);
     const hasher = new PasswordHasher(config.bcryptCost);
     try {
-      const user = users.findByEmail(email.trim());
+      const user = await users.findByEmail(email.trim());
       if (!user) throw new StartupError(`there is no user ${email} in ${config.dataDir}`);
       const passwordHash = await hasher.hash(password);
       const updated = await users.modify(user.id, (record) => {
@@ -57,7 +58,7 @@ export async function resetPasswordOffline(config: DaemonConfig, email: string, 
       return toPublicUser(updated);
     } finally {
       await hasher.close();
-      await users.flush();
+      await users.close();
     }
   } finally {
     lock.release();

@@ -4,7 +4,7 @@ import { AuthService } from './auth/service.js';
 import { PasswordHasher } from './auth/passwords.js';
 import { LoginThrottle } from './auth/throttle.js';
 import { TokenService } from './auth/tokens.js';
-import { UserStore } from './auth/users.js';
+import { UserNames } from './auth/names.js';
 import { CatalogService } from './catalog/service.js';
 import { ChatService } from './chat/service.js';
 import { ChatStore } from './chat/store.js';
@@ -22,6 +22,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
+import { openFileStores } from './store/stores.js';
 import { WebhookRequestLog } from './webhooks/request-log.js';
 import { WebhookService } from './webhooks/service.js';
 import { WorkspaceService } from './workspaces/service.js';
@@ -64,16 +65,17 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const jwtSecret = config.jwtSecret
       ? Buffer.from(config.jwtSecret)
       : await readOrCreateSecret(join(config.dataDir, 'jwt-secret'), 32);
-    const users = await UserStore.open(config.dataDir);
-    closers.push(() => users.flush());
-    const tokens = await TokenService.open(config.dataDir, jwtSecret, config.tokenTtlSeconds);
-    closers.push(() => tokens.close());
+    // The one place the backend is chosen; PostgreSQL (config.database) is refused at start until every domain is converted.
+    const stores = await openFileStores(config.dataDir);
+    closers.push(() => stores.close());
+    const { users } = stores;
+    const tokens = new TokenService(jwtSecret, config.tokenTtlSeconds, stores.revocations);
     const passwords = new PasswordHasher(config.bcryptCost);
     closers.push(() => passwords.close());
-    const throttle = new LoginThrottle(config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
-    const auth = new AuthService(users, tokens, passwords, throttle);
-    const catalog = await CatalogService.open(config.dataDir, { fullNameOf: (id) => users.get(id)?.fullName });
-    closers.push(() => catalog.close());
+    const throttle = new LoginThrottle(stores.loginAttempts, config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
+    const names = await UserNames.load(users);
+    const auth = new AuthService(users, tokens, passwords, throttle, names);
+    const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
 
     const box = await SecretBox.open(config.dataDir, config.masterKey);
     const chat = await ChatStore.open(join(config.dataDir, 'chat.log'));
@@ -141,7 +143,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
 
     const jobs: ScheduledJob[] = [
       { name: 'prune-revoked-tokens', cronTime: '0 */10 * * * *', run: () => tokens.pruneExpired() },
-      { name: 'prune-login-throttle', cronTime: '30 */5 * * * *', run: async () => throttle.prune() },
+      { name: 'prune-login-throttle', cronTime: '30 */5 * * * *', run: () => throttle.prune() },
       { name: 'event-retention', cronTime: '15 */10 * * * *', run: () => events.applyRetention() },
     ];
     return {

@@ -10,6 +10,8 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'address to listen on (PLATFORM_HOST; default 127.0.0.1)')
     .option('--port <port>', 'port to listen on, 0 for any free one (PLATFORM_PORT; default 8080)')
     .option('--data-dir <dir>', 'data directory (PLATFORM_DATA_DIR; default ./data)')
+    .option('--database-url <url>', 'keep every piece of state in this PostgreSQL database instead (PLATFORM_DATABASE_URL)')
+    .option('--database-schema <name>', "schema of the platform's tables in it (PLATFORM_DATABASE_SCHEMA; default platform)")
     .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
     .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
     .option('--seed', 'add the development catalog\'s extensions (seed/catalog.json) that the catalog lacks (PLATFORM_SEED)')

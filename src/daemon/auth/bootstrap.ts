@@ -27,7 +27,7 @@ export async function ensureFirstAdmin(
   dataDir: string,
   credentials: { email: string; password: string } | null,
 ): Promise<FirstAdmin | null> {
-  if (auth.users.count > 0) return null;
+  if ((await auth.users.count()) > 0) return null;
   if (credentials) {
     const email = v.safeParse(Email, credentials.email);
     if (!email.success) throw new StartupError(`PLATFORM_ADMIN_EMAIL ${email.issues[0].message}`);
@@ -57,7 +57,7 @@ export async function leftoverPasswordFile(auth: AuthService, dataDir: string): 
     if (isMissing(error)) return null;
     throw error;
   }
-  const admin = auth.users.findByEmail(GENERATED_ADMIN);
+  const admin = await auth.users.findByEmail(GENERATED_ADMIN);
   if (admin && (await auth.passwordMatches(admin, password))) return null;
   return `${file} is left over: the password in it no longer works (another one was set); delete it with: rm ${file}`;
 }

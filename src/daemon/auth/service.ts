@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { DomainError, conflict, invalid } from '../errors.js';
+import type { UserNames } from './names.js';
 import { LoginThrottle } from './throttle.js';
 import type { PasswordHasher } from './passwords.js';
 import type { TokenClaims, TokenService } from './tokens.js';
-import { isAdmin, toPublicUser, type PublicUser, type UserRecord, type UserStore } from './users.js';
+import { emailTaken, toPublicUser, type PublicUser, type UserRecord, type UserStore } from './users.js';
 import type { ChangePasswordInput, CreateUserInput, LoginInput, PatchUserInput } from './schemas.js';
 
 export interface Session {
@@ -32,13 +33,14 @@ export class AuthService {
     readonly tokens: TokenService,
     private readonly passwords: PasswordHasher,
     readonly throttle: LoginThrottle,
+    readonly names: UserNames,
   ) {
     // Hashed once, at start, before anything is served: no worker needs to stay up for it.
     this.decoyHash = bcrypt.hashSync(randomBytes(16).toString('hex'), passwords.cost);
   }
 
   async login(input: LoginInput, clientAddress: string): Promise<{ user: PublicUser; session: Session }> {
-    const user = this.users.findByEmail(input.email.trim());
+    const user = await this.users.findByEmail(input.email.trim());
     const matches = await this.comparePassword(
       LoginThrottle.key(input.email, clientAddress),
       clientAddress,
@@ -54,7 +56,7 @@ export class AuthService {
   /** Resolves a bearer token to its user: 401 for any token problem, 403 for a disabled account. */
   async authenticate(token: string): Promise<Caller> {
     const claims = await this.tokens.verify(token);
-    const user = this.users.get(claims.sub);
+    const user = await this.users.get(claims.sub);
     if (!user) throw new DomainError('UNAUTHORIZED', 'the account of this session no longer exists');
     // Before the token version: disabling bumps it, and a disabled user's requests are 403.
     if (!user.active) throw accountDisabled();
@@ -100,7 +102,8 @@ export class AuthService {
   }
 
   async createUser(input: CreateUserInput): Promise<PublicUser> {
-    if (this.users.findByEmail(input.email)) throw conflict(`a user with e-mail ${input.email} already exists`);
+    // Checked before hashing, which costs; the store checks again as it inserts.
+    if (await this.users.findByEmail(input.email)) throw emailTaken(input.email);
     const passwordHash = await this.passwords.hash(input.password);
     const user = await this.users.insert({
       email: input.email,
@@ -108,16 +111,17 @@ export class AuthService {
       roles: input.roles ?? ['USER'],
       passwordHash,
     });
+    await this.names.refresh(user.id);
     return toPublicUser(user);
   }
 
-  listUsers(): PublicUser[] {
-    return this.users.list().map(toPublicUser);
+  async listUsers(): Promise<PublicUser[]> {
+    return (await this.users.list()).map(toPublicUser);
   }
 
   async updateUser(id: string, patch: PatchUserInput): Promise<PublicUser> {
+    // The store refuses a change that leaves no active ADMIN.
     const user = await this.users.modify(id, (record) => {
-      const wasActiveAdmin = record.active && isAdmin(record);
       if (patch.fullName !== undefined) record.fullName = patch.fullName;
       if (patch.roles !== undefined) record.roles = patch.roles;
       if (patch.active !== undefined) {
@@ -125,17 +129,16 @@ export class AuthService {
         if (record.active && !patch.active) record.tokenVersion += 1;
         record.active = patch.active;
       }
-      if (wasActiveAdmin && !(record.active && isAdmin(record))) this.assertAnotherActiveAdmin(id);
     });
+    if (patch.fullName !== undefined) await this.names.refresh(id);
     return toPublicUser(user);
   }
 
   /** The user's tokens stop working with the account (authenticate finds no user). */
   async deleteUser(caller: Caller, id: string): Promise<void> {
     if (caller.user.id === id) throw conflict('you cannot delete your own account; another administrator can');
-    const user = this.users.get(id);
-    if (user && user.active && isAdmin(user)) this.assertAnotherActiveAdmin(id);
     await this.users.remove(id);
+    await this.names.refresh(id);
     for (const listener of this.deletionListeners) await listener(id);
   }
 
@@ -148,22 +151,16 @@ export class AuthService {
    * while the comparison runs, so concurrent guesses cannot overtake the limit.
    */
   private async comparePassword(throttleKey: string, clientAddress: string, password: string, hash: string): Promise<boolean> {
-    const attempt = this.throttle.begin(throttleKey, clientAddress);
+    const attempt = await this.throttle.begin(throttleKey, clientAddress);
     let matches: boolean;
     try {
       matches = await this.passwords.verify(password, hash);
     } catch (error) {
-      attempt.abandoned();
+      await attempt.abandoned();
       throw error;
     }
-    if (matches) attempt.succeeded();
-    else attempt.failed();
+    if (matches) await attempt.succeeded();
+    else await attempt.failed();
     return matches;
-  }
-
-  /** Never leave the platform without an administrator who can log in. */
-  private assertAnotherActiveAdmin(exceptId: string): void {
-    const others = this.users.list().some((user) => user.id !== exceptId && user.active && isAdmin(user));
-    if (!others) throw conflict('this is the last active administrator; promote another user first');
   }
 }

@@ -1,30 +1,49 @@
 import { RateLimitedError } from '../errors.js';
 
-/** Bounds memory when someone sprays failed logins for random e-mails. */
-const MAX_TRACKED_KEYS = 100_000;
-
 /**
  * Password checks one client address may have running at once. Well under the
  * password hasher's queue (256), so that one address flooding logins for random
- * e-mails cannot fill the queue and starve everyone else.
+ * e-mails cannot fill the queue and starve everyone else. Per daemon, like the
+ * hasher it protects.
  */
 const MAX_IN_FLIGHT_PER_ADDRESS = 16;
 
-interface KeyState {
-  /** Times of failures inside the window, oldest first; never more than maxFailures. */
-  failures: number[];
-  /** Attempts reserved and still being checked: they count as failures until they end. */
-  inFlight: number;
+/** A place held for one attempt, or how long until one may start. */
+export type Reservation = { id: string } | { retryAfterMs: number };
+
+/**
+ * The failed-attempt counts of login throttling (store/file/login-attempts.ts,
+ * store/postgres/login-attempts.ts). An attempt holds its place from `reserve`
+ * until exactly one of failed, succeeded or abandoned; reserving checks and
+ * takes the place in one step, so that concurrent attempts, on any daemon
+ * sharing the store, cannot overtake the limit.
+ */
+export interface LoginAttemptStore {
+  /**
+   * Holds a place for one attempt at `key`, unless `limit` attempts already
+   * count: failures inside the window, and attempts still being checked
+   * (counted as failing now). Then: the milliseconds until the oldest of them
+   * leaves the window.
+   */
+  reserve(key: string, limit: number, windowMs: number): Promise<Reservation>;
+  /** The attempt failed: it counts for the window from now. */
+  failed(key: string, id: string): Promise<void>;
+  /** The attempt succeeded: the key's failures are forgiven. */
+  succeeded(key: string, id: string): Promise<void>;
+  /** The attempt could not be checked: it counts for nothing. */
+  abandoned(key: string, id: string): Promise<void>;
+  /** Forgets what no longer counts. */
+  prune(windowMs: number): Promise<void>;
 }
 
 /** One password check holding its place in the throttle; exactly one of these ends it. */
 export interface ThrottledAttempt {
   /** The password was wrong: the attempt stays counted as a failure for the window. */
-  failed(): void;
+  failed(): Promise<void>;
   /** The password was right: the key's failures are forgiven. */
-  succeeded(): void;
+  succeeded(): Promise<void>;
   /** The check could not run (the hasher refused it): the attempt counts for nothing. */
-  abandoned(): void;
+  abandoned(): Promise<void>;
 }
 
 /**
@@ -33,16 +52,14 @@ export interface ThrottledAttempt {
  * the oldest of them leaves the window. An attempt takes its place before its
  * password is compared, so concurrent attempts cannot overtake the limit; and
  * each client address has a small budget of checks in flight.
- * Kept in memory: a restart forgives, by design.
  */
 export class LoginThrottle {
-  private readonly states = new Map<string, KeyState>();
   private readonly inFlightByAddress = new Map<string, number>();
 
   constructor(
+    private readonly attempts: LoginAttemptStore,
     private readonly maxFailures: number,
     private readonly windowMs: number,
-    private readonly now: () => number = Date.now,
   ) {}
 
   static key(email: string, clientAddress: string): string {
@@ -55,75 +72,51 @@ export class LoginThrottle {
   }
 
   /** Reserves an attempt; throws 429 with the seconds to wait when the key or the address is exhausted. */
-  begin(key: string, clientAddress: string): ThrottledAttempt {
+  async begin(key: string, clientAddress: string): Promise<ThrottledAttempt> {
     const fromAddress = this.inFlightByAddress.get(clientAddress) ?? 0;
     if (fromAddress >= MAX_IN_FLIGHT_PER_ADDRESS) {
       throw new RateLimitedError('too many logins in progress from this address; retry shortly', 1);
     }
-    const state = this.recent(key);
-    if (state.failures.length + state.inFlight >= this.maxFailures) {
-      // Attempts in flight are counted as failing now.
-      const counted = [...state.failures, ...Array<number>(state.inFlight).fill(this.now())];
-      const retryAfterMs = counted[counted.length - this.maxFailures]! + this.windowMs - this.now();
-      throw new RateLimitedError(
-        'too many failed attempts for this account from this address; try again later',
-        Math.max(1, Math.ceil(retryAfterMs / 1000)),
-      );
-    }
-    state.inFlight += 1;
-    this.states.set(key, state);
+    // Counted before the store is asked, so that a burst cannot pass the check all at once.
     this.inFlightByAddress.set(clientAddress, fromAddress + 1);
-
     let ended = false;
     const end = () => {
       if (ended) return false;
       ended = true;
-      state.inFlight -= 1;
       const left = this.inFlightByAddress.get(clientAddress)! - 1;
       if (left > 0) this.inFlightByAddress.set(clientAddress, left);
       else this.inFlightByAddress.delete(clientAddress);
       return true;
     };
+    let reservation: Reservation;
+    try {
+      reservation = await this.attempts.reserve(key, this.maxFailures, this.windowMs);
+    } catch (error) {
+      end();
+      throw error;
+    }
+    if ('retryAfterMs' in reservation) {
+      end();
+      throw new RateLimitedError(
+        'too many failed attempts for this account from this address; try again later',
+        Math.max(1, Math.ceil(reservation.retryAfterMs / 1000)),
+      );
+    }
+    const { id } = reservation;
     return {
-      failed: () => {
-        if (!end()) return;
-        state.failures.push(this.now());
-        // Re-inserted last: Map order makes the keys that failed longest ago the first forgotten.
-        this.states.delete(key);
-        this.states.set(key, state);
-        this.bound();
+      failed: async () => {
+        if (end()) await this.attempts.failed(key, id);
       },
-      succeeded: () => {
-        if (!end()) return;
-        state.failures = [];
-        if (state.inFlight === 0) this.states.delete(key);
+      succeeded: async () => {
+        if (end()) await this.attempts.succeeded(key, id);
       },
-      abandoned: () => {
-        if (end() && state.inFlight === 0 && state.failures.length === 0) this.states.delete(key);
+      abandoned: async () => {
+        if (end()) await this.attempts.abandoned(key, id);
       },
     };
   }
 
-  prune(): void {
-    for (const key of [...this.states.keys()]) this.recent(key);
-  }
-
-  private bound(): void {
-    if (this.states.size <= MAX_TRACKED_KEYS) return;
-    this.prune();
-    // Still full: forget the keys that failed longest ago, but never one with attempts in flight.
-    for (const [key, state] of this.states) {
-      if (this.states.size <= MAX_TRACKED_KEYS) break;
-      if (state.inFlight === 0) this.states.delete(key);
-    }
-  }
-
-  /** The key's state with failures outside the window dropped; a state with nothing left is forgotten. */
-  private recent(key: string): KeyState {
-    const cutoff = this.now() - this.windowMs;
-    const state = this.states.get(key) ?? { failures: [], inFlight: 0 };
-    state.failures = state.failures.filter((at) => at > cutoff);
-    if (state.failures.length === 0 && state.inFlight === 0) this.states.delete(key);
-    return state;
+  prune(): Promise<void> {
+    return this.attempts.prune(this.windowMs);
   }
 }

@@ -1,11 +1,5 @@
 import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { SignJWT, jwtVerify } from 'jose';
-import { AppendLog } from '../store/append-log.js';
-import { Collection } from '../store/collection.js';
-import { fsyncDir } from '../store/files.js';
 import { unauthorized } from '../errors.js';
 
 export interface TokenClaims {
@@ -17,17 +11,17 @@ export interface TokenClaims {
   exp: number;
 }
 
-/** One line of revocations.log; kept until the token would have expired anyway. */
-interface Revocation {
-  jti: string;
-  /** The token's expiry, unix seconds. */
-  exp: number;
-}
-
-/** The whole-document store of earlier versions, migrated into the log on open. */
-interface LegacyRevocationsDocument {
-  schemaVersion: 1;
-  revoked: Record<string, number>;
+/**
+ * Revoked token ids (store/file/revocations.ts, store/postgres/revocations.ts),
+ * each kept until its token would have expired anyway.
+ */
+export interface RevocationStore {
+  isRevoked(jti: string): Promise<boolean>;
+  /** Durable when it resolves. `expiresAt`: the token's expiry, unix seconds. */
+  revoke(jti: string, expiresAt: number): Promise<void>;
+  /** Forgets the revocations of tokens expired at `now` (unix seconds); returns how many. */
+  pruneExpired(now: number): Promise<number>;
+  close(): Promise<void>;
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -43,21 +37,14 @@ export class TokenService {
   /** token → its verified claims; insertion order makes the oldest the first evicted. */
   private readonly verified = new Map<string, TokenClaims>();
 
-  private constructor(
-    private readonly key: KeyObject,
-    readonly ttlSeconds: number,
-    private readonly log: AppendLog<Revocation>,
-    /** jti → exp of every revoked token not yet pruned. */
-    private readonly revoked: Map<string, number>,
-  ) {}
+  private readonly key: KeyObject;
 
-  static async open(dataDir: string, secret: Uint8Array, ttlSeconds: number): Promise<TokenService> {
-    const revoked = new Map<string, number>();
-    const log = await AppendLog.open<Revocation>(join(dataDir, 'revocations.log'), (record) => {
-      revoked.set(record.jti, record.exp);
-    });
-    await migrateLegacyRevocations(join(dataDir, 'revocations.json'), log, revoked);
-    return new TokenService(createSecretKey(secret), ttlSeconds, log, revoked);
+  constructor(
+    secret: Uint8Array,
+    readonly ttlSeconds: number,
+    private readonly revocations: RevocationStore,
+  ) {
+    this.key = createSecretKey(secret);
   }
 
   async issue(userId: string, tokenVersion: number): Promise<{ token: string; claims: TokenClaims }> {
@@ -84,7 +71,7 @@ export class TokenService {
       this.verified.delete(token);
       throw unauthorized('the session token is invalid or expired; log in again');
     }
-    if (this.revoked.has(claims.jti)) throw unauthorized('the session token has been revoked; log in again');
+    if (await this.revocations.isRevoked(claims.jti)) throw unauthorized('the session token has been revoked; log in again');
     return claims;
   }
 
@@ -111,55 +98,13 @@ export class TokenService {
     return claims;
   }
 
-  /** Durable when it resolves: one appended line. */
-  async revoke(claims: TokenClaims): Promise<void> {
-    this.revoked.set(claims.jti, claims.exp);
-    await this.log.append({ jti: claims.jti, exp: claims.exp });
+  /** Durable when it resolves. */
+  revoke(claims: TokenClaims): Promise<void> {
+    return this.revocations.revoke(claims.jti, claims.exp);
   }
 
-  /** Drops revocations of tokens that have expired anyway, from memory and by compacting the log; returns how many. */
-  async pruneExpired(): Promise<number> {
-    const now = nowSeconds();
-    let pruned = 0;
-    for (const [jti, exp] of this.revoked) {
-      if (exp > now) continue;
-      this.revoked.delete(jti);
-      pruned += 1;
-    }
-    if (pruned > 0) await this.log.rewrite(revocationsOf(this.revoked));
-    return pruned;
+  /** Drops revocations of tokens that have expired anyway; returns how many. */
+  pruneExpired(): Promise<number> {
+    return this.revocations.pruneExpired(nowSeconds());
   }
-
-  get revokedCount(): number {
-    return this.revoked.size;
-  }
-
-  close(): Promise<void> {
-    return this.log.close();
-  }
-}
-
-function* revocationsOf(revoked: Map<string, number>): Iterable<Revocation> {
-  for (const [jti, exp] of revoked) yield { jti, exp };
-}
-
-/**
- * Moves the revocations of an earlier version's revocations.json into the log:
- * the log is rewritten with both (durably) before the old file is removed, so a
- * crash in between only repeats the migration at the next start.
- */
-async function migrateLegacyRevocations(file: string, log: AppendLog<Revocation>, revoked: Map<string, number>): Promise<void> {
-  if (!existsSync(file)) return;
-  const legacy = await Collection.open<LegacyRevocationsDocument>({
-    file,
-    schemaVersion: 1,
-    create: () => ({ schemaVersion: 1, revoked: {} }),
-  });
-  const now = nowSeconds();
-  for (const [jti, exp] of Object.entries(legacy.data.revoked)) {
-    if (exp > now) revoked.set(jti, exp);
-  }
-  await log.rewrite(revocationsOf(revoked));
-  await unlink(file);
-  await fsyncDir(dirname(file));
 }

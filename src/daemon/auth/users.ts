@@ -1,7 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { Collection } from '../store/collection.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict } from '../errors.js';
 import type { Role } from './schemas.js';
 
 export interface UserRecord {
@@ -26,11 +23,6 @@ export interface PublicUser {
   active: boolean;
 }
 
-interface UsersDocument {
-  schemaVersion: 1;
-  users: UserRecord[];
-}
-
 export const toPublicUser = (user: UserRecord): PublicUser => ({
   id: user.id,
   email: user.email,
@@ -40,6 +32,7 @@ export const toPublicUser = (user: UserRecord): PublicUser => ({
 });
 
 export const isAdmin = (user: Pick<UserRecord, 'roles'>) => user.roles.includes('ADMIN');
+export const isActiveAdmin = (user: Pick<UserRecord, 'roles' | 'active'>) => user.active && isAdmin(user);
 
 export interface NewUser {
   email: string;
@@ -48,88 +41,38 @@ export interface NewUser {
   passwordHash: string;
 }
 
-/** users.json, with in-memory indexes by id and by lowercased e-mail. */
-export class UserStore {
-  private byId = new Map<string, UserRecord>();
-  private byEmail = new Map<string, UserRecord>();
+export const emailTaken = (email: string) => conflict(`a user with e-mail ${email} already exists`);
+export const lastActiveAdmin = () => conflict('this is the last active administrator; promote another user first');
 
-  private constructor(private readonly collection: Collection<UsersDocument>) {
-    this.reindex();
-    collection.onReset(() => this.reindex());
-  }
-
-  static async open(dataDir: string): Promise<UserStore> {
-    const collection = await Collection.open<UsersDocument>({
-      file: join(dataDir, 'users.json'),
-      schemaVersion: 1,
-      create: () => ({ schemaVersion: 1, users: [] }),
-    });
-    return new UserStore(collection);
-  }
-
-  get count(): number {
-    return this.byId.size;
-  }
-
-  get(id: string): UserRecord | undefined {
-    return this.byId.get(id);
-  }
-
-  findByEmail(email: string): UserRecord | undefined {
-    return this.byEmail.get(email.toLowerCase());
-  }
-
-  list(): UserRecord[] {
-    return [...this.collection.data.users];
-  }
-
-  async insert(input: NewUser): Promise<UserRecord> {
-    return this.collection.update((data) => {
-      if (this.byEmail.has(input.email.toLowerCase())) throw conflict(`a user with e-mail ${input.email} already exists`);
-      const now = new Date().toISOString();
-      const user: UserRecord = { id: randomUUID(), ...input, active: true, tokenVersion: 0, createdAt: now, updatedAt: now };
-      data.users.push(user);
-      this.index(user);
-      return user;
-    });
-  }
-
-  /** Applies `change` to a copy and swaps it in, so a throwing change leaves the user untouched. */
-  async modify(id: string, change: (user: UserRecord) => void): Promise<UserRecord> {
-    return this.collection.update((data) => {
-      const index = data.users.findIndex((user) => user.id === id);
-      if (index < 0) throw notFound(`user ${id} not found`);
-      const next = structuredClone(data.users[index]!);
-      change(next);
-      next.updatedAt = new Date().toISOString();
-      data.users[index] = next;
-      this.index(next);
-      return next;
-    });
-  }
-
-  async remove(id: string): Promise<void> {
-    await this.collection.update((data) => {
-      const user = this.byId.get(id);
-      if (!user) throw notFound(`user ${id} not found`);
-      data.users = data.users.filter((candidate) => candidate.id !== id);
-      this.byId.delete(id);
-      this.byEmail.delete(user.email.toLowerCase());
-    });
-  }
-
-  flush(): Promise<void> {
-    return this.collection.flush();
-  }
-
-  private index(user: UserRecord): void {
-    this.byId.set(user.id, user);
-    this.byEmail.set(user.email.toLowerCase(), user);
-  }
-
-  private reindex(): void {
-    this.byId = new Map();
-    this.byEmail = new Map();
-    for (const user of this.collection.data.users) this.index(user);
-  }
+/**
+ * Where users are kept (store/file/users.ts, store/postgres/users.ts). Besides
+ * storing, a store keeps two rules that must hold however many daemons write
+ * at once: one account per e-mail address (ignoring case), and never a change
+ * or removal that leaves the platform without an active ADMIN once it has one.
+ */
+export interface UserStore {
+  count(): Promise<number>;
+  get(id: string): Promise<UserRecord | undefined>;
+  /** Ignoring case. */
+  findByEmail(email: string): Promise<UserRecord | undefined>;
+  /** In the order of creation. */
+  list(): Promise<UserRecord[]>;
+  /** Active, token version 0. Throws CONFLICT when the e-mail is taken. */
+  insert(input: NewUser): Promise<UserRecord>;
+  /**
+   * Applies `change` to a copy of the current record and stores it, with no
+   * other change of that user in between; a `change` that throws stores
+   * nothing. Throws NOT_FOUND, or CONFLICT when it would leave no active ADMIN.
+   */
+  modify(id: string, change: (user: UserRecord) => void): Promise<UserRecord>;
+  /** Throws NOT_FOUND, or CONFLICT when the user is the last active ADMIN. */
+  remove(id: string): Promise<void>;
+  /**
+   * `listener` learns the id of each user another daemon sharing the store
+   * changed, or null when changes may have been missed (a lost connection).
+   * A store no other daemon writes to never calls it.
+   */
+  onChange(listener: (id: string | null) => void): void;
+  /** Once every write made so far is durable. */
+  close(): Promise<void>;
 }

@@ -27,14 +27,14 @@ export interface SeedResult {
  */
 export async function seedCatalog(
   catalog: CatalogService,
-  users: { list(): UserRecord[] },
+  users: { list(): Promise<UserRecord[]> },
   file = SEED_FILE,
 ): Promise<SeedResult> {
   const seed = await readSeed(file);
   const missing = seed.extensions.filter((extension) => !catalog.has(extension.extensionKey));
   const skipped = seed.extensions.filter((extension) => catalog.has(extension.extensionKey)).map((extension) => extension.extensionKey);
   if (missing.length === 0) return { added: [], skipped };
-  const actor = users.list().find((user) => user.active && isAdmin(user));
+  const actor = (await users.list()).find((user) => user.active && isAdmin(user));
   if (!actor) throw new StartupError('cannot seed the catalog: there is no active administrator to attribute it to');
   try {
     for (const extension of missing) await loadExtension(catalog, actor, extension);

@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { conflict, invalid, notFound } from '../errors.js';
-import { ensurePrivateDir } from '../store/files.js';
-import { AuditTrail, type AuditFilter } from './audit.js';
 import { checkPermissions } from './permissions.js';
 import {
   DEFAULT_CATEGORY,
@@ -12,7 +9,7 @@ import {
   type UpdateExtensionInput,
 } from './schemas.js';
 import { SearchIndex } from './search-index.js';
-import { createShard, openShards, type Shard } from './shards.js';
+import { extensionExists, type AuditFilter, type CatalogStore } from './store.js';
 import type {
   Actor,
   AuditAction,
@@ -27,11 +24,11 @@ import type {
 } from './types.js';
 import { latestVersionOf, newestFirst, samePrecedence } from './versions.js';
 
-/** One extension in memory: its shard, and what is derived from it, rebuilt whenever it changes. */
+/** One extension in memory, as last read from the store, and what is derived from it, rebuilt whenever it changes. */
 interface Entry {
   /** A small integer naming the extension in the search index and the ordering. */
   readonly slot: number;
-  readonly shard: Shard;
+  extension: StoredExtension;
   /** name, description and category as last indexed: a change of these reorders or refilters listings. */
   listedAs: string;
   /** Built on first read after a change; frozen because they are shared between requests. */
@@ -75,17 +72,19 @@ const toVersionRecord = (stored: StoredVersion): VersionRecord => ({
  * The marketplace catalog: extensions, their versions and the semver rules,
  * the browse and search read side, and the audit trail of every change.
  *
- * Reads never touch the disk: every extension is in memory, with an n-gram
+ * Reads never wait for the store: every extension is in memory, with an n-gram
  * index for search, a precomputed order by (name, extensionKey), per-extension
  * summary and detail objects, and a small cache of recent listings. A change
- * validates first, then rewrites only its extension's shard and appends one
- * audit line; both are on disk before it returns.
+ * validates against the store's current extension inside the store's update
+ * (so concurrent changes, on any daemon, cannot both pass a check), then the
+ * extension is read back into memory before the change returns. Changes other
+ * daemons make are read back when the store reports them.
  */
 export class CatalogService {
   private readonly entries: Entry[] = [];
   private readonly byKey = new Map<string, Entry>();
-  /** Keys whose creation is being written, so that a concurrent duplicate is refused. */
-  private readonly creating = new Set<string>();
+  /** Read-backs from the store, one at a time, in the order asked for. */
+  private reloads: Promise<void> = Promise.resolve();
   private readonly index = new SearchIndex();
   private readonly byCategory = new Map<string, Set<number>>();
   /** slot → the category it is filed under in byCategory. */
@@ -97,19 +96,15 @@ export class CatalogService {
   private categoryCounts: CategoryCount[] | null = null;
 
   private constructor(
-    private readonly dir: string,
-    private readonly audit: AuditTrail,
+    private readonly store: CatalogStore,
     private readonly fullNameOf: (userId: string) => string | undefined,
   ) {}
 
-  static async open(dataDir: string, options: CatalogOptions): Promise<CatalogService> {
-    const dir = join(dataDir, 'catalog');
-    await ensurePrivateDir(dir);
-    const shards = await openShards(dir);
-    const audit = await AuditTrail.open(join(dataDir, 'audit.log'));
-    const catalog = new CatalogService(dir, audit, options.fullNameOf);
-    for (const shard of shards) catalog.add(shard);
+  static async open(store: CatalogStore, options: CatalogOptions): Promise<CatalogService> {
+    const catalog = new CatalogService(store, options.fullNameOf);
+    for (const extension of await store.loadAll()) catalog.put(extension);
     catalog.index.trim();
+    store.onChange((extensionKey) => void catalog.reload(extensionKey).catch(() => undefined));
     return catalog;
   }
 
@@ -125,7 +120,7 @@ export class CatalogService {
 
   /** Throws NOT_FOUND for an unknown extension or version. */
   versionRecord(extensionKey: string, version: string): VersionRecord {
-    return toVersionRecord(this.findVersion(this.require(extensionKey), version));
+    return toVersionRecord(findVersion(this.require(extensionKey).extension, version));
   }
 
   /** The contract's latestVersion (null without versions); throws NOT_FOUND for an unknown extension. */
@@ -163,7 +158,7 @@ export class CatalogService {
   /** Newest first. */
   auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
     if (filter.extensionKey !== undefined && !this.byKey.has(filter.extensionKey)) throw notFound(`extension ${filter.extensionKey} not found`);
-    return this.audit.read(filter);
+    return this.store.auditTrail(filter);
   }
 
   // ---- changes ----
@@ -171,7 +166,8 @@ export class CatalogService {
   async create(actor: Actor, input: CreateExtensionInput): Promise<ExtensionDetail> {
     const key = input.extensionKey;
     const permissions = checkPermissions(key, input.permissions ?? []);
-    if (this.byKey.has(key) || this.creating.has(key)) throw conflict(`extension ${key} already exists`);
+    // Checked here to answer early; the store refuses a duplicate however it arrives.
+    if (this.byKey.has(key)) throw extensionExists(key);
     const now = new Date().toISOString();
     const extension: StoredExtension = {
       extensionKey: key,
@@ -189,20 +185,8 @@ export class CatalogService {
     for (const field of ['name', 'description', 'category', 'permissions'] as const) {
       changes[field] = { from: null, to: extension[field] };
     }
-    this.creating.add(key);
-    try {
-      const [shard, audited] = await Promise.allSettled([
-        createShard(this.dir, extension),
-        this.audit.append(auditRecord(actor, 'create', key, now, { changes })),
-      ]);
-      // A shard on disk is part of the catalog, even if its audit line failed: memory must match the disk.
-      if (shard.status === 'rejected') throw shard.reason;
-      const entry = this.add(shard.value);
-      if (audited.status === 'rejected') throw audited.reason;
-      return this.detailOf(entry);
-    } finally {
-      this.creating.delete(key);
-    }
+    await this.storing(key, this.store.create(extension, auditRecord(actor, 'create', key, now, { changes })));
+    return this.detailOf(this.require(key));
   }
 
   /** Changes only what differs; a patch that changes nothing writes nothing. */
@@ -214,24 +198,24 @@ export class CatalogService {
       );
     }
     const permissions = patch.permissions && checkPermissions(extensionKey, patch.permissions);
-    const entry = this.require(extensionKey);
-    const current = entry.shard.data.extension;
-    const next: StoredExtension = { ...current };
-    const changes: Record<string, FieldChange> = {};
-    for (const field of ['name', 'description', 'category'] as const) {
-      const value = patch[field];
-      if (value === undefined || value === current[field]) continue;
-      changes[field] = { from: current[field], to: value };
-      next[field] = value;
-    }
-    if (permissions && permissions.join('\n') !== current.permissions.join('\n')) {
-      changes.permissions = { from: current.permissions, to: permissions };
-      next.permissions = permissions;
-    }
-    if (Object.keys(changes).length === 0) return this.detailOf(entry);
-    next.updatedAt = new Date().toISOString();
-    await this.commit(entry, next, auditRecord(actor, 'update', extensionKey, next.updatedAt, { changes }));
-    return this.detailOf(entry);
+    await this.change(extensionKey, (current) => {
+      const next: StoredExtension = { ...current };
+      const changes: Record<string, FieldChange> = {};
+      for (const field of ['name', 'description', 'category'] as const) {
+        const value = patch[field];
+        if (value === undefined || value === current[field]) continue;
+        changes[field] = { from: current[field], to: value };
+        next[field] = value;
+      }
+      if (permissions && permissions.join('\n') !== current.permissions.join('\n')) {
+        changes.permissions = { from: current.permissions, to: permissions };
+        next.permissions = permissions;
+      }
+      if (Object.keys(changes).length === 0) return null;
+      next.updatedAt = new Date().toISOString();
+      return { next, record: auditRecord(actor, 'update', extensionKey, next.updatedAt, { changes }) };
+    });
+    return this.detailOf(this.require(extensionKey));
   }
 
   /** `publishedAt` backdates a version (the development seed); the API always publishes now. */
@@ -241,21 +225,6 @@ export class CatalogService {
     input: PublishVersionInput,
     publishedAt = new Date(),
   ): Promise<VersionRecord> {
-    const entry = this.require(extensionKey);
-    const current = entry.shard.data.extension;
-    const clash = current.versions.find((published) => samePrecedence(published.version, input.version));
-    if (clash?.version === input.version) {
-      throw conflict(
-        `version ${input.version} of ${extensionKey} is already published` +
-          (clash.yanked ? ' (yanked: a published version number is never reused)' : ''),
-      );
-    }
-    if (clash) {
-      throw conflict(
-        `version ${input.version} has the same precedence as the published ${clash.version} of ${extensionKey} ` +
-          '(they differ only in build metadata)',
-      );
-    }
     const at = publishedAt.toISOString();
     const version: StoredVersion = {
       version: input.version,
@@ -268,13 +237,27 @@ export class CatalogService {
       changelog: input.changelog ?? null,
       publishedAt: at,
     };
-    const now = new Date().toISOString();
-    const versions = [...current.versions, version].sort((a, b) => newestFirst(a.version, b.version));
-    await this.commit(
-      entry,
-      { ...current, versions, updatedAt: now },
-      auditRecord(actor, 'publish', extensionKey, now, { version: input.version }),
-    );
+    await this.change(extensionKey, (current) => {
+      const clash = current.versions.find((published) => samePrecedence(published.version, input.version));
+      if (clash?.version === input.version) {
+        throw conflict(
+          `version ${input.version} of ${extensionKey} is already published` +
+            (clash.yanked ? ' (yanked: a published version number is never reused)' : ''),
+        );
+      }
+      if (clash) {
+        throw conflict(
+          `version ${input.version} has the same precedence as the published ${clash.version} of ${extensionKey} ` +
+            '(they differ only in build metadata)',
+        );
+      }
+      const now = new Date().toISOString();
+      const versions = [...current.versions, version].sort((a, b) => newestFirst(a.version, b.version));
+      return {
+        next: { ...current, versions, updatedAt: now },
+        record: auditRecord(actor, 'publish', extensionKey, now, { version: input.version }),
+      };
+    });
     return toVersionRecord(version);
   }
 
@@ -288,11 +271,6 @@ export class CatalogService {
     return this.setYanked(actor, extensionKey, version, false);
   }
 
-  async close(): Promise<void> {
-    await Promise.all(this.entries.map((entry) => entry.shard.flush()));
-    await this.audit.close();
-  }
-
   // ---- internals ----
 
   private async setYanked(
@@ -302,18 +280,20 @@ export class CatalogService {
     yanked: boolean,
     reason?: string,
   ): Promise<VersionRecord> {
-    const entry = this.require(extensionKey);
-    const target = this.findVersion(entry, version);
-    if (target.yanked === yanked) return toVersionRecord(target);
-    const current = entry.shard.data.extension;
-    const changed: StoredVersion = { ...target, yanked };
-    const now = new Date().toISOString();
-    await this.commit(
-      entry,
-      { ...current, versions: current.versions.map((stored) => (stored === target ? changed : stored)), updatedAt: now },
-      auditRecord(actor, yanked ? 'yank' : 'unyank', extensionKey, now, reason === undefined ? { version } : { version, reason }),
-    );
-    return toVersionRecord(changed);
+    let answer: StoredVersion | undefined;
+    await this.change(extensionKey, (current) => {
+      const target = findVersion(current, version);
+      answer = target;
+      if (target.yanked === yanked) return null;
+      const changed: StoredVersion = { ...target, yanked };
+      answer = changed;
+      const now = new Date().toISOString();
+      return {
+        next: { ...current, versions: current.versions.map((stored) => (stored === target ? changed : stored)), updatedAt: now },
+        record: auditRecord(actor, yanked ? 'yank' : 'unyank', extensionKey, now, reason === undefined ? { version } : { version, reason }),
+      };
+    });
+    return toVersionRecord(answer!);
   }
 
   private require(extensionKey: string): Entry {
@@ -322,40 +302,51 @@ export class CatalogService {
     return entry;
   }
 
-  private findVersion(entry: Entry, version: string): StoredVersion {
-    const found = entry.shard.data.extension.versions.find((stored) => stored.version === version);
-    if (!found) throw notFound(`extension ${entry.shard.data.extension.extensionKey} has no version ${version}`);
-    return found;
+  /** A change through the store's read-modify-write, then read back into memory. */
+  private change(extensionKey: string, change: Parameters<CatalogStore['update']>[1]): Promise<void> {
+    return this.storing(extensionKey, this.store.update(extensionKey, change));
   }
 
   /**
-   * Swaps in the already validated `next` and waits until both the shard and the
-   * audit line are on disk. Called without an await since validation, so no
-   * other change can slip in between.
+   * Waits for a write, then reads the extension back from the store, failed or
+   * not: a write that failed may still have stored part of its change (a file
+   * written, its audit line not), and memory must show what the store holds.
    */
-  private async commit(entry: Entry, next: StoredExtension, record: AuditRecord): Promise<void> {
-    await Promise.all([
-      entry.shard.update((document) => {
-        document.extension = next;
-        this.refresh(entry);
-      }),
-      this.audit.append(record),
-    ]);
+  private async storing(extensionKey: string, write: Promise<unknown>): Promise<void> {
+    try {
+      await write;
+    } catch (error) {
+      await this.reload(extensionKey).catch(() => undefined);
+      throw error;
+    }
+    await this.reload(extensionKey);
   }
 
-  private add(shard: Shard): Entry {
-    const entry: Entry = { slot: this.entries.length, shard, listedAs: '', summary: null, detail: null };
-    this.entries.push(entry);
-    this.byKey.set(shard.data.extension.extensionKey, entry);
-    // A failed write reverts the shard to what is on disk; what is derived from it follows.
-    shard.onReset(() => this.refresh(entry));
-    this.refresh(entry);
-    return entry;
+  /**
+   * Brings one extension (null: every extension) in memory up to the store.
+   * Read-backs run one after the other, each reading after the previous one
+   * finished, so the last one asked for leaves the latest state.
+   */
+  private reload(extensionKey: string | null): Promise<void> {
+    const next = this.reloads.then(async () => {
+      const extensions = extensionKey === null ? await this.store.loadAll() : [await this.store.get(extensionKey)];
+      for (const extension of extensions) if (extension) this.put(extension);
+    });
+    // One failed read (the database away) must not stop the read-backs after it.
+    this.reloads = next.catch(() => undefined);
+    return next;
   }
 
-  /** Rebuilds what is derived from the entry's stored extension. */
-  private refresh(entry: Entry): void {
-    const extension = entry.shard.data.extension;
+  /** Adds or replaces an extension in memory, rebuilding what is derived from it when it changed. */
+  private put(extension: StoredExtension): void {
+    const known = this.byKey.get(extension.extensionKey);
+    if (known?.extension === extension) return;
+    const entry: Entry = known ?? { slot: this.entries.length, extension, listedAs: '', summary: null, detail: null };
+    if (!known) {
+      this.entries.push(entry);
+      this.byKey.set(extension.extensionKey, entry);
+    }
+    entry.extension = extension;
     entry.summary = null;
     entry.detail = null;
     const listedAs = `${extension.name}\n${extension.description}\n${extension.category}`;
@@ -412,7 +403,7 @@ export class CatalogService {
   private order(): { slots: Int32Array; rank: Int32Array } {
     if (this.ordering) return this.ordering;
     const keyed = this.entries.map((entry) => {
-      const { name, extensionKey } = entry.shard.data.extension;
+      const { name, extensionKey } = entry.extension;
       return { slot: entry.slot, lower: name.toLowerCase(), name, extensionKey };
     });
     keyed.sort(
@@ -426,7 +417,7 @@ export class CatalogService {
   }
 
   private summaryOf(entry: Entry): ExtensionSummary {
-    const extension = entry.shard.data.extension;
+    const { extension } = entry;
     const author = this.fullNameOf(extension.createdBy) ?? extension.authorName;
     if (entry.summary?.author !== author) {
       entry.summary = Object.freeze({
@@ -443,7 +434,7 @@ export class CatalogService {
 
   private detailOf(entry: Entry): ExtensionDetail {
     if (entry.detail) return entry.detail;
-    const extension = entry.shard.data.extension;
+    const { extension } = entry;
     entry.detail = Object.freeze({
       extensionKey: extension.extensionKey,
       name: extension.name,
@@ -460,6 +451,12 @@ export class CatalogService {
 }
 
 const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function findVersion(extension: StoredExtension, version: string): StoredVersion {
+  const found = extension.versions.find((stored) => stored.version === version);
+  if (!found) throw notFound(`extension ${extension.extensionKey} has no version ${version}`);
+  return found;
+}
 
 function auditRecord(
   actor: Actor,

@@ -73,7 +73,7 @@ export class WorkspaceService {
     private readonly catalog: CatalogReader,
     private readonly handlers: HandlerDirectory,
     private readonly box: SecretBox,
-    private readonly users: { get(id: string): unknown },
+    private readonly users: { get(id: string): Promise<unknown> },
     private readonly denyPrivateTargets: boolean,
   ) {
     this.reindex();
@@ -86,7 +86,7 @@ export class WorkspaceService {
       catalog: CatalogReader;
       handlers: HandlerDirectory;
       box: SecretBox;
-      users: { get(id: string): unknown };
+      users: { get(id: string): Promise<unknown> };
       denyPrivateTargets: boolean;
     },
   ): Promise<WorkspaceService> {
@@ -194,8 +194,10 @@ export class WorkspaceService {
   }
 
   async addMember(workspaceId: string, userId: string): Promise<Workspace> {
+    this.get(workspaceId); // an unknown workspace is the 404 first
+    if (!(await this.users.get(userId))) throw notFound(`user ${userId} not found`);
+    // Looked up again after the wait: it may have been deleted meanwhile.
     const workspace = this.get(workspaceId);
-    if (!this.users.get(userId)) throw notFound(`user ${userId} not found`);
     if (workspace.members.includes(userId)) return workspace;
     await this.collection.update(() => {
       workspace.members.push(userId);

@@ -1,9 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StartupError } from '../errors.js';
-import { Collection } from '../store/collection.js';
-import { isPlainObject } from '../validation.js';
-import type { ExtensionDocument, StoredExtension } from './types.js';
+import type { ExtensionDocument, StoredExtension } from '../../catalog/types.js';
+import { StartupError } from '../../errors.js';
+import { isPlainObject } from '../../validation.js';
+import { Collection } from '../collection.js';
 
 /**
  * The catalog is sharded: one small JSON document per extension under

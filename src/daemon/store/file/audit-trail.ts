@@ -1,14 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { AppendLog } from '../store/append-log.js';
-import { MAX_AUDIT_PAGE } from './schemas.js';
-import type { AuditRecord } from './types.js';
-
-export interface AuditFilter {
-  extensionKey?: string;
-  limit: number;
-  offset?: number;
-}
+import { MAX_AUDIT_PAGE } from '../../catalog/schemas.js';
+import type { AuditFilter } from '../../catalog/store.js';
+import type { AuditRecord } from '../../catalog/types.js';
+import { AppendLog } from '../append-log.js';
 
 /**
  * The audit trail: every catalog change, one JSON line each in audit.log,

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { unavailable } from '../../errors.js';
+import type { DatabaseSettings } from './settings.js';
+
+/** What both the pool and a transaction's client answer: parameterised SQL only. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/** A schema name as written in SQL; settings only hold names that need no escaping (see config.ts). */
+export const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * A pg.Pool bound to the platform's schema: every connection starts with the
+ * schema as its search_path, so that the SQL of stores and migrations names
+ * tables without it. Failures to reach the database become 503 UNAVAILABLE.
+ */
+export class Database implements Queryable {
+  /** Names this process in the notifications it sends, so that it can ignore its own. */
+  readonly instanceId = randomUUID();
+  private readonly pool: pg.Pool;
+
+  constructor(
+    readonly settings: DatabaseSettings,
+    /** An idle connection failed (the server restarted): the pool drops it and connects anew when needed. */
+    onIdleError: (error: Error) => void,
+  ) {
+    const searchPath = `SET search_path TO ${quoteIdentifier(settings.schema)}`;
+    this.pool = new pg.Pool({
+      connectionString: settings.url,
+      application_name: 'platform',
+      onConnect: async (client) => {
+        await client.query(searchPath);
+      },
+    });
+    this.pool.on('error', onIdleError);
+  }
+
+  get schema(): string {
+    return this.settings.schema;
+  }
+
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (error) {
+      throw asDatabaseError(error);
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one connection: committed when it
+   * resolves, rolled back when it throws (its error rethrown).
+   */
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw asDatabaseError(error);
+    }
+    let broken: unknown = null;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackFailed) {
+        // The connection itself is gone: the server rolls back on its side.
+        broken = rollbackFailed;
+      }
+      throw asDatabaseError(error);
+    } finally {
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  /** A connection of its own, outside the pool, for LISTEN. */
+  dedicatedClient(): pg.Client {
+    return new pg.Client({ connectionString: this.settings.url, application_name: 'platform' });
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/** SQLSTATE classes of a database that cannot serve now: connection exceptions, insufficient resources, operator intervention. */
+const UNAVAILABLE_CLASSES = ['08', '53', '57'];
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/** A lost or refused connection is 503 UNAVAILABLE, as a full disk is on files; other errors pass through. */
+export function asDatabaseError(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  const lost =
+    (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_CLASSES.includes(code.slice(0, 2)))) ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
+  if (!lost) return error;
+  const mapped = unavailable('the database cannot be reached; nothing was changed');
+  mapped.cause = error;
+  return mapped;
+}
+
+/** A unique constraint refused the row (SQLSTATE 23505); `constraint` names which one. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const failure = error as { code?: unknown; constraint?: unknown } | null;
+  return failure?.code === '23505' && (constraint === undefined || failure.constraint === constraint);
+}

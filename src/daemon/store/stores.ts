@@ -1,0 +1,62 @@
+import type { LoginAttemptStore } from '../auth/throttle.js';
+import type { RevocationStore } from '../auth/tokens.js';
+import type { UserStore } from '../auth/users.js';
+import type { CatalogStore } from '../catalog/store.js';
+import { FileCatalogStore } from './file/catalog.js';
+import { MemoryLoginAttemptStore } from './file/login-attempts.js';
+import { FileRevocationStore } from './file/revocations.js';
+import { FileUserStore } from './file/users.js';
+import type { ChangeFeed } from './postgres/change-feed.js';
+import type { Database } from './postgres/database.js';
+import { PostgresCatalogStore } from './postgres/catalog.js';
+import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
+import { PostgresRevocationStore } from './postgres/revocations.js';
+import { PostgresUserStore } from './postgres/users.js';
+
+/**
+ * The persistence of every converted domain, from one backend. Domain services
+ * receive these interfaces and never learn which backend is behind them; this
+ * file is where one is picked.
+ */
+export interface Stores {
+  users: UserStore;
+  revocations: RevocationStore;
+  loginAttempts: LoginAttemptStore;
+  catalog: CatalogStore;
+  /** Once every write made so far is durable. */
+  close(): Promise<void>;
+}
+
+/** Tests run time forward with `now`; the daemon uses the wall clock. */
+export interface StoreOptions {
+  now?: () => number;
+}
+
+/** The data directory's stores (the default backend). */
+export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<Stores> {
+  const users = await FileUserStore.open(dataDir);
+  const revocations = await FileRevocationStore.open(dataDir);
+  const catalog = await FileCatalogStore.open(dataDir);
+  return {
+    users,
+    revocations,
+    loginAttempts: new MemoryLoginAttemptStore(options.now),
+    catalog,
+    async close() {
+      await users.close();
+      await revocations.close();
+      await catalog.close();
+    },
+  };
+}
+
+/** The stores of a migrated PostgreSQL schema; closing them leaves the database and its feed open. */
+export function postgresStores(database: Database, feed: ChangeFeed, options: StoreOptions = {}): Stores {
+  return {
+    users: new PostgresUserStore(database, feed),
+    revocations: new PostgresRevocationStore(database),
+    loginAttempts: new PostgresLoginAttemptStore(database, options.now),
+    catalog: new PostgresCatalogStore(database, feed),
+    close: async () => undefined,
+  };
+}

