@@ -6,8 +6,7 @@ import { LoginThrottle } from './auth/throttle.js';
 import { TokenService } from './auth/tokens.js';
 import { UserNames } from './auth/names.js';
 import { CatalogService } from './catalog/service.js';
-import { ChatService } from './chat/service.js';
-import { ChatStore } from './chat/store.js';
+import { ChatService, postChatMessage } from './chat/service.js';
 import { DeadLetterStore } from './dispatch/dead-letters.js';
 import { DeliveryRecords } from './dispatch/delivery-records.js';
 import { Outbox } from './dispatch/outbox.js';
@@ -78,9 +77,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
 
     const box = await SecretBox.open(config.dataDir, config.masterKey);
-    const chat = await ChatStore.open(join(config.dataDir, 'chat.log'));
-    closers.push(() => chat.close());
-    const plugins = await PluginRegistry.load(config.pluginsDir, [createChatPlugin(chat)]);
+    const chatPlugin = createChatPlugin({ post: (workspaceId, input) => postChatMessage(stores.chat, workspaceId, input) });
+    const plugins = await PluginRegistry.load(config.pluginsDir, [chatPlugin]);
     const workspaces = await WorkspaceService.open(config.dataDir, {
       catalog,
       handlers: plugins,
@@ -153,7 +151,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         workspaces,
         events,
         deadLetters,
-        chat: new ChatService(chat, workspaces),
+        chat: new ChatService(stores.chat, workspaces),
         plugins,
         extensionConfig,
         webhooks,

@@ -1,4 +1,21 @@
+import { randomUUID } from 'node:crypto';
 import type { ChannelSummary, ChatMessage, ChatStore } from './store.js';
+
+/** What the chat plugin posts: a notification's channel, text and who sent it. */
+export interface NewChatMessage {
+  channel: string;
+  message: string;
+  sender: string;
+  publishedBy: string;
+  eventId: string;
+}
+
+/** Stores a new message in its channel; durable when it resolves. */
+export async function postChatMessage(store: ChatStore, workspaceId: string, input: NewChatMessage): Promise<ChatMessage> {
+  const message: ChatMessage = { id: randomUUID(), ...input, postedAt: new Date().toISOString() };
+  await store.post(workspaceId, message);
+  return message;
+}
 
 /** Reading chat channels: 404 for an unknown workspace, an empty list for a channel without messages. */
 export class ChatService {
@@ -7,13 +24,13 @@ export class ChatService {
     private readonly workspaces: { get(id: string): unknown },
   ) {}
 
-  channels(workspaceId: string): ChannelSummary[] {
-    this.workspaces.get(workspaceId);
+  async channels(workspaceId: string): Promise<ChannelSummary[]> {
+    await this.workspaces.get(workspaceId);
     return this.store.channelsOf(workspaceId);
   }
 
-  messages(workspaceId: string, channel: string, limit: number): ChatMessage[] {
-    this.workspaces.get(workspaceId);
+  async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
+    await this.workspaces.get(workspaceId);
     return this.store.messages(workspaceId, channel, limit);
   }
 }

@@ -1,6 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { AppendLog } from '../store/append-log.js';
-
 import type { ChatMessage } from '../../contract/types.js';
 
 export type { ChatMessage } from '../../contract/types.js';
@@ -11,103 +8,24 @@ export interface ChannelSummary {
   lastMessageAt: string;
 }
 
-interface ChatRecord {
-  workspaceId: string;
-  message: ChatMessage;
-}
-
-/** Each channel keeps its latest messages; older ones are dropped (from memory at once, from disk at compaction). */
+/** Each channel keeps its latest messages; older ones are dropped when a new one is posted. */
 export const MESSAGES_PER_CHANNEL = 1000;
 
-const channelKey = (workspaceId: string, channel: string) => `${workspaceId}\u0000${channel}`;
-
 /**
- * Chat channels per workspace, as an append-only log (chat.log): posting a
- * message costs one line. The log is compacted to what the channels keep once
- * it holds twice as many lines as that.
+ * Where the chat channels of every workspace are kept (store/file/chat.ts,
+ * store/postgres/chat.ts). A channel exists once a message was posted to it
+ * and keeps its latest MESSAGES_PER_CHANNEL, in the order they were posted.
  */
-export class ChatStore {
-  private compacting: Promise<void> | null = null;
-
-  private constructor(
-    private readonly log: AppendLog<ChatRecord>,
-    private readonly channels: Map<string, { workspaceId: string; messages: ChatMessage[] }>,
-    /** Lines in the log, and messages the channels keep: compaction is due when the first far exceeds the second. */
-    private lines: number,
-    private retained: number,
-  ) {}
-
-  static async open(file: string): Promise<ChatStore> {
-    const channels = new Map<string, { workspaceId: string; messages: ChatMessage[] }>();
-    let lines = 0;
-    let retained = 0;
-    const log = await AppendLog.open<ChatRecord>(file, (record) => {
-      lines += 1;
-      retained += 1 - keep(channels, record);
-    });
-    return new ChatStore(log, channels, lines, retained);
-  }
-
-  /** Durable when it resolves. */
-  async post(
-    workspaceId: string,
-    input: { channel: string; message: string; sender: string; publishedBy: string; eventId: string },
-  ): Promise<ChatMessage> {
-    const message: ChatMessage = { id: randomUUID(), ...input, postedAt: new Date().toISOString() };
-    const record = { workspaceId, message };
-    this.retained += 1 - keep(this.channels, record);
-    this.lines += 1;
-    await this.log.append(record);
-    this.compactIfWorthIt();
-    return message;
-  }
-
-  channelsOf(workspaceId: string): ChannelSummary[] {
-    const summaries: ChannelSummary[] = [];
-    for (const channel of this.channels.values()) {
-      if (channel.workspaceId !== workspaceId) continue;
-      const last = channel.messages.at(-1)!;
-      summaries.push({ channel: last.channel, messageCount: channel.messages.length, lastMessageAt: last.postedAt });
-    }
-    return summaries.sort((a, b) => a.channel.localeCompare(b.channel));
-  }
-
+export interface ChatStore {
+  /** Adds `message` as the newest of its channel, dropping the oldest beyond the limit. Durable when it resolves. */
+  post(workspaceId: string, message: ChatMessage): Promise<void>;
+  /** The workspace's channels, by name. */
+  channelsOf(workspaceId: string): Promise<ChannelSummary[]>;
   /** The latest `limit` messages of the channel, oldest first (reading order); [] for an unknown channel. */
-  messages(workspaceId: string, channel: string, limit: number): ChatMessage[] {
-    return this.channels.get(channelKey(workspaceId, channel))?.messages.slice(-limit) ?? [];
-  }
-
-  async close(): Promise<void> {
-    if (this.compacting) await this.compacting;
-    await this.log.close();
-  }
-
-  private compactIfWorthIt(): void {
-    if (this.compacting || this.lines < 2 * this.retained + MESSAGES_PER_CHANNEL) return;
-    const records = [...this.channels.values()].flatMap((channel) =>
-      channel.messages.map((message) => ({ workspaceId: channel.workspaceId, message })),
-    );
-    this.compacting = this.log
-      .rewrite(records)
-      .then(() => {
-        this.lines = records.length;
-      })
-      .catch(() => undefined)
-      .finally(() => (this.compacting = null));
-  }
+  messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]>;
+  /** Once every write made so far is durable. */
+  close(): Promise<void>;
 }
 
-/** Adds the message to its channel; returns how many old messages the channel dropped. */
-function keep(channels: Map<string, { workspaceId: string; messages: ChatMessage[] }>, record: ChatRecord): number {
-  const key = channelKey(record.workspaceId, record.message.channel);
-  let channel = channels.get(key);
-  if (!channel) {
-    channel = { workspaceId: record.workspaceId, messages: [] };
-    channels.set(key, channel);
-  }
-  channel.messages.push(record.message);
-  const excess = channel.messages.length - MESSAGES_PER_CHANNEL;
-  if (excess <= 0) return 0;
-  channel.messages.splice(0, excess);
-  return excess;
-}
+/** Channels are listed by name (on PostgreSQL too: not by the database's collation). */
+export const byChannelName = (a: ChannelSummary, b: ChannelSummary) => a.channel.localeCompare(b.channel);
