@@ -22,7 +22,6 @@ import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
 import { openFileStores } from './store/stores.js';
-import { WebhookRequestLog } from './webhooks/request-log.js';
 import { WebhookService } from './webhooks/service.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
@@ -65,7 +64,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       ? Buffer.from(config.jwtSecret)
       : await readOrCreateSecret(join(config.dataDir, 'jwt-secret'), 32);
     // The one place the backend is chosen; PostgreSQL (config.database) is refused at start until every domain is converted.
-    const stores = await openFileStores(config.dataDir);
+    const stores = await openFileStores(config.dataDir, { logError: (message) => logger.error(message) });
     closers.push(() => stores.close());
     const { users } = stores;
     const tokens = new TokenService(jwtSecret, config.tokenTtlSeconds, stores.revocations);
@@ -125,16 +124,12 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       metrics,
       activity,
     });
-    const requestLog = await WebhookRequestLog.open(join(config.dataDir, 'webhook-requests.log'), (error) =>
-      logger.error(`webhook request log: ${describeFault(error)}`),
-    );
-    closers.push(() => requestLog.close());
     const webhooks = new WebhookService({
       plugins,
       config: extensionConfig,
       events,
       catalog,
-      requestLog,
+      requestLog: stores.webhookRequests,
       logger,
       handlerTimeoutMs: config.dispatch.handlerTimeoutMs,
     });

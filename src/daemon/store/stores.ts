@@ -3,8 +3,10 @@ import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
+import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
+import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
@@ -15,6 +17,7 @@ import { PostgresChatStore } from './postgres/chat.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
+import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
 
 /**
  * The persistence of every converted domain, from one backend. Domain services
@@ -27,6 +30,7 @@ export interface Stores {
   loginAttempts: LoginAttemptStore;
   catalog: CatalogStore;
   chat: ChatStore;
+  webhookRequests: WebhookRequestStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -34,6 +38,8 @@ export interface Stores {
 /** Tests run time forward with `now`; the daemon uses the wall clock. */
 export interface StoreOptions {
   now?: () => number;
+  /** Where a store reports a write that failed with no request waiting for it (a webhook request log entry); the daemon logs it. */
+  logError?: (message: string) => void;
 }
 
 /** The data directory's stores (the default backend). */
@@ -42,17 +48,20 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
   const chat = await FileChatStore.open(dataDir);
+  const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
   return {
     users,
     revocations,
     loginAttempts: new MemoryLoginAttemptStore(options.now),
     catalog,
     chat,
+    webhookRequests,
     async close() {
       await users.close();
       await revocations.close();
       await catalog.close();
       await chat.close();
+      await webhookRequests.close();
     },
   };
 }
@@ -65,6 +74,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
     chat: new PostgresChatStore(database),
+    webhookRequests: new PostgresWebhookRequestStore(database, options.logError ?? console.error),
     close: async () => undefined,
   };
 }

@@ -1,5 +1,3 @@
-import { AppendLog } from '../store/append-log.js';
-
 export const REQUEST_OUTCOMES = ['ACCEPTED', 'REJECTED', 'FAILED', 'DUPLICATE'] as const;
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 
@@ -14,17 +12,16 @@ export interface WebhookRequestEntry {
   bodyExcerpt: string;
 }
 
-interface RequestRecord {
-  extensionKey: string;
-  /** Per extension, one more than the previous call: cursors page by it, and it survives compaction and restarts. */
+/** Each extension keeps its latest calls; older ones are dropped when a new one is recorded. */
+export const REQUESTS_PER_EXTENSION = 1000;
+
+/** A kept call and its number: per extension, one more than the previous call's, so cursors page by it. */
+export interface NumberedRequest {
   seq: number;
   entry: WebhookRequestEntry;
 }
 
-/** Each extension keeps its latest calls; older ones are dropped (from memory at once, from disk at compaction). */
-export const REQUESTS_PER_EXTENSION = 1000;
-
-/** Where a page stops: calls before `before`, down to `floor` (the oldest call kept when the first page was read). */
+/** Where a page stops: calls numbered below `before`, down to `floor` (the oldest call kept when the first page was read). */
 export interface RequestWindow {
   before: number;
   floor: number;
@@ -39,100 +36,40 @@ export interface RequestPage {
 }
 
 /**
- * The inbound webhook calls of every extension, as an append-only log
- * (webhook-requests.log) compacted like the chat log: once it holds twice the
- * lines the extensions keep, it is rewritten to what they keep. Entries are
- * diagnostics: they are appended lazily (group commit), never waited for.
+ * Where the inbound webhook calls of every extension are kept
+ * (store/file/webhook-requests.ts, store/postgres/webhook-requests.ts). Each
+ * extension keeps its latest REQUESTS_PER_EXTENSION calls, numbered without
+ * gaps (numbers survive restarts), so the kept numbers are consecutive.
+ * Entries are diagnostics: recording one never fails the call it describes.
  */
-export class WebhookRequestLog {
-  private compacting: Promise<void> | null = null;
-  private lastWriteError: unknown = null;
-
-  private constructor(
-    private readonly log: AppendLog<RequestRecord>,
-    private readonly extensions: Map<string, RequestRecord[]>,
-    private lines: number,
-    private retained: number,
-    private readonly onWriteError: (error: unknown) => void,
-  ) {}
-
-  static async open(file: string, onWriteError: (error: unknown) => void): Promise<WebhookRequestLog> {
-    const extensions = new Map<string, RequestRecord[]>();
-    let lines = 0;
-    let retained = 0;
-    const log = await AppendLog.open<RequestRecord>(file, (record) => {
-      lines += 1;
-      retained += 1 - keep(extensions, record);
-    });
-    return new WebhookRequestLog(log, extensions, lines, retained, onWriteError);
-  }
-
-  /** Kept in memory at once (the API shows it before the call is answered); on disk within a group commit. */
-  record(extensionKey: string, entry: WebhookRequestEntry): void {
-    const seq = (this.extensions.get(extensionKey)?.at(-1)?.seq ?? 0) + 1;
-    const record: RequestRecord = { extensionKey, seq, entry };
-    this.retained += 1 - keep(this.extensions, record);
-    this.lines += 1;
-    this.log.appendLazily(record, (error) => {
-      // One failed group rejects each of its records with the same error: report it once.
-      if (error !== this.lastWriteError) this.onWriteError(error);
-      this.lastWriteError = error;
-    });
-    this.compactIfWorthIt();
-  }
-
-  /** The window of a first page: every call kept now. */
-  firstWindow(extensionKey: string): RequestWindow {
-    const records = this.extensions.get(extensionKey) ?? [];
-    return { before: (records.at(-1)?.seq ?? 0) + 1, floor: records[0]?.seq ?? 1 };
-  }
-
-  /** Newest first, at most `limit` calls of the window. */
-  page(extensionKey: string, window: RequestWindow, limit: number): RequestPage {
-    const records = this.extensions.get(extensionKey) ?? [];
-    const oldestKept = records[0]?.seq ?? Number.POSITIVE_INFINITY;
-    const entries: WebhookRequestEntry[] = [];
-    // Sequence numbers are consecutive within the kept records, so the newest wanted one is found by arithmetic.
-    const newestKept = records.at(-1)?.seq ?? 0;
-    let index = records.length - 1 - Math.max(0, newestKept - (window.before - 1));
-    let last = window.before;
-    while (index >= 0 && entries.length < limit && records[index]!.seq >= window.floor) {
-      entries.push(records[index]!.entry);
-      last = records[index]!.seq;
-      index -= 1;
-    }
-    const lost = entries.length < limit && last > window.floor && oldestKept > window.floor;
-    return { entries, lost, ...(entries.length > 0 && last > window.floor ? { next: { before: last, floor: window.floor } } : {}) };
-  }
-
-  async close(): Promise<void> {
-    if (this.compacting) await this.compacting;
-    await this.log.close();
-  }
-
-  private compactIfWorthIt(): void {
-    if (this.compacting || this.lines < 2 * this.retained + REQUESTS_PER_EXTENSION) return;
-    const records = [...this.extensions.values()].flat();
-    this.compacting = this.log
-      .rewrite(records)
-      .then(() => {
-        this.lines = records.length;
-      })
-      .catch((error: unknown) => this.onWriteError(error))
-      .finally(() => (this.compacting = null));
-  }
+export interface WebhookRequestStore {
+  /**
+   * Adds the call as the extension's newest, dropping the oldest beyond the
+   * limit. Every reader sees it once this resolves; it never rejects: a
+   * failure to keep it goes to the store's error report.
+   */
+  record(extensionKey: string, entry: WebhookRequestEntry): Promise<void>;
+  /** The numbers of the extension's oldest and newest kept calls; null when it has none. */
+  keptRange(extensionKey: string): Promise<{ oldest: number; newest: number } | null>;
+  /** The extension's kept calls numbered in the window, newest first, at most `limit`. */
+  newestFirst(extensionKey: string, window: RequestWindow, limit: number): Promise<NumberedRequest[]>;
+  /** Once every entry recorded so far is written. */
+  close(): Promise<void>;
 }
 
-/** Adds the call to its extension; returns how many old calls the extension dropped. */
-function keep(extensions: Map<string, RequestRecord[]>, record: RequestRecord): number {
-  let records = extensions.get(record.extensionKey);
-  if (!records) {
-    records = [];
-    extensions.set(record.extensionKey, records);
-  }
-  records.push(record);
-  const excess = records.length - REQUESTS_PER_EXTENSION;
-  if (excess <= 0) return 0;
-  records.splice(0, excess);
-  return excess;
+/** The window of a first page: every call kept now. */
+export async function firstWindow(store: WebhookRequestStore, extensionKey: string): Promise<RequestWindow> {
+  const kept = await store.keptRange(extensionKey);
+  return kept ? { before: kept.newest + 1, floor: kept.oldest } : { before: 1, floor: 1 };
+}
+
+/** Newest first, at most `limit` calls of the window. */
+export async function requestPage(store: WebhookRequestStore, extensionKey: string, window: RequestWindow, limit: number): Promise<RequestPage> {
+  const calls = await store.newestFirst(extensionKey, window, limit);
+  const last = calls.at(-1)?.seq ?? window.before;
+  const more = last > window.floor;
+  // Short of the limit above the floor: the calls below were dropped since the first page, unless the
+  // window lies beyond every kept call. Read after the page, the range can only have moved on since.
+  const lost = calls.length < limit && more && ((await store.keptRange(extensionKey))?.oldest ?? Number.POSITIVE_INFINITY) > window.floor;
+  return { entries: calls.map((call) => call.entry), lost, ...(calls.length > 0 && more ? { next: { before: last, floor: window.floor } } : {}) };
 }

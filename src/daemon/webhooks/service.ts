@@ -11,7 +11,7 @@ import type { PluginRegistry } from '../plugins/registry.js';
 import { Slug } from '../validation.js';
 import { webhookEventKey } from './event-key.js';
 import { bodyExcerpt, maskHeaders } from './redact.js';
-import type { RequestOutcome, WebhookRequestEntry, WebhookRequestLog } from './request-log.js';
+import { firstWindow, requestPage, type RequestOutcome, type WebhookRequestEntry, type WebhookRequestStore } from './request-log.js';
 
 /** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
 export type WebhookOutcome = { data: unknown; meta: Record<string, unknown> | null } | { plainText: string };
@@ -63,7 +63,7 @@ export class WebhookService {
       config: ExtensionConfigService;
       events: EventService;
       catalog: { has(extensionKey: string): boolean };
-      requestLog: WebhookRequestLog;
+      requestLog: WebhookRequestStore;
       logger: Logger;
       handlerTimeoutMs: number;
       now?: () => number;
@@ -80,24 +80,25 @@ export class WebhookService {
   async receive(extensionKey: string, call: InboundCall): Promise<WebhookOutcome> {
     const receivedAt = new Date((this.deps.now ?? Date.now)()).toISOString();
     let rawBody: Buffer | undefined;
+    let outcome: WebhookOutcome;
     try {
       const handler = this.handlerFor(extensionKey);
       rawBody = await call.readBody();
-      const outcome = await handler({ rawBody, body: call.parseBody(rawBody), headers: call.headers });
-      this.record(extensionKey, call.headers, rawBody, receivedAt, describeOutcome(outcome));
-      return outcome;
+      outcome = await handler({ rawBody, body: call.parseBody(rawBody), headers: call.headers });
     } catch (error) {
-      this.record(extensionKey, call.headers, rawBody, receivedAt, describeRefusal(error));
+      await this.record(extensionKey, call.headers, rawBody, receivedAt, describeRefusal(error));
       throw error;
     }
+    await this.record(extensionKey, call.headers, rawBody, receivedAt, describeOutcome(outcome));
+    return outcome;
   }
 
   /** A page of an extension's request log, newest first; `cursor` is what the previous page returned. */
-  requests(extensionKey: string, options: { limit: number; cursor?: string }): { entries: WebhookRequestEntry[]; nextCursor?: string } {
+  async requests(extensionKey: string, options: { limit: number; cursor?: string }): Promise<{ entries: WebhookRequestEntry[]; nextCursor?: string }> {
     if (!this.exists(extensionKey)) throw notFound(`extension ${extensionKey} not found`);
     const log = this.deps.requestLog;
-    const window = options.cursor === undefined ? log.firstWindow(extensionKey) : decodeCursor(options.cursor, extensionKey);
-    const page = log.page(extensionKey, window, options.limit);
+    const window = options.cursor === undefined ? await firstWindow(log, extensionKey) : decodeCursor(options.cursor, extensionKey);
+    const page = await requestPage(log, extensionKey, window, options.limit);
     if (page.lost) {
       throw new DomainError('CONFLICT', 'calls not yet listed were dropped for newer ones since the first page was read; start again without a cursor');
     }
@@ -109,16 +110,17 @@ export class WebhookService {
     return v.is(Slug, extensionKey) && (this.deps.catalog.has(extensionKey) || this.deps.plugins.get(extensionKey) !== undefined);
   }
 
-  private record(
+  /** Listed by the next read on any daemon once it resolves; never rejects (the entry is diagnostics). */
+  private async record(
     extensionKey: string,
     headers: Record<string, string>,
     rawBody: Buffer | undefined,
     receivedAt: string,
     result: { outcome: RequestOutcome; reason: string; eventId?: string },
-  ): void {
+  ): Promise<void> {
     if (!this.exists(extensionKey)) return;
     const configuredHeader = this.deps.config.webhookSettings(extensionKey)?.header;
-    this.deps.requestLog.record(extensionKey, {
+    await this.deps.requestLog.record(extensionKey, {
       id: randomUUID(),
       receivedAt,
       ...result,

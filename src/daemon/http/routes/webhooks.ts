@@ -49,8 +49,8 @@ export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webho
       access: 'admin',
       params: WebhookParams,
       query: RequestsQuery,
-      handle: ({ params, query }) => {
-        const { entries, nextCursor } = webhooks.requests(params.extensionKey, query);
+      handle: async ({ params, query }) => {
+        const { entries, nextCursor } = await webhooks.requests(params.extensionKey, query);
         return new Reply(entries, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),
