@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { MemoryWebhookReplayStore } from '../src/daemon/store/file/webhook-replays.js';
+import { REPLAY_WINDOW_MS, type ReplayClaim } from '../src/daemon/webhooks/replays.js';
 import { firstWindow, requestPage, REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../src/daemon/webhooks/request-log.js';
 import { BACKENDS, conformance, type OpenedStores, type StoreSite } from './helpers/stores.js';
 
@@ -20,8 +22,8 @@ const entry = (bodyExcerpt: string, details: Partial<WebhookRequestEntry> = {}):
   ...details,
 });
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>): Promise<T> {
-  const opened = await site.open();
+async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, now?: () => number): Promise<T> {
+  const opened = await site.open(now ? { now } : {});
   try {
     return await run(opened);
   } finally {
@@ -120,6 +122,197 @@ conformance(
   },
   { shared: true },
 );
+
+/** A clock the test moves; unix milliseconds. */
+function movingClock(start = Date.parse('2026-03-01T00:00:00.000Z')) {
+  let at = start;
+  return { now: () => at, advance: (ms: number) => (at += ms) };
+}
+
+const claimed = (claim: ReplayClaim | null): ReplayClaim => {
+  assert.ok(claim, 'expected a claim, got a duplicate');
+  return claim!;
+};
+
+conformance('replay check: a committed id is a duplicate for 24 hours from its publish, then claimable again', async (site) => {
+  const clock = movingClock();
+  await using(
+    site,
+    async ({ stores: { webhookReplays: replays } }) => {
+      assert.is(REPLAY_WINDOW_MS, 24 * 60 * 60 * 1000);
+      await claimed(await replays.claim('gh', 'delivery-1')).commit();
+      assert.is(await replays.claim('gh', 'delivery-1'), null);
+      clock.advance(REPLAY_WINDOW_MS - 1);
+      await replays.prune();
+      assert.is(await replays.claim('gh', 'delivery-1'), null, 'still inside the window, pruned or not');
+      clock.advance(1);
+      const again = claimed(await replays.claim('gh', 'delivery-1'));
+      await again.commit();
+      clock.advance(REPLAY_WINDOW_MS - 1);
+      assert.is(await replays.claim('gh', 'delivery-1'), null, 'the window starts again at the new publish');
+    },
+    clock.now,
+  );
+});
+
+conformance('replay check: a released claim leaves nothing behind, so a retry is processed; a claim settles once', (site) =>
+  using(site, async ({ stores: { webhookReplays: replays } }) => {
+    await claimed(await replays.claim('gh', 'failed-once')).release();
+    const retry = claimed(await replays.claim('gh', 'failed-once'));
+    await retry.commit();
+    await retry.release();
+    assert.is(await replays.claim('gh', 'failed-once'), null, 'a later release does not undo the commit');
+  }),
+);
+
+conformance('replay check: a concurrent claim waits for the one in flight: null after a commit, a claim after a release', (site) =>
+  using(site, async ({ stores: { webhookReplays: replays } }) => {
+    const first = claimed(await replays.claim('gh', 'raced'));
+    const waiting = replays.claim('gh', 'raced');
+    await first.release();
+    const second = claimed(await waiting);
+
+    const third = replays.claim('gh', 'raced');
+    const fourth = replays.claim('gh', 'raced');
+    await second.commit();
+    assert.is(await third, null);
+    assert.is(await fourth, null);
+  }),
+);
+
+conformance('replay check: ids are kept apart per extension, whatever their length or text', (site) =>
+  using(site, async ({ stores: { webhookReplays: replays } }) => {
+    await claimed(await replays.claim('gh', 'shared-id')).commit();
+    assert.is(await replays.claim('gh', 'shared-id'), null);
+    await claimed(await replays.claim('stripe', 'shared-id')).release();
+    await claimed(await replays.claim('a-b', 'c')).commit();
+    await claimed(await replays.claim('a', 'b-c')).release();
+
+    await claimed(await replays.claim('gh', 'x'.repeat(100_000))).commit();
+    assert.is(await replays.claim('gh', 'x'.repeat(100_000)), null);
+    await claimed(await replays.claim('gh', 'x'.repeat(99_999))).release();
+    await claimed(await replays.claim('gh', 'nul \u0000 é 😀')).commit();
+    assert.is(await replays.claim('gh', 'nul \u0000 é 😀'), null);
+    await claimed(await replays.claim('gh', 'nul \u0000 é')).release();
+  }),
+);
+
+conformance('replay check: a published id survives a restart where the check is shared; the memory of the file backend forgets', async (site, backend) => {
+  await using(site, async ({ stores: { webhookReplays: replays } }) => {
+    await claimed(await replays.claim('gh', 'before-restart')).commit();
+  });
+  await using(site, async ({ stores: { webhookReplays: replays } }) => {
+    assert.is((await replays.claim('gh', 'before-restart')) === null, backend.shared);
+  });
+});
+
+conformance(
+  'several daemons: calls with one delivery id arriving at two daemons at once publish once; the others wait and are duplicates',
+  async (site) => {
+    const [one, two] = [await site.open(), await site.open()];
+    try {
+      for (let round = 0; round < 5; round += 1) {
+        const published: string[] = [];
+        const call = async (daemon: OpenedStores, name: string): Promise<'published' | 'duplicate'> => {
+          const claim = await daemon.stores.webhookReplays.claim('gh', `delivery-${round}`);
+          if (!claim) return 'duplicate';
+          published.push(name);
+          // A publish that takes a moment, so that the others arrive while it is in flight.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          await claim.commit();
+          return 'published';
+        };
+        const outcomes = await Promise.all(Array.from({ length: 8 }, (_, n) => call(n % 2 ? two : one, `call ${n}`)));
+        assert.is(published.length, 1, `round ${round}: ${published.join(', ')}`);
+        assert.is(outcomes.filter((outcome) => outcome === 'duplicate').length, 7);
+      }
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  "several daemons: a call waiting on another daemon's claim gets the id when that publish fails",
+  async (site) => {
+    const [one, two] = [await site.open(), await site.open()];
+    try {
+      const first = claimed(await one.stores.webhookReplays.claim('gh', 'failing'));
+      let settled = false;
+      const waiting = two.stores.webhookReplays.claim('gh', 'failing').finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.is(settled, false, 'it waits while the first is in flight');
+      await first.release();
+      const second = claimed(await waiting);
+      await second.commit();
+      assert.is(await one.stores.webhookReplays.claim('gh', 'failing'), null);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'several daemons: the claim of a daemon that stopped mid-publish lapses after two minutes, and another daemon takes the id over',
+  async (site) => {
+    const clock = movingClock();
+    const one = await site.open({ now: clock.now });
+    claimed(await one.stores.webhookReplays.claim('gh', 'orphaned'));
+    await one.close();
+    const two = await site.open({ now: clock.now });
+    try {
+      clock.advance(2 * 60 * 1000);
+      const taken = claimed(await two.stores.webhookReplays.claim('gh', 'orphaned'));
+      await taken.commit();
+      assert.is(await two.stores.webhookReplays.claim('gh', 'orphaned'), null);
+    } finally {
+      await two.close();
+    }
+  },
+  { shared: true },
+);
+
+test('postgres: prune deletes the rows of ids whose window has passed and of lapsed claims, and keeps the rest', async () => {
+  const site = await BACKENDS.find((backend) => backend.name === 'postgres')!.site();
+  const clock = movingClock();
+  const opened = await site.open({ now: clock.now });
+  try {
+    const replays = opened.stores.webhookReplays;
+    await claimed(await replays.claim('gh', 'old')).commit();
+    claimed(await replays.claim('gh', 'orphaned'));
+    clock.advance(REPLAY_WINDOW_MS - 1000);
+    await claimed(await replays.claim('gh', 'recent')).commit();
+    clock.advance(1000);
+    await replays.prune();
+    const { rows } = await opened.database!.query<{ count: string }>('SELECT count(*) FROM webhook_replays');
+    assert.is(Number(rows[0]!.count), 1);
+    assert.is(await replays.claim('gh', 'recent'), null);
+  } finally {
+    await opened.close();
+    await site.destroy();
+  }
+});
+
+test('memory replay check: beyond its cap the oldest ids are forgotten first, and expired ones leave memory', async () => {
+  const clock = movingClock();
+  const capped = new MemoryWebhookReplayStore(clock.now, 3);
+  for (const id of ['a', 'b', 'c', 'd']) await claimed(await capped.claim('s', id)).commit();
+  assert.is(capped.size, 3);
+  assert.is(await capped.claim('s', 'd'), null);
+  await claimed(await capped.claim('s', 'a')).release();
+
+  const replays = new MemoryWebhookReplayStore(clock.now);
+  for (let n = 0; n < 50; n += 1) await claimed(await replays.claim('s', `id-${n}`)).commit();
+  assert.is(replays.size, 50);
+  clock.advance(REPLAY_WINDOW_MS);
+  await replays.prune();
+  assert.is(replays.size, 0);
+  assert.throws(() => new MemoryWebhookReplayStore(clock.now, 0), RangeError);
+});
 
 test('postgres: a request log entry that cannot be stored is reported, and recording it still resolves', async () => {
   const site = await BACKENDS.find((backend) => backend.name === 'postgres')!.site();

@@ -2,8 +2,6 @@ import { createHmac } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  ReplayCache,
-  REPLAY_WINDOW_MS,
   requireVerifier,
   signGithub,
   signHmacSha256,
@@ -570,95 +568,6 @@ test('hmac-sha256 and api-key carry neither a delivery id nor a type', () => {
   const unidentified = { sourceId: null, eventType: null, challenge: null };
   assert.equal(verify('hmac-sha256', body, { 'x-signature': hmac('k', body).toString('hex') }, { secret: 'k', header: 'x-signature' }), unidentified);
   assert.equal(verify('api-key', body, { 'x-api-key': 'k' }, { secret: 'k', header: 'x-api-key' }), unidentified);
-});
-
-// ---------------------------------------------------------------------------
-// ReplayCache: delivery ids seen only once committed
-
-function movingClock(startMs = NOW * 1000) {
-  let nowMs = startMs;
-  return { now: () => nowMs, advance: (ms: number) => (nowMs += ms) };
-}
-
-test('ReplayCache: a committed id is a duplicate for 24 hours, then claimable again', async () => {
-  const clock = movingClock();
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clock.now);
-  assert.is(REPLAY_WINDOW_MS, 24 * 60 * 60 * 1000);
-  (await cache.claim('ext-a', 'evt_1'))!.commit();
-  assert.is(await cache.claim('ext-a', 'evt_1'), null);
-  clock.advance(REPLAY_WINDOW_MS - 1);
-  assert.is(await cache.claim('ext-a', 'evt_1'), null);
-  clock.advance(1);
-  assert.ok(await cache.claim('ext-a', 'evt_1'));
-});
-
-test('ReplayCache: a released claim leaves nothing behind, so a retry is processed', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  (await cache.claim('ext-a', 'msg_failed'))!.release();
-  assert.is(cache.size, 0);
-  const retry = await cache.claim('ext-a', 'msg_failed');
-  assert.ok(retry, 'the retry gets the id');
-  retry!.commit();
-  retry!.release();
-  assert.is(await cache.claim('ext-a', 'msg_failed'), null, 'a claim settles once: a later release does not undo the commit');
-});
-
-test('ReplayCache: a concurrent claim waits for the one in flight: null after a commit, a claim after a release', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  const first = (await cache.claim('ext-a', 'msg_1'))!;
-  const waiting = cache.claim('ext-a', 'msg_1');
-  first.release();
-  const second = await waiting;
-  assert.ok(second, 'the first failed: the second may publish');
-
-  const third = cache.claim('ext-a', 'msg_1');
-  const fourth = cache.claim('ext-a', 'msg_1');
-  second!.commit();
-  assert.is(await third, null);
-  assert.is(await fourth, null);
-});
-
-test('ReplayCache: ids are kept apart per scope (extension)', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  (await cache.claim('ext-a', 'msg_shared'))!.commit();
-  assert.ok(await cache.claim('ext-b', 'msg_shared'));
-  assert.is(await cache.claim('ext-a', 'msg_shared'), null);
-});
-
-test('ReplayCache: scope and id cannot be confused by moving a separator', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  (await cache.claim('a:b', 'c'))!.commit();
-  assert.ok(await cache.claim('a', 'b:c'));
-});
-
-test('ReplayCache: expired entries are dropped, so memory follows the traffic of the last window', async () => {
-  const clock = movingClock(0);
-  const cache = new ReplayCache(1000, clock.now);
-  for (let index = 0; index < 50; index += 1) (await cache.claim('s', `id-${index}`))!.commit();
-  assert.is(cache.size, 50);
-  clock.advance(1000);
-  (await cache.claim('s', 'fresh'))!.commit();
-  assert.is(cache.size, 1);
-});
-
-test('ReplayCache: beyond maxEntries the oldest ids are forgotten first', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW), 3);
-  for (const id of ['a', 'b', 'c', 'd']) (await cache.claim('s', id))!.commit();
-  assert.is(cache.size, 3);
-  assert.is(await cache.claim('s', 'd'), null);
-  assert.ok(await cache.claim('s', 'a'), 'the oldest was evicted');
-});
-
-test('ReplayCache: entries are fixed-size fingerprints, whatever the length of the id', async () => {
-  const cache = new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW));
-  (await cache.claim('s', 'x'.repeat(100_000)))!.commit();
-  assert.is(await cache.claim('s', 'x'.repeat(100_000)), null);
-  assert.ok(await cache.claim('s', 'x'.repeat(99_999)));
-});
-
-test('ReplayCache: refuses a non-positive ttl or cap', () => {
-  assert.throws(() => new ReplayCache(0, clockAt(NOW)), RangeError);
-  assert.throws(() => new ReplayCache(REPLAY_WINDOW_MS, clockAt(NOW), 0), RangeError);
 });
 
 // ---------------------------------------------------------------------------

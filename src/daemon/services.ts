@@ -130,6 +130,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       events,
       catalog,
       requestLog: stores.webhookRequests,
+      replays: stores.webhookReplays,
       logger,
       handlerTimeoutMs: config.dispatch.handlerTimeoutMs,
     });
@@ -138,6 +139,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       { name: 'prune-revoked-tokens', cronTime: '0 */10 * * * *', run: () => tokens.pruneExpired() },
       { name: 'prune-login-throttle', cronTime: '30 */5 * * * *', run: () => throttle.prune() },
       { name: 'event-retention', cronTime: '15 */10 * * * *', run: () => events.applyRetention() },
+      { name: 'prune-webhook-replays', cronTime: '45 */10 * * * *', run: () => webhooks.forgetExpiredReplays() },
     ];
     return {
       services: {

@@ -3,13 +3,15 @@ import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
+import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
-import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
+import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
+import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import type { ChangeFeed } from './postgres/change-feed.js';
 import type { Database } from './postgres/database.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
@@ -17,6 +19,7 @@ import { PostgresChatStore } from './postgres/chat.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
+import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
 import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
 
 /**
@@ -31,6 +34,7 @@ export interface Stores {
   catalog: CatalogStore;
   chat: ChatStore;
   webhookRequests: WebhookRequestStore;
+  webhookReplays: WebhookReplayStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -56,6 +60,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     catalog,
     chat,
     webhookRequests,
+    webhookReplays: new MemoryWebhookReplayStore(options.now),
     async close() {
       await users.close();
       await revocations.close();
@@ -75,6 +80,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     catalog: new PostgresCatalogStore(database, feed),
     chat: new PostgresChatStore(database),
     webhookRequests: new PostgresWebhookRequestStore(database, options.logError ?? console.error),
+    webhookReplays: new PostgresWebhookReplayStore(database, options.now),
     close: async () => undefined,
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import * as v from 'valibot';
 import type { Plugin, WebhookRequest } from '../../handlers/sdk.js';
-import { ReplayCache, REPLAY_WINDOW_MS, requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
+import { requireVerifier, WebhookConfigError } from '../../handlers/webhooks/index.js';
 import { DomainError, describeFault, invalid, notFound } from '../errors.js';
 import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
@@ -11,6 +11,7 @@ import type { PluginRegistry } from '../plugins/registry.js';
 import { Slug } from '../validation.js';
 import { webhookEventKey } from './event-key.js';
 import { bodyExcerpt, maskHeaders } from './redact.js';
+import type { WebhookReplayStore } from './replays.js';
 import { firstWindow, requestPage, type RequestOutcome, type WebhookRequestEntry, type WebhookRequestStore } from './request-log.js';
 
 /** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
@@ -55,8 +56,6 @@ export function headerMap(headers: IncomingHttpHeaders): Record<string, string> 
  * 401; one that fails answers 500 and its reason goes to the log only.
  */
 export class WebhookService {
-  private readonly replays: ReplayCache;
-
   constructor(
     private readonly deps: {
       plugins: PluginRegistry;
@@ -64,13 +63,12 @@ export class WebhookService {
       events: EventService;
       catalog: { has(extensionKey: string): boolean };
       requestLog: WebhookRequestStore;
+      replays: WebhookReplayStore;
       logger: Logger;
       handlerTimeoutMs: number;
       now?: () => number;
     },
-  ) {
-    this.replays = new ReplayCache(REPLAY_WINDOW_MS, deps.now ?? Date.now);
-  }
+  ) {}
 
   /**
    * One call to the endpoint, from finding the handler to its answer. Every
@@ -185,19 +183,31 @@ export class WebhookService {
         return { data: null, meta: { eventId } };
       };
       if (call.sourceId === null) return await publish();
-      const claim = await this.replays.claim(extensionKey, call.sourceId);
+      const claim = await this.deps.replays.claim(extensionKey, call.sourceId);
       if (!claim) return { data: null, meta: { duplicate: true } };
+      let outcome: WebhookOutcome;
       try {
-        const outcome = await publish();
-        claim.commit();
-        return outcome;
+        outcome = await publish();
       } catch (error) {
-        claim.release();
+        await claim.release().catch((failed: unknown) => this.replayFailed(extensionKey, 'released', failed));
         throw error;
       }
+      // The event is published and the answer says so, even when the id could not be marked.
+      await claim.commit().catch((failed: unknown) => this.replayFailed(extensionKey, 'marked as published', failed));
+      return outcome;
     } catch (error) {
       throw this.classify(extensionKey, error);
     }
+  }
+
+  /** The id stays claimed until its claim lapses: meanwhile a retry waits, then is processed. */
+  private replayFailed(extensionKey: string, what: string, error: unknown): void {
+    this.deps.logger.error(`webhook replay check of ${extensionKey}: a delivery id could not be ${what}: ${describeFault(error)}`);
+  }
+
+  /** Forgets delivery ids whose replay window has passed. */
+  forgetExpiredReplays(): Promise<void> {
+    return this.deps.replays.prune();
   }
 
   /**

@@ -7,7 +7,6 @@ import { verifyStandardWebhook } from './standard-webhooks.js';
 import { verifyStripe } from './stripe.js';
 import { WEBHOOK_SCHEMES, type Verifier, type WebhookScheme } from './types.js';
 
-export { ReplayCache, REPLAY_WINDOW_MS, type ReplayClaim } from './replay-cache.js';
 export { TIMESTAMP_TOLERANCE_SECONDS, WebhookConfigError, WebhookRejectedError } from './shared.js';
 export {
   STANDARD_WEBHOOK_ID_HEADER,
