@@ -81,14 +81,13 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const chat = await ChatStore.open(join(config.dataDir, 'chat.log'));
     closers.push(() => chat.close());
     const plugins = await PluginRegistry.load(config.pluginsDir, [createChatPlugin(chat)]);
-    const workspaces = await WorkspaceService.open(config.dataDir, {
+    const workspaces = await WorkspaceService.open(stores.workspaces, {
       catalog,
       handlers: plugins,
       box,
       users,
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
-    closers.push(() => workspaces.flush());
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const eventLog = await EventLog.open(join(config.dataDir, 'events'), {
       segmentMaxEvents: 100_000,

@@ -4,16 +4,16 @@ import type { ChannelSummary, ChatMessage, ChatStore } from './store.js';
 export class ChatService {
   constructor(
     private readonly store: ChatStore,
-    private readonly workspaces: { get(id: string): unknown },
+    private readonly workspaces: { assertExists(id: string): Promise<void> },
   ) {}
 
-  channels(workspaceId: string): ChannelSummary[] {
-    this.workspaces.get(workspaceId);
+  async channels(workspaceId: string): Promise<ChannelSummary[]> {
+    await this.workspaces.assertExists(workspaceId);
     return this.store.channelsOf(workspaceId);
   }
 
-  messages(workspaceId: string, channel: string, limit: number): ChatMessage[] {
-    this.workspaces.get(workspaceId);
+  async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
+    await this.workspaces.assertExists(workspaceId);
     return this.store.messages(workspaceId, channel, limit);
   }
 }

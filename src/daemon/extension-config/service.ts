@@ -83,7 +83,7 @@ export class ExtensionConfigService {
     private readonly collection: Collection<ConfigDocument>,
     private readonly catalog: { has(extensionKey: string): boolean },
     private readonly box: SecretBox,
-    private readonly workspaces: { exists(workspaceId: string): boolean },
+    private readonly workspaces: { exists(workspaceId: string): Promise<boolean> },
   ) {
     collection.onReset(() => this.decrypted.clear());
   }
@@ -93,7 +93,7 @@ export class ExtensionConfigService {
     dependencies: {
       catalog: { has(extensionKey: string): boolean };
       box: SecretBox;
-      workspaces: { exists(workspaceId: string): boolean };
+      workspaces: { exists(workspaceId: string): Promise<boolean> };
     },
   ) {
     const collection = await Collection.open<ConfigDocument>({
@@ -113,15 +113,15 @@ export class ExtensionConfigService {
   async update(extensionKey: string, updates: readonly FieldUpdate[]): Promise<{ fields: FieldView[] }> {
     this.assertKnown(extensionKey);
     const seen = new Set<string>();
-    updates.forEach((update, index) => {
+    for (const [index, update] of updates.entries()) {
       if (seen.has(update.name)) throw invalidField(index, `${update.name} is given twice`);
       seen.add(update.name);
       checkField(update, index);
       // Events of a webhook naming a missing workspace could only be refused at every call.
-      if (update.name === 'webhook.workspaceId' && typeof update.value === 'string' && !this.workspaces.exists(update.value)) {
+      if (update.name === 'webhook.workspaceId' && typeof update.value === 'string' && !(await this.workspaces.exists(update.value))) {
         throw invalidField(index, `webhook.workspaceId names workspace ${update.value}, which does not exist`);
       }
-    });
+    }
     const now = new Date().toISOString();
     await this.collection.update((data) => {
       let entry = data.extensions.find((candidate) => candidate.extensionKey === extensionKey);

@@ -2,16 +2,19 @@ import type { LoginAttemptStore } from '../auth/throttle.js';
 import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
+import type { WorkspaceStore } from '../workspaces/store.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
+import { FileWorkspaceStore } from './file/workspaces.js';
 import type { ChangeFeed } from './postgres/change-feed.js';
 import type { Database } from './postgres/database.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
+import { PostgresWorkspaceStore } from './postgres/workspaces.js';
 
 /**
  * The persistence of every converted domain, from one backend. Domain services
@@ -23,6 +26,7 @@ export interface Stores {
   revocations: RevocationStore;
   loginAttempts: LoginAttemptStore;
   catalog: CatalogStore;
+  workspaces: WorkspaceStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -37,15 +41,18 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
+  const workspaces = await FileWorkspaceStore.open(dataDir);
   return {
     users,
     revocations,
     loginAttempts: new MemoryLoginAttemptStore(options.now),
     catalog,
+    workspaces,
     async close() {
       await users.close();
       await revocations.close();
       await catalog.close();
+      await workspaces.close();
     },
   };
 }
@@ -57,6 +64,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     revocations: new PostgresRevocationStore(database),
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
+    workspaces: new PostgresWorkspaceStore(database, feed),
     close: async () => undefined,
   };
 }

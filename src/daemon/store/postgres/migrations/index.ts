@@ -1,5 +1,6 @@
 import { sql as auth } from './0001-auth.js';
 import { sql as catalog } from './0002-catalog.js';
+import { sql as workspaces } from './0003-workspaces.js';
 
 export interface Migration {
   version: number;
@@ -15,4 +16,5 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'auth', sql: auth },
   { version: 2, name: 'catalog', sql: catalog },
+  { version: 3, name: 'workspaces', sql: workspaces },
 ];
