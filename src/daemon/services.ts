@@ -107,8 +107,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
       await records.removeWorkspace(workspaceId);
     });
-    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
-    closers.push(() => extensionConfig.flush());
+    const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
     const activity = new ActivityFeed();
     const events = new EventService({

@@ -2,8 +2,10 @@ import type { LoginAttemptStore } from '../auth/throttle.js';
 import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
+import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { WorkspaceStore } from '../workspaces/store.js';
 import { FileCatalogStore } from './file/catalog.js';
+import { FileExtensionConfigStore } from './file/extension-config.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
@@ -11,6 +13,7 @@ import { FileWorkspaceStore } from './file/workspaces.js';
 import type { ChangeFeed } from './postgres/change-feed.js';
 import type { Database } from './postgres/database.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
+import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
@@ -27,6 +30,7 @@ export interface Stores {
   loginAttempts: LoginAttemptStore;
   catalog: CatalogStore;
   workspaces: WorkspaceStore;
+  extensionConfig: ExtensionConfigStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -42,17 +46,20 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
   const workspaces = await FileWorkspaceStore.open(dataDir);
+  const extensionConfig = await FileExtensionConfigStore.open(dataDir);
   return {
     users,
     revocations,
     loginAttempts: new MemoryLoginAttemptStore(options.now),
     catalog,
     workspaces,
+    extensionConfig,
     async close() {
       await users.close();
       await revocations.close();
       await catalog.close();
       await workspaces.close();
+      await extensionConfig.close();
     },
   };
 }
@@ -65,6 +72,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
     workspaces: new PostgresWorkspaceStore(database, feed),
+    extensionConfig: new PostgresExtensionConfigStore(database, feed),
     close: async () => undefined,
   };
 }

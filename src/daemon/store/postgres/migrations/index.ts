@@ -1,6 +1,7 @@
 import { sql as auth } from './0001-auth.js';
 import { sql as catalog } from './0002-catalog.js';
 import { sql as workspaces } from './0003-workspaces.js';
+import { sql as extensionConfig } from './0004-extension-config.js';
 
 export interface Migration {
   version: number;
@@ -17,4 +18,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'auth', sql: auth },
   { version: 2, name: 'catalog', sql: catalog },
   { version: 3, name: 'workspaces', sql: workspaces },
+  { version: 4, name: 'extension-config', sql: extensionConfig },
 ];
