@@ -78,14 +78,13 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const box = await SecretBox.open(config.dataDir, config.masterKey);
     const chatPlugin = createChatPlugin({ post: (workspaceId, input) => postChatMessage(stores.chat, workspaceId, input) });
     const plugins = await PluginRegistry.load(config.pluginsDir, [chatPlugin]);
-    const workspaces = await WorkspaceService.open(config.dataDir, {
+    const workspaces = await WorkspaceService.open(stores.workspaces, {
       catalog,
       handlers: plugins,
       box,
       users,
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
-    closers.push(() => workspaces.flush());
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const eventLog = await EventLog.open(join(config.dataDir, 'events'), {
       segmentMaxEvents: 100_000,
@@ -105,8 +104,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
       await records.removeWorkspace(workspaceId);
     });
-    const extensionConfig = await ExtensionConfigService.open(config.dataDir, { catalog, box, workspaces });
-    closers.push(() => extensionConfig.flush());
+    const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
     const activity = new ActivityFeed();
     const events = new EventService({

@@ -21,16 +21,16 @@ export async function postChatMessage(store: ChatStore, workspaceId: string, inp
 export class ChatService {
   constructor(
     private readonly store: ChatStore,
-    private readonly workspaces: { get(id: string): unknown },
+    private readonly workspaces: { assertExists(id: string): Promise<void> },
   ) {}
 
   async channels(workspaceId: string): Promise<ChannelSummary[]> {
-    await this.workspaces.get(workspaceId);
+    await this.workspaces.assertExists(workspaceId);
     return this.store.channelsOf(workspaceId);
   }
 
   async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
-    await this.workspaces.get(workspaceId);
+    await this.workspaces.assertExists(workspaceId);
     return this.store.messages(workspaceId, channel, limit);
   }
 }

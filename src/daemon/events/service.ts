@@ -93,7 +93,7 @@ export class EventService {
   }
 
   async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
-    this.deps.workspaces.get(workspaceId);
+    await this.deps.workspaces.assertExists(workspaceId);
     // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
     const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
@@ -110,7 +110,7 @@ export class EventService {
       occurredAt: new Date(now).toISOString(),
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const deliveries = this.subscribersOf(event).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
+    const deliveries = (await this.subscribersOf(event)).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
@@ -123,8 +123,8 @@ export class EventService {
   }
 
   /** Newest first, every retained event; see EventLog.page. */
-  list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
-    this.deps.workspaces.get(workspaceId);
+  async list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
+    await this.deps.workspaces.assertExists(workspaceId);
     return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
   }
 
@@ -133,7 +133,7 @@ export class EventService {
    * event key; the event is recorded like any other.
    */
   async sendTest(workspaceId: string, subscriptionId: string, payload: Record<string, unknown>, actor: string): Promise<{ deliveryId: string }> {
-    const subscription = this.deps.workspaces.subscription(workspaceId, subscriptionId);
+    const subscription = await this.deps.workspaces.subscription(workspaceId, subscriptionId);
     const checked = checkPayload(payload, this.deps.maxPayloadBytes);
     const now = this.now();
     const event: PlatformEvent = {
@@ -157,14 +157,14 @@ export class EventService {
 
   /** The event with the record of every delivery it caused. */
   async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
-    this.deps.workspaces.get(workspaceId);
+    await this.deps.workspaces.assertExists(workspaceId);
     const event = await this.deps.log.find(workspaceId, eventId);
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
     return { ...event, deliveries: this.deps.records.ofEvent(workspaceId, eventId) };
   }
 
-  deliveries(workspaceId: string, query: DeliveryQuery): ReturnType<DeliveryRecords['list']> {
-    this.deps.workspaces.get(workspaceId);
+  async deliveries(workspaceId: string, query: DeliveryQuery): Promise<ReturnType<DeliveryRecords['list']>> {
+    await this.deps.workspaces.assertExists(workspaceId);
     return this.deps.records.list(workspaceId, query);
   }
 
@@ -185,10 +185,9 @@ export class EventService {
   }
 
   /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */
-  private subscribersOf(event: PlatformEvent): SubscriberRef[] {
-    const subscribers: SubscriberRef[] = this.deps.workspaces
-      .activeSubscriptions(event.tenantId, event.eventKey)
-      .map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));
+  private async subscribersOf(event: PlatformEvent): Promise<SubscriberRef[]> {
+    const active = await this.deps.workspaces.activeSubscriptions(event.tenantId, event.eventKey);
+    const subscribers: SubscriberRef[] = active.map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));
     for (const extensionKey of this.deps.plugins.receiversEverywhere(event.eventKey)) {
       const subscribed = subscribers.some((s) => s.kind === 'IN_PROCESS' && s.extensionKey === extensionKey);
       if (!subscribed) subscribers.push({ subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null });

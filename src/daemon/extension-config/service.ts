@@ -1,33 +1,17 @@
-import { join } from 'node:path';
 import * as v from 'valibot';
 import { WEBHOOK_SCHEMES } from '../../handlers/webhooks/index.js';
 import { DomainError, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
-import { Collection } from '../store/collection.js';
 import { Slug } from '../validation.js';
 import { isEventKeyTemplate } from '../webhooks/event-key.js';
+import type { ExtensionConfigStore, FieldType, FieldValue, StoredField } from './store.js';
 
-export const FIELD_TYPES = ['STRING', 'NUMBER', 'BOOLEAN', 'SECRET'] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
-export type FieldValue = string | number | boolean | null;
+export { FIELD_TYPES, type FieldType, type FieldValue } from './store.js';
 
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
 
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
-
-interface StoredField {
-  name: string;
-  type: FieldType;
-  /** For SECRET: sealed with the master key. */
-  value: FieldValue;
-  updatedAt: string;
-}
-
-interface ConfigDocument {
-  schemaVersion: 1;
-  extensions: Array<{ extensionKey: string; fields: StoredField[] }>;
-}
 
 export interface FieldView {
   name: string;
@@ -72,65 +56,68 @@ function invalidField(index: number, message: string): DomainError {
 }
 
 /**
- * Extension configuration (extension-config.json): typed fields by name.
- * SECRET values are sealed at rest and never leave this module in clear,
- * except to the extension's own handlers through `values()`.
+ * Extension configuration: typed fields by name. SECRET values are sealed at
+ * rest and never leave this module in clear, except to the extension's own
+ * handlers through `values()`.
+ *
+ * The admin API reads the store. Handlers and the webhook endpoint read
+ * memory (every configured extension's fields, and their decrypted values once
+ * asked for), which is read back from the store after each change this daemon
+ * makes and, through the store's change feed, after each change another
+ * daemon makes.
  */
 export class ExtensionConfigService {
+  /** Every configured extension's fields as last read from the store. */
+  private readonly stored = new Map<string, readonly StoredField[]>();
   private readonly decrypted = new Map<string, Readonly<Record<string, unknown>>>();
+  /** Read-backs from the store, one at a time, in the order asked for. */
+  private reloads: Promise<void> = Promise.resolve();
 
   private constructor(
-    private readonly collection: Collection<ConfigDocument>,
+    private readonly store: ExtensionConfigStore,
     private readonly catalog: { has(extensionKey: string): boolean },
     private readonly box: SecretBox,
-    private readonly workspaces: { exists(workspaceId: string): boolean },
-  ) {
-    collection.onReset(() => this.decrypted.clear());
-  }
+    private readonly workspaces: { exists(workspaceId: string): Promise<boolean> },
+  ) {}
 
   static async open(
-    dataDir: string,
+    store: ExtensionConfigStore,
     dependencies: {
       catalog: { has(extensionKey: string): boolean };
       box: SecretBox;
-      workspaces: { exists(workspaceId: string): boolean };
+      workspaces: { exists(workspaceId: string): Promise<boolean> };
     },
-  ) {
-    const collection = await Collection.open<ConfigDocument>({
-      file: join(dataDir, 'extension-config.json'),
-      schemaVersion: 1,
-      create: () => ({ schemaVersion: 1, extensions: [] }),
-    });
-    return new ExtensionConfigService(collection, dependencies.catalog, dependencies.box, dependencies.workspaces);
+  ): Promise<ExtensionConfigService> {
+    const service = new ExtensionConfigService(store, dependencies.catalog, dependencies.box, dependencies.workspaces);
+    await service.reload(null);
+    store.onChange((extensionKey) => void service.reload(extensionKey).catch(() => undefined));
+    return service;
   }
 
-  view(extensionKey: string): { fields: FieldView[] } {
+  async view(extensionKey: string): Promise<{ fields: FieldView[] }> {
     this.assertKnown(extensionKey);
-    return { fields: this.stored(extensionKey).map(toView) };
+    return { fields: (await this.store.fields(extensionKey)).map(toView) };
   }
 
   /** Merges: named fields are set, others stay. A SECRET sent as null or masked keeps what is stored. */
   async update(extensionKey: string, updates: readonly FieldUpdate[]): Promise<{ fields: FieldView[] }> {
     this.assertKnown(extensionKey);
     const seen = new Set<string>();
-    updates.forEach((update, index) => {
+    for (const [index, update] of updates.entries()) {
       if (seen.has(update.name)) throw invalidField(index, `${update.name} is given twice`);
       seen.add(update.name);
       checkField(update, index);
       // Events of a webhook naming a missing workspace could only be refused at every call.
-      if (update.name === 'webhook.workspaceId' && typeof update.value === 'string' && !this.workspaces.exists(update.value)) {
+      if (update.name === 'webhook.workspaceId' && typeof update.value === 'string' && !(await this.workspaces.exists(update.value))) {
         throw invalidField(index, `webhook.workspaceId names workspace ${update.value}, which does not exist`);
       }
-    });
+    }
     const now = new Date().toISOString();
-    await this.collection.update((data) => {
-      let entry = data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
-      if (!entry) {
-        entry = { extensionKey, fields: [] };
-        data.extensions.push(entry);
-      }
+    const merging = this.store.update(extensionKey, (current) => {
+      const fields = [...current];
       for (const update of updates) {
-        const existing = entry.fields.find((field) => field.name === update.name);
+        const index = fields.findIndex((field) => field.name === update.name);
+        const existing = fields[index];
         const keepsSecret = update.type === 'SECRET' && (update.value === null || update.value === MASKED);
         const value = keepsSecret
           ? existing?.type === 'SECRET'
@@ -140,24 +127,22 @@ export class ExtensionConfigService {
             ? this.box.seal(update.value as string)
             : update.value;
         const field: StoredField = { name: update.name, type: update.type, value, updatedAt: now };
-        if (existing) entry.fields[entry.fields.indexOf(existing)] = field;
-        else entry.fields.push(field);
+        if (existing) fields[index] = field;
+        else fields.push(field);
       }
-      this.decrypted.delete(extensionKey);
+      return fields;
     });
-    return this.view(extensionKey);
+    return { fields: (await this.storing(extensionKey, merging)).map(toView) };
   }
 
   /** Removes a field, SECRET or not: the way to unset one (a SECRET sent as null keeps its value). */
   async remove(extensionKey: string, name: string): Promise<void> {
     this.assertKnown(extensionKey);
-    const entry = this.collection.data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
-    const field = entry?.fields.find((candidate) => candidate.name === name);
-    if (!entry || !field) throw notFound(`${extensionKey} has no configuration field ${name}`);
-    await this.collection.update(() => {
-      entry.fields = entry.fields.filter((candidate) => candidate !== field);
-      this.decrypted.delete(extensionKey);
+    const removing = this.store.update(extensionKey, (current) => {
+      if (!current.some((field) => field.name === name)) throw notFound(`${extensionKey} has no configuration field ${name}`);
+      return current.filter((field) => field.name !== name);
     });
+    await this.storing(extensionKey, removing);
   }
 
   /**
@@ -167,9 +152,9 @@ export class ExtensionConfigService {
   values(extensionKey: string): Readonly<Record<string, unknown>> {
     let values = this.decrypted.get(extensionKey);
     if (!values) {
-      const entry = this.collection.data.extensions.find((candidate) => candidate.extensionKey === extensionKey);
-      if (!entry) return NO_VALUES;
-      const entries = entry.fields
+      const fields = this.stored.get(extensionKey);
+      if (!fields) return NO_VALUES;
+      const entries = fields
         .filter((field) => field.value !== null)
         .map((field) => [field.name, field.type === 'SECRET' ? this.box.open(field.value as string) : field.value] as const);
       values = Object.freeze(Object.fromEntries(entries));
@@ -198,12 +183,44 @@ export class ExtensionConfigService {
     };
   }
 
-  flush(): Promise<void> {
-    return this.collection.flush();
+  /**
+   * Waits for a write, then reads the extension's fields back into memory,
+   * failed or not: memory must show what the store holds. Resolves with what
+   * the write stored.
+   */
+  private async storing(extensionKey: string, write: Promise<StoredField[]>): Promise<StoredField[]> {
+    let fields: StoredField[];
+    try {
+      fields = await write;
+    } catch (error) {
+      await this.reload(extensionKey).catch(() => undefined);
+      throw error;
+    }
+    await this.reload(extensionKey);
+    return fields;
   }
 
-  private stored(extensionKey: string): StoredField[] {
-    return this.collection.data.extensions.find((entry) => entry.extensionKey === extensionKey)?.fields ?? [];
+  /**
+   * Brings one extension's fields (null: every extension's) in memory up to
+   * the store. Read-backs run one after the other, each reading after the
+   * previous one finished, so the last one asked for leaves the latest state.
+   */
+  private reload(extensionKey: string | null): Promise<void> {
+    const next = this.reloads.then(async () => {
+      const read = extensionKey === null ? await this.store.loadAll() : new Map([[extensionKey, await this.store.fields(extensionKey)]]);
+      if (extensionKey === null) {
+        this.stored.clear();
+        this.decrypted.clear();
+      }
+      for (const [key, fields] of read) {
+        if (fields.length > 0) this.stored.set(key, fields);
+        else this.stored.delete(key);
+        this.decrypted.delete(key);
+      }
+    });
+    // One failed read (the database away) must not stop the read-backs after it.
+    this.reloads = next.catch(() => undefined);
+    return next;
   }
 
   private assertKnown(extensionKey: string): void {

@@ -45,7 +45,7 @@ export const ANSWERED_BY_HANDLER = Symbol('answered by the handler');
 export interface EndpointSpec<A extends Access, PS, QS, BS> {
   access: A;
   /** Runs after authentication and before validation: throw `forbidden` to refuse (403). */
-  authorize?: (caller: Caller, rawParams: Record<string, string>) => void;
+  authorize?: (caller: Caller, rawParams: Record<string, string>) => void | Promise<void>;
   params?: PS;
   query?: QS;
   body?: BS;
@@ -143,7 +143,7 @@ async function serve<
     if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
     caller = await deps.auth.authenticate(token);
     if (spec.access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');
-    spec.authorize?.(caller, (event.context.params ?? {}) as Record<string, string>);
+    await spec.authorize?.(caller, (event.context.params ?? {}) as Record<string, string>);
   }
 
   const params = spec.params ? parseOrThrow(spec.params, getRouterParams(event, { decode: true })) : undefined;

@@ -3,24 +3,30 @@ import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
+import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
+import type { WorkspaceStore } from '../workspaces/store.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
+import { FileExtensionConfigStore } from './file/extension-config.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
 import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
-import type { ChangeFeed } from './postgres/change-feed.js';
-import type { Database } from './postgres/database.js';
+import { FileWorkspaceStore } from './file/workspaces.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
+import type { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
+import type { Database } from './postgres/database.js';
+import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
 import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
 import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
+import { PostgresWorkspaceStore } from './postgres/workspaces.js';
 
 /**
  * The persistence of every converted domain, from one backend. Domain services
@@ -35,6 +41,8 @@ export interface Stores {
   chat: ChatStore;
   webhookRequests: WebhookRequestStore;
   webhookReplays: WebhookReplayStore;
+  workspaces: WorkspaceStore;
+  extensionConfig: ExtensionConfigStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -53,6 +61,8 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const catalog = await FileCatalogStore.open(dataDir);
   const chat = await FileChatStore.open(dataDir);
   const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
+  const workspaces = await FileWorkspaceStore.open(dataDir);
+  const extensionConfig = await FileExtensionConfigStore.open(dataDir);
   return {
     users,
     revocations,
@@ -61,12 +71,16 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     chat,
     webhookRequests,
     webhookReplays: new MemoryWebhookReplayStore(options.now),
+    workspaces,
+    extensionConfig,
     async close() {
       await users.close();
       await revocations.close();
       await catalog.close();
       await chat.close();
       await webhookRequests.close();
+      await workspaces.close();
+      await extensionConfig.close();
     },
   };
 }
@@ -81,6 +95,8 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     chat: new PostgresChatStore(database),
     webhookRequests: new PostgresWebhookRequestStore(database, options.logError ?? console.error),
     webhookReplays: new PostgresWebhookReplayStore(database, options.now),
+    workspaces: new PostgresWorkspaceStore(database, feed),
+    extensionConfig: new PostgresExtensionConfigStore(database, feed),
     close: async () => undefined,
   };
 }

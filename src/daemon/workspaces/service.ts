@@ -1,13 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import semver from 'semver';
 import { conflict, forbidden, invalid, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
-import { Collection } from '../store/collection.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
 import { hasCredentials, maskCredentials } from '../dispatch/url-credentials.js';
+import {
+  alreadyInstalled,
+  subscriptionNotFound,
+  userNotFound,
+  workspaceNotFound,
+  type WorkspaceContents,
+  type WorkspaceStore,
+} from './store.js';
 import { resolveVersion } from './versions.js';
 import type {
   CatalogReader,
@@ -18,13 +24,6 @@ import type {
   SubscriberKind,
   Workspace,
 } from './types.js';
-
-interface WorkspacesDocument {
-  schemaVersion: 1;
-  workspaces: Workspace[];
-  installations: Installation[];
-  subscriptions: StoredSubscription[];
-}
 
 export interface NewSubscription {
   eventKey: string;
@@ -48,40 +47,53 @@ export interface SubscriptionChange {
   serviceBaseUrl?: string | undefined;
 }
 
-const topic = (workspaceId: string, eventKey: string) => `${workspaceId}\u0000${eventKey}`;
-const installationKey = (workspaceId: string, extensionKey: string) => `${workspaceId}\u0000${extensionKey}`;
+/** What memory holds of one workspace for the dispatcher. */
+interface Held {
+  /** By extension key. */
+  installations: Map<string, Installation>;
+  subscriptions: StoredSubscription[];
+}
 
 /**
- * Workspaces, their members, installed extensions and event subscriptions, in
- * one collection (workspaces.json): all of it changes rarely. Publishing reads
- * it through in-memory indexes only.
+ * Workspaces, their members, installed extensions and event subscriptions.
+ *
+ * Requests read the store: membership (checked on every request to a
+ * workspace), workspaces, installations, subscriptions, and the subscriptions
+ * an event goes to when it is published. So a change acknowledged by one
+ * daemon holds for the next request to any other.
+ *
+ * The dispatcher asks at every attempt whether a subscriber is still active,
+ * how to sign, and where to deliver; those answers come from memory (the
+ * installations and subscriptions of every workspace), read back from the
+ * store after each change this daemon makes and, through the store's change
+ * feed, after each change another daemon makes. When publishing finds a
+ * subscription that memory does not know as active yet, memory is read back
+ * before the event's deliveries are queued.
  */
 export class WorkspaceService {
-  private workspaces = new Map<string, Workspace>();
-  private installations = new Map<string, Installation>();
-  private subscriptions = new Map<string, StoredSubscription>();
-  private byTopic = new Map<string, StoredSubscription[]>();
-  /** Decrypted signing keys, so that signing a delivery never decrypts. */
-  private readonly keyCache = new Map<string, { current: Buffer; previous: Buffer | null }>();
+  private readonly held = new Map<string, Held>();
+  /** Every held subscription by id. */
+  private readonly subscriptions = new Map<string, StoredSubscription>();
+  /** Read-backs from the store, one at a time, in the order asked for. */
+  private reloads: Promise<void> = Promise.resolve();
+  /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
+  private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
+  /** Decrypted subscriber URLs that carry credentials, with the sealed URL they came from. */
+  private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
-  /** Decrypted subscriber URLs that carry credentials. */
-  private readonly deliveryUrls = new Map<string, string>();
 
   private constructor(
-    private readonly collection: Collection<WorkspacesDocument>,
+    private readonly store: WorkspaceStore,
     private readonly catalog: CatalogReader,
     private readonly handlers: HandlerDirectory,
     private readonly box: SecretBox,
     private readonly users: { get(id: string): Promise<unknown> },
     private readonly denyPrivateTargets: boolean,
-  ) {
-    this.reindex();
-    collection.onReset(() => this.reindex());
-  }
+  ) {}
 
   static async open(
-    dataDir: string,
+    store: WorkspaceStore,
     dependencies: {
       catalog: CatalogReader;
       handlers: HandlerDirectory;
@@ -90,27 +102,27 @@ export class WorkspaceService {
       denyPrivateTargets: boolean;
     },
   ): Promise<WorkspaceService> {
-    const collection = await Collection.open<WorkspacesDocument>({
-      file: join(dataDir, 'workspaces.json'),
-      schemaVersion: 1,
-      create: () => ({ schemaVersion: 1, workspaces: [], installations: [], subscriptions: [] }),
-    });
     const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
-    const service = new WorkspaceService(collection, catalog, handlers, box, users, denyPrivateTargets);
+    const service = new WorkspaceService(store, catalog, handlers, box, users, denyPrivateTargets);
+    await service.reload(null);
+    store.onChange((workspaceId) => void service.reload(workspaceId).catch(() => undefined));
     await service.sealClearCredentials();
     return service;
   }
 
   /** Data written before URL credentials were sealed: sealed at open, so they are in clear nowhere after a start. */
   private async sealClearCredentials(): Promise<void> {
-    const clear = this.collection.data.subscriptions.filter(
-      (s) => s.serviceBaseUrl !== null && s.sealedServiceBaseUrl === undefined && hasCredentials(s.serviceBaseUrl),
+    const clear = [...this.subscriptions.values()].filter(hasClearCredentials);
+    await Promise.all(
+      clear.map(({ workspaceId, id }) =>
+        this.storing(
+          workspaceId,
+          this.store.updateSubscription(workspaceId, id, (current) =>
+            hasClearCredentials(current) ? { ...current, ...this.storedUrl(current.serviceBaseUrl!) } : null,
+          ),
+        ),
+      ),
     );
-    if (clear.length === 0) return;
-    await this.collection.update(() => {
-      for (const subscription of clear) Object.assign(subscription, this.storedUrl(subscription.serviceBaseUrl!));
-      this.reindexSubscriptions();
-    });
   }
 
   /** How a subscriber URL is stored: masked for display, sealed in full when it has credentials. */
@@ -123,27 +135,27 @@ export class WorkspaceService {
 
   async create(input: { id: string; name: string }): Promise<Workspace> {
     const workspace: Workspace = { id: input.id, name: input.name, members: [], createdAt: new Date().toISOString() };
-    // Checked and indexed inside the (synchronous) mutation, so concurrent creates cannot both pass.
-    await this.collection.update((data) => {
-      if (this.workspaces.has(input.id)) throw conflict(`workspace ${input.id} already exists`);
-      data.workspaces.push(workspace);
-      this.workspaces.set(workspace.id, workspace);
-    });
+    await this.store.createWorkspace(workspace);
     return workspace;
   }
 
-  get(id: string): Workspace {
-    const workspace = this.workspaces.get(id);
-    if (!workspace) throw notFound(`workspace ${id} not found`);
+  async get(id: string): Promise<Workspace> {
+    const workspace = await this.store.getWorkspace(id);
+    if (!workspace) throw workspaceNotFound(id);
     return workspace;
   }
 
-  async rename(id: string, name: string): Promise<Workspace> {
-    const workspace = this.get(id);
-    await this.collection.update(() => {
-      workspace.name = name;
-    });
-    return workspace;
+  /** 404 unless the workspace exists. */
+  async assertExists(id: string): Promise<void> {
+    if (!(await this.store.hasWorkspace(id))) throw workspaceNotFound(id);
+  }
+
+  exists(id: string): Promise<boolean> {
+    return this.store.hasWorkspace(id);
+  }
+
+  rename(id: string, name: string): Promise<Workspace> {
+    return this.store.renameWorkspace(id, name);
   }
 
   /**
@@ -153,20 +165,7 @@ export class WorkspaceService {
    * run. Recorded events stay in the event log until retention removes them.
    */
   async delete(id: string, force: boolean): Promise<void> {
-    const workspace = this.get(id);
-    const installed = [...this.installations.values()].filter((installation) => installation.workspaceId === id);
-    if (installed.length > 0 && !force) {
-      throw conflict(
-        `workspace ${id} has ${installed.length} installed extensions (${installed.map((i) => i.extensionKey).join(', ')}); ` +
-          'uninstall them first, or delete with force',
-      );
-    }
-    await this.collection.update((data) => {
-      data.workspaces = data.workspaces.filter((candidate) => candidate !== workspace);
-      data.installations = data.installations.filter((installation) => installation.workspaceId !== id);
-      data.subscriptions = data.subscriptions.filter((subscription) => subscription.workspaceId !== id);
-      this.reindex();
-    });
+    await this.storing(id, this.store.deleteWorkspace(id, force));
     for (const listener of this.deletionListeners) await listener(id);
   }
 
@@ -174,65 +173,44 @@ export class WorkspaceService {
     this.deletionListeners.push(listener);
   }
 
-  exists(id: string): boolean {
-    return this.workspaces.has(id);
-  }
-
   /** ADMIN: every workspace; anyone else: those they are a member of. */
-  visibleTo(user: UserRecord): Workspace[] {
-    const all = [...this.workspaces.values()];
-    return isAdmin(user) ? all : all.filter((workspace) => workspace.members.includes(user.id));
+  visibleTo(user: UserRecord): Promise<Workspace[]> {
+    return isAdmin(user) ? this.store.listWorkspaces() : this.store.listWorkspaces(user.id);
   }
 
   /** 403 unless ADMIN or a member. Runs before validation, so the id may be anything. */
-  assertMember(user: UserRecord, workspaceId: string | undefined): void {
+  async assertMember(user: UserRecord, workspaceId: string | undefined): Promise<void> {
     if (isAdmin(user)) return;
-    const workspace = workspaceId === undefined ? undefined : this.workspaces.get(workspaceId);
-    if (!workspace || !workspace.members.includes(user.id)) {
+    if (workspaceId === undefined || !(await this.store.isMember(workspaceId, user.id))) {
       throw forbidden('this needs the ADMIN role or membership of the workspace');
     }
   }
 
   async addMember(workspaceId: string, userId: string): Promise<Workspace> {
-    this.get(workspaceId); // an unknown workspace is the 404 first
-    if (!(await this.users.get(userId))) throw notFound(`user ${userId} not found`);
-    // Looked up again after the wait: it may have been deleted meanwhile.
-    const workspace = this.get(workspaceId);
-    if (workspace.members.includes(userId)) return workspace;
-    await this.collection.update(() => {
-      workspace.members.push(userId);
-    });
-    return workspace;
+    await this.assertExists(workspaceId); // an unknown workspace is the 404 first
+    if (!(await this.users.get(userId))) throw userNotFound(userId);
+    return this.store.addMember(workspaceId, userId);
   }
 
-  async removeMember(workspaceId: string, userId: string): Promise<void> {
-    const workspace = this.get(workspaceId);
-    if (!workspace.members.includes(userId)) return;
-    await this.collection.update(() => {
-      workspace.members = workspace.members.filter((member) => member !== userId);
-    });
+  removeMember(workspaceId: string, userId: string): Promise<void> {
+    return this.store.removeMember(workspaceId, userId);
   }
 
   /** A deleted user leaves every workspace. */
-  async forgetMember(userId: string): Promise<void> {
-    const memberOf = [...this.workspaces.values()].filter((workspace) => workspace.members.includes(userId));
-    if (memberOf.length === 0) return;
-    await this.collection.update(() => {
-      for (const workspace of memberOf) workspace.members = workspace.members.filter((member) => member !== userId);
-    });
+  forgetMember(userId: string): Promise<void> {
+    return this.store.removeMemberEverywhere(userId);
   }
 
   // Installations
 
-  listInstallations(workspaceId: string): Installation[] {
-    this.get(workspaceId);
-    return [...this.installations.values()].filter((installation) => installation.workspaceId === workspaceId);
+  async listInstallations(workspaceId: string): Promise<Installation[]> {
+    await this.assertExists(workspaceId);
+    return this.store.listInstallations(workspaceId);
   }
 
   async install(workspaceId: string, input: { extensionKey: string; version?: string | undefined }): Promise<Installation> {
-    this.get(workspaceId);
-    const key = installationKey(workspaceId, input.extensionKey);
-    if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
+    await this.assertExists(workspaceId);
+    if (await this.store.getInstallation(workspaceId, input.extensionKey)) throw alreadyInstalled(workspaceId, input.extensionKey);
     if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
     const version = resolveVersion(this.catalog, input.extensionKey, input.version);
     const installation: Installation = {
@@ -242,60 +220,44 @@ export class WorkspaceService {
       enabled: true,
       installedAt: new Date().toISOString(),
     };
-    await this.collection.update((data) => {
-      if (this.installations.has(key)) throw alreadyInstalled(workspaceId, input.extensionKey);
-      data.installations.push(installation);
-      this.installations.set(key, installation);
-    });
+    await this.storing(workspaceId, this.store.install(installation));
     return installation;
   }
 
   /**
    * Enable, disable, or move to another version (resolved as for an install).
-   * Moving to a lower version needs allowDowngrade.
+   * Moving to a lower version than the one installed needs allowDowngrade.
    */
   async updateInstallation(
     workspaceId: string,
     extensionKey: string,
     change: { enabled?: boolean | undefined; version?: string | undefined; allowDowngrade?: boolean | undefined },
   ): Promise<Installation> {
-    const installation = this.installation(workspaceId, extensionKey);
-    let version: string | undefined;
-    if (change.version !== undefined && change.version !== installation.version) {
-      version = resolveVersion(this.catalog, extensionKey, change.version);
-      if (semver.lt(version, installation.version) && change.allowDowngrade !== true) {
+    await this.assertExists(workspaceId);
+    const updating = this.store.updateInstallation(workspaceId, extensionKey, (current) => {
+      const version =
+        change.version === undefined || change.version === current.version ? current.version : resolveVersion(this.catalog, extensionKey, change.version);
+      if (semver.lt(version, current.version) && change.allowDowngrade !== true) {
         throw conflict(
-          `${extensionKey}@${version} is lower than the installed ${installation.version}; send allowDowngrade: true to downgrade`,
+          `${extensionKey}@${version} is lower than the installed ${current.version}; send allowDowngrade: true to downgrade`,
         );
       }
-    }
-    await this.collection.update(() => {
-      if (version !== undefined) installation.version = version;
-      if (change.enabled !== undefined) installation.enabled = change.enabled;
+      const enabled = change.enabled ?? current.enabled;
+      return version === current.version && enabled === current.enabled ? null : { ...current, version, enabled };
     });
-    return installation;
+    return this.storing(workspaceId, updating);
   }
 
   async uninstall(workspaceId: string, extensionKey: string): Promise<void> {
-    const installation = this.installation(workspaceId, extensionKey);
-    await this.collection.update((data) => {
-      data.installations = data.installations.filter((candidate) => candidate !== installation);
-      this.installations.delete(installationKey(workspaceId, extensionKey));
-    });
-  }
-
-  private installation(workspaceId: string, extensionKey: string): Installation {
-    this.get(workspaceId);
-    const installation = this.installations.get(installationKey(workspaceId, extensionKey));
-    if (!installation) throw notFound(`installation of ${extensionKey} in ${workspaceId} not found`);
-    return installation;
+    await this.assertExists(workspaceId);
+    await this.storing(workspaceId, this.store.uninstall(workspaceId, extensionKey));
   }
 
   // Subscriptions
 
-  listSubscriptions(workspaceId: string): PublicSubscription[] {
-    this.get(workspaceId);
-    return [...this.subscriptions.values()].filter((s) => s.workspaceId === workspaceId).map(toPublicSubscription);
+  async listSubscriptions(workspaceId: string): Promise<PublicSubscription[]> {
+    await this.assertExists(workspaceId);
+    return (await this.store.listSubscriptions(workspaceId)).map(toPublicSubscription);
   }
 
   /**
@@ -307,7 +269,7 @@ export class WorkspaceService {
     workspaceId: string,
     input: NewSubscription,
   ): Promise<{ subscription: PublicSubscription & { signingSecret: string }; warnings: string[] }> {
-    this.get(workspaceId);
+    await this.assertExists(workspaceId);
     if (!this.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
     const serviceBaseUrl = input.kind === 'EXTERNAL_SERVICE' ? (input.serviceBaseUrl ?? null) : null;
     if (input.kind === 'EXTERNAL_SERVICE' && serviceBaseUrl === null) {
@@ -331,46 +293,38 @@ export class WorkspaceService {
       serviceBaseUrl: null,
       ...(serviceBaseUrl === null ? {} : this.storedUrl(serviceBaseUrl)),
       createdAt: new Date().toISOString(),
+      enabled: true,
+      disabledReason: null,
       sealedSigningSecret: this.box.seal(signingSecret),
     };
-    await this.collection.update((data) => {
-      const duplicate = (this.byTopic.get(topic(workspaceId, input.eventKey)) ?? []).some(
-        (s) => s.extensionKey === input.extensionKey && s.kind === input.kind && this.deliveryUrl(s.id) === serviceBaseUrl,
-      );
-      if (duplicate) throw conflict(`${input.extensionKey} is already subscribed to ${input.eventKey} in ${workspaceId}`);
-      data.subscriptions.push(subscription);
-      this.indexSubscription(subscription);
-    });
-    const warnings = this.installations.has(installationKey(workspaceId, input.extensionKey))
+    // The same subscriber once; URLs compare with their credentials.
+    const isDuplicate = (other: StoredSubscription) =>
+      other.extensionKey === input.extensionKey && other.kind === input.kind && this.fullUrl(other) === serviceBaseUrl;
+    await this.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
+    const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
       ? []
       : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
     return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
   }
 
   async unsubscribe(workspaceId: string, subscriptionId: string): Promise<void> {
-    const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription || subscription.workspaceId !== workspaceId) {
-      throw notFound(`subscription ${subscriptionId} not found in ${workspaceId}`);
-    }
-    await this.collection.update((data) => {
-      data.subscriptions = data.subscriptions.filter((candidate) => candidate.id !== subscriptionId);
-      this.reindexSubscriptions();
-    });
+    await this.storing(workspaceId, this.store.unsubscribe(workspaceId, subscriptionId));
   }
 
   /** Subscriptions for (workspace, event key) whose extension is installed and enabled: the dispatch list. */
-  activeSubscriptions(workspaceId: string, eventKey: string): readonly StoredSubscription[] {
-    const candidates = this.byTopic.get(topic(workspaceId, eventKey));
-    if (!candidates) return [];
-    return candidates.filter((subscription) => this.inactivity(subscription.id) === null);
+  async activeSubscriptions(workspaceId: string, eventKey: string): Promise<readonly StoredSubscription[]> {
+    const active = await this.store.activeSubscriptions(workspaceId, eventKey);
+    // Their attempts ask memory, which may not have heard yet of a change another daemon made a moment ago.
+    if (active.some((subscription) => this.inactivity(subscription.id) !== null)) await this.reload(workspaceId);
+    return active;
   }
 
-  /** Checked again before every delivery attempt and replay. */
+  /** Checked again before every delivery attempt and replay, from memory. */
   inactivity(subscriptionId: string): Inactivity {
     const subscription = this.subscriptions.get(subscriptionId);
     if (!subscription) return 'subscription deleted';
     if (subscription.enabled === false) return 'subscription disabled';
-    const installation = this.installations.get(installationKey(subscription.workspaceId, subscription.extensionKey));
+    const installation = this.held.get(subscription.workspaceId)?.installations.get(subscription.extensionKey);
     if (!installation) return 'extension not installed';
     return installation.enabled ? null : 'extension disabled';
   }
@@ -383,32 +337,36 @@ export class WorkspaceService {
   signingKeys(subscriptionId: string, now: number): Buffer[] {
     const subscription = this.subscriptions.get(subscriptionId);
     if (!subscription) return [];
+    const { sealedSigningSecret: sealed, sealedPreviousSigningSecret: sealedPrevious } = subscription;
     let cached = this.keyCache.get(subscriptionId);
-    if (!cached) {
-      const decode = (sealed: string) => Buffer.from(this.box.open(sealed).slice('whsec_'.length), 'base64');
-      cached = { current: decode(subscription.sealedSigningSecret), previous: subscription.sealedPreviousSigningSecret ? decode(subscription.sealedPreviousSigningSecret) : null };
+    if (!cached || cached.sealed !== sealed || cached.sealedPrevious !== sealedPrevious) {
+      const decode = (secret: string) => Buffer.from(this.box.open(secret).slice('whsec_'.length), 'base64');
+      cached = { sealed, sealedPrevious, current: decode(sealed), previous: sealedPrevious ? decode(sealedPrevious) : null };
       this.keyCache.set(subscriptionId, cached);
     }
     const overlapping = cached.previous !== null && (subscription.previousSecretUntil ?? 0) > now;
     return overlapping ? [cached.current, cached.previous!] : [cached.current];
   }
 
-  /** A subscription of this workspace, or 404. */
-  private subscriptionOf(workspaceId: string, subscriptionId: string): StoredSubscription {
-    this.get(workspaceId);
-    const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription || subscription.workspaceId !== workspaceId) throw notFound(`subscription ${subscriptionId} not found in ${workspaceId}`);
+  /** A subscription of this workspace, read from the store, or 404. */
+  private async subscriptionOf(workspaceId: string, subscriptionId: string): Promise<StoredSubscription> {
+    await this.assertExists(workspaceId);
+    const subscription = await this.store.getSubscription(workspaceId, subscriptionId);
+    if (!subscription) throw subscriptionNotFound(workspaceId, subscriptionId);
     return subscription;
   }
 
   /** Public view of one subscription of the workspace (404 otherwise). */
-  subscription(workspaceId: string, subscriptionId: string): PublicSubscription {
-    return toPublicSubscription(this.subscriptionOf(workspaceId, subscriptionId));
+  async subscription(workspaceId: string, subscriptionId: string): Promise<PublicSubscription> {
+    const subscription = await this.subscriptionOf(workspaceId, subscriptionId);
+    // A test delivery to it is attempted with what memory knows: one created a moment ago on another daemon is read back first.
+    if (!this.subscriptions.has(subscriptionId)) await this.reload(workspaceId);
+    return toPublicSubscription(subscription);
   }
 
   /** Enables or disables (re-enabling clears the reason and the failure streak), or moves the subscriber. */
   async updateSubscription(workspaceId: string, subscriptionId: string, change: SubscriptionChange): Promise<PublicSubscription> {
-    const subscription = this.subscriptionOf(workspaceId, subscriptionId);
+    const subscription = await this.subscriptionOf(workspaceId, subscriptionId);
     const url = change.serviceBaseUrl;
     if (url !== undefined) {
       if (subscription.kind !== 'EXTERNAL_SERVICE') throw invalid('serviceBaseUrl', 'only an EXTERNAL_SERVICE subscription has a serviceBaseUrl');
@@ -418,101 +376,152 @@ export class WorkspaceService {
         });
       }
     }
-    await this.collection.update(() => {
+    const updating = this.store.updateSubscription(workspaceId, subscriptionId, (current) => {
+      let next = current;
       if (url !== undefined) {
-        delete subscription.sealedServiceBaseUrl;
-        Object.assign(subscription, this.storedUrl(url));
-        this.deliveryUrls.delete(subscriptionId);
+        const { sealedServiceBaseUrl: _replaced, ...rest } = next;
+        next = { ...rest, ...this.storedUrl(url) };
       }
       if (change.enabled === true) {
-        subscription.enabled = true;
-        subscription.disabledReason = null;
-        delete subscription.failingSince;
-      } else if (change.enabled === false && subscription.enabled !== false) {
-        subscription.enabled = false;
-        subscription.disabledReason = 'disabled by an administrator';
+        const { failingSince: _forgiven, ...rest } = next;
+        next = { ...rest, enabled: true, disabledReason: null };
+      } else if (change.enabled === false && next.enabled !== false) {
+        next = { ...next, enabled: false, disabledReason: 'disabled by an administrator' };
       }
+      return next === current ? null : next;
     });
-    return toPublicSubscription(subscription);
+    return toPublicSubscription(await this.storing(workspaceId, updating));
   }
 
   /** A new signing secret; the previous one keeps signing for `overlapMs`. Returns the new secret (shown once). */
   async rotateSecret(workspaceId: string, subscriptionId: string, overlapMs: number, now: number): Promise<{ signingSecret: string }> {
-    const subscription = this.subscriptionOf(workspaceId, subscriptionId);
+    await this.subscriptionOf(workspaceId, subscriptionId);
     const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
-    await this.collection.update(() => {
-      subscription.sealedPreviousSigningSecret = subscription.sealedSigningSecret;
-      subscription.previousSecretUntil = now + overlapMs;
-      subscription.sealedSigningSecret = this.box.seal(signingSecret);
-      this.keyCache.delete(subscriptionId);
-    });
+    const sealed = this.box.seal(signingSecret);
+    const rotating = this.store.updateSubscription(workspaceId, subscriptionId, (current) => ({
+      ...current,
+      sealedPreviousSigningSecret: current.sealedSigningSecret,
+      previousSecretUntil: now + overlapMs,
+      sealedSigningSecret: sealed,
+    }));
+    await this.storing(workspaceId, rotating);
     return { signingSecret };
   }
 
   /**
    * An attempt's result for automatic disabling: a failure starts (or continues)
    * a streak, a success ends it. Returns the reason when this failure disabled
-   * the subscription: its streak has lasted `disableAfterMs`.
+   * the subscription: its streak has lasted `disableAfterMs`. Memory answers
+   * when nothing changes (most attempts); a change is decided again on the
+   * stored subscription, so that of several daemons failing at once one
+   * disables it.
    */
   async recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null> {
-    const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription || subscription.enabled === false) return null;
-    if (succeeded) {
-      if (subscription.failingSince !== undefined) await this.collection.update(() => delete subscription.failingSince);
-      return null;
-    }
-    if (subscription.failingSince === undefined) {
-      await this.collection.update(() => (subscription.failingSince ??= now));
-      return null;
-    }
-    if (now - subscription.failingSince < disableAfterMs) return null;
-    const reason = `every delivery failed since ${new Date(subscription.failingSince).toISOString()}`;
-    await this.collection.update(() => {
-      subscription.enabled = false;
-      subscription.disabledReason = reason;
+    const known = this.subscriptions.get(subscriptionId);
+    if (!known || known.enabled === false) return null;
+    if (succeeded ? known.failingSince === undefined : known.failingSince !== undefined && now - known.failingSince < disableAfterMs) return null;
+    let disabled: DisabledSubscription | null = null;
+    const recording = this.store.updateSubscription(known.workspaceId, subscriptionId, (current) => {
+      if (current.enabled === false) return null;
+      if (succeeded) {
+        if (current.failingSince === undefined) return null;
+        const { failingSince: _ended, ...rest } = current;
+        return rest;
+      }
+      if (current.failingSince === undefined) return { ...current, failingSince: now };
+      if (now - current.failingSince < disableAfterMs) return null;
+      const reason = `every delivery failed since ${new Date(current.failingSince).toISOString()}`;
+      disabled = { subscriptionId, workspaceId: current.workspaceId, extensionKey: current.extensionKey, reason };
+      return { ...current, enabled: false, disabledReason: reason };
     });
-    return { subscriptionId, workspaceId: subscription.workspaceId, extensionKey: subscription.extensionKey, reason };
+    try {
+      await this.storing(known.workspaceId, recording);
+    } catch (error) {
+      // Deleted meanwhile: nothing to record.
+      if ((error as { code?: unknown }).code === 'NOT_FOUND') return null;
+      throw error;
+    }
+    return disabled;
   }
 
   /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
   deliveryUrl(subscriptionId: string): string | null {
-    const cached = this.deliveryUrls.get(subscriptionId);
-    if (cached) return cached;
     const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription?.sealedServiceBaseUrl) return subscription?.serviceBaseUrl ?? null;
-    const url = this.box.open(subscription.sealedServiceBaseUrl);
-    this.deliveryUrls.set(subscriptionId, url);
+    return subscription ? this.fullUrl(subscription) : null;
+  }
+
+  private fullUrl(subscription: StoredSubscription): string | null {
+    const sealed = subscription.sealedServiceBaseUrl;
+    if (!sealed) return subscription.serviceBaseUrl;
+    const cached = this.deliveryUrls.get(subscription.id);
+    if (cached?.sealed === sealed) return cached.url;
+    const url = this.box.open(sealed);
+    if (this.subscriptions.get(subscription.id)?.sealedServiceBaseUrl === sealed) this.deliveryUrls.set(subscription.id, { sealed, url });
     return url;
   }
 
-  flush(): Promise<void> {
-    return this.collection.flush();
+  /**
+   * Waits for a write, then reads the workspace back into memory, failed or
+   * not: memory must show what the store holds. Resolves with what the write did.
+   */
+  private async storing<T>(workspaceId: string, write: Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await write;
+    } catch (error) {
+      await this.reload(workspaceId).catch(() => undefined);
+      throw error;
+    }
+    await this.reload(workspaceId);
+    return result;
   }
 
-  private indexSubscription(subscription: StoredSubscription): void {
-    this.subscriptions.set(subscription.id, subscription);
-    const key = topic(subscription.workspaceId, subscription.eventKey);
-    this.byTopic.set(key, [...(this.byTopic.get(key) ?? []), subscription]);
+  /**
+   * Brings one workspace's installations and subscriptions (null: every
+   * workspace's) in memory up to the store. Read-backs run one after the
+   * other, each reading after the previous one finished, so the last one asked
+   * for leaves the latest state.
+   */
+  private reload(workspaceId: string | null): Promise<void> {
+    const next = this.reloads.then(async () => this.hold(workspaceId, await this.store.contents(workspaceId)));
+    // One failed read (the database away) must not stop the read-backs after it.
+    this.reloads = next.catch(() => undefined);
+    return next;
   }
 
-  private reindexSubscriptions(): void {
-    this.subscriptions = new Map();
-    this.byTopic = new Map();
-    this.keyCache.clear();
-    this.deliveryUrls.clear();
-    for (const subscription of this.collection.data.subscriptions) this.indexSubscription(subscription);
-  }
-
-  private reindex(): void {
-    const data = this.collection.data;
-    this.workspaces = new Map(data.workspaces.map((workspace) => [workspace.id, workspace]));
-    this.installations = new Map(data.installations.map((i) => [installationKey(i.workspaceId, i.extensionKey), i]));
-    this.reindexSubscriptions();
+  /** Replaces what memory holds of one workspace (null: of every workspace) with `contents`. */
+  private hold(workspaceId: string | null, contents: WorkspaceContents): void {
+    const replaced: string[] = [];
+    for (const id of workspaceId === null ? [...this.held.keys()] : [workspaceId]) {
+      for (const subscription of this.held.get(id)?.subscriptions ?? []) {
+        this.subscriptions.delete(subscription.id);
+        replaced.push(subscription.id);
+      }
+      this.held.delete(id);
+    }
+    const heldOf = (id: string) => {
+      let held = this.held.get(id);
+      if (!held) this.held.set(id, (held = { installations: new Map(), subscriptions: [] }));
+      return held;
+    };
+    for (const installation of contents.installations) heldOf(installation.workspaceId).installations.set(installation.extensionKey, installation);
+    for (const subscription of contents.subscriptions) {
+      heldOf(subscription.workspaceId).subscriptions.push(subscription);
+      this.subscriptions.set(subscription.id, subscription);
+    }
+    // Decrypted values of subscriptions that are gone go with them.
+    for (const id of replaced) {
+      if (this.subscriptions.has(id)) continue;
+      this.keyCache.delete(id);
+      this.deliveryUrls.delete(id);
+    }
   }
 }
 
-const alreadyInstalled = (workspaceId: string, extensionKey: string) =>
-  conflict(`${extensionKey} is already installed in ${workspaceId}`);
+function hasClearCredentials(subscription: StoredSubscription): boolean {
+  const url = subscription.serviceBaseUrl;
+  return url !== null && subscription.sealedServiceBaseUrl === undefined && hasCredentials(url);
+}
 
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
   const {

@@ -19,8 +19,8 @@ const DiscardMatchingBody = jsonObject(Filter);
 
 export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events, workspaces, catalog, plugins } }) => {
   /** A filter naming a workspace or extension that does not exist is a typo: 404, not an empty result. */
-  const known = <T extends DeadLetterFilter>(filter: T): T => {
-    if (filter.workspaceId !== undefined) workspaces.get(filter.workspaceId);
+  const known = async <T extends DeadLetterFilter>(filter: T): Promise<T> => {
+    if (filter.workspaceId !== undefined) await workspaces.assertExists(filter.workspaceId);
     const key = filter.extensionKey;
     if (key !== undefined && !catalog.has(key) && !plugins.get(key)) throw notFound(`extension ${key} not found`);
     return filter;
@@ -31,8 +31,8 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
     endpoint({
       access: 'admin',
       query: ListQuery,
-      handle: ({ query: { limit, offset, ...filter } }) => {
-        const { items, total } = deadLetters.list(known(filter), { limit, offset });
+      handle: async ({ query: { limit, offset, ...filter } }) => {
+        const { items, total } = deadLetters.list(await known(filter), { limit, offset });
         return new Reply(items.map(toPublicDeadLetter), { total, limit, offset });
       },
     }),
@@ -43,12 +43,12 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       body: ReplayMatchingBody,
       status: 202,
-      handle: ({ body: { limit, ...filter } }) => events.deadLetterAdmin.replayMatching(known(filter), limit ?? Number.MAX_SAFE_INTEGER),
+      handle: async ({ body: { limit, ...filter } }) => events.deadLetterAdmin.replayMatching(await known(filter), limit ?? Number.MAX_SAFE_INTEGER),
     }),
   );
   routes.post(
     '/api/admin/dead-letters/discard',
-    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: ({ body }) => events.deadLetterAdmin.discardMatching(known(body)) }),
+    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: async ({ body }) => events.deadLetterAdmin.discardMatching(await known(body)) }),
   );
   routes.get(
     '/api/admin/dead-letters/:id',

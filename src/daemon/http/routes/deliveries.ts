@@ -50,10 +50,10 @@ export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { work
       authorize: member,
       params: v.object({ id: Slug }),
       query: DeliveriesQuery,
-      handle: ({ params, query: { cursor, ...query } }) => {
+      handle: async ({ params, query: { cursor, ...query } }) => {
         checkRange(query.since, query.until);
         const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
-        const { items, lastSeq, more } = events.deliveries(params.id, { ...query, before });
+        const { items, lastSeq, more } = await events.deliveries(params.id, { ...query, before });
         const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
         return new Reply(items.map(toPublicRecord), { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },

@@ -32,7 +32,7 @@ interface StreamDeps {
 /** Which items a stream shows, and whether its caller may still read it. */
 interface StreamScope {
   workspaceId: string | null;
-  stillAllowed(caller: Caller): void;
+  stillAllowed(caller: Caller): void | Promise<void>;
 }
 
 export const streamRoutes: RouteModule = (routes, { endpoint, services, config }) => {
@@ -51,13 +51,13 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
       authorize: member,
       params: WorkspaceParams,
       answers: SSE,
-      handle: ({ params, caller, event }) => {
-        services.workspaces.get(params.id);
+      handle: async ({ params, caller, event }) => {
+        await services.workspaces.assertExists(params.id);
         return streams.open(event.node.req.headers, event.node.res, caller, {
           workspaceId: params.id,
-          stillAllowed: (current) => {
-            services.workspaces.get(params.id);
-            member(current, { id: params.id });
+          stillAllowed: async (current) => {
+            await services.workspaces.assertExists(params.id);
+            await member(current, { id: params.id });
           },
         });
       },

@@ -111,3 +111,9 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const failure = error as { code?: unknown; constraint?: unknown } | null;
   return failure?.code === '23505' && (constraint === undefined || failure.constraint === constraint);
 }
+
+/** A foreign key refused the row (SQLSTATE 23503): what it names is gone; `constraint` names which one. */
+export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
+  const failure = error as { code?: unknown; constraint?: unknown } | null;
+  return failure?.code === '23503' && failure.constraint === constraint;
+}
