@@ -236,7 +236,8 @@ interface Delivered {
  */
 async function measureDelivered(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>): Promise<Delivered> {
   const warmUp = await produce(1);
-  await kit.waitUntil(() => subscriber.received >= warmUp.ok, 60_000);
+  // Requests still in flight when a load ends are not counted but are delivered: wait for quiet too.
+  await kit.waitUntil(() => subscriber.received >= warmUp.ok && performance.now() - subscriber.lastAt > 300, 60_000);
   const before = subscriber.received;
   const started = performance.now();
   const produced = await produce(kit.PUBLISH_SECONDS);
