@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery-records|metrics]
+ * npm run bench [-- --quick] [-- --only events-listing|delivery-records|metrics]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -437,15 +437,64 @@ async function main(): Promise<void> {
     note: `${((full.rps / empty.rps) * 100).toFixed(0)} % of the empty log's rate`,
   });
 
+  await measureEventListing(base);
   await measureDeliveryRecords(base);
   await measureMetricsCost(base);
   report(base);
 }
 
 const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
+  'events-listing': measureEventListing,
   'delivery-records': measureDeliveryRecords,
   metrics: measureMetricsCost,
 };
+
+/**
+ * 13a and 13b: GET .../events over a log of 1,000,000 events (10 workspaces,
+ * segments of 100,000: the newest segment holds 100,000), with one client:
+ * the first page, and a page 2,000 events back (past what memory holds).
+ */
+async function measureEventListing(base: Load): Promise<void> {
+  const recorded = QUICK ? 200_000 : 1_000_000;
+  let daemon = await startDaemon();
+  let token = await login(daemon.url);
+  await api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'history-3', name: 'History' });
+  await daemon.stop();
+  writeEventLog(join(daemon.dataDir, 'events'), recorded);
+  daemon = await startDaemon(daemon.dataDir);
+  token = await login(daemon.url);
+  try {
+    const path = '/api/workspaces/history-3/events?limit=50';
+    const headers = { authorization: `Bearer ${token}` };
+    let cursor: string | undefined;
+    for (let page = 0; page < 2; page += 1) {
+      cursor = (await api(daemon.url, token, 'GET', `/api/workspaces/history-3/events?limit=1000${cursor ? `&cursor=${cursor}` : ''}`)).meta.nextCursor;
+    }
+    const measure = async (url: string) => {
+      await load({ url, headers, connections: 1, duration: 1 });
+      return load({ url, headers, connections: 1, duration: SECONDS });
+    };
+    const first = await measure(daemon.url + path);
+    const deep = await measure(`${daemon.url}${path}&cursor=${cursor}`);
+    for (const [name, result] of [['first page', first], ['a page 2,000 events back', deep]] as const) {
+      record({
+        scenario: `13${name === 'first page' ? 'a' : 'b'}. events listing, ${name}, limit 50, ${recorded.toLocaleString('en')} events (100,000 in the newest segment), 1 conn.`,
+        value: result.p99,
+        unit: 'ms p99',
+        p50: result.p50,
+        p99: result.p99,
+        ratio: null,
+        rssMb: rssMb(daemon.child.pid!),
+        target: '<= 20 ms p99',
+        met: result.p99 <= 20 && result.errors === 0,
+        note: `${result.rps} req/s; bare baseline p99 ${base.p99} ms at 50 conn.`,
+      });
+    }
+  } finally {
+    await daemon.stop();
+    rmSync(daemon.dataDir, { recursive: true, force: true });
+  }
+}
 
 /**
  * 12: what counting requests for /metrics costs scenario 1: the same catalog

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -92,6 +92,78 @@ test('fully expired segments are deleted; the segment being written is never tou
   assert.is(log.storedCount, 1, 'the expired event in the active segment waits for its segment to be sealed');
   assert.equal((await log.page('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW)).items, [], 'but is not read');
   await log.append(event('w', 0));
+  await log.close();
+});
+
+const RECENT_FOUR = { perWorkspace: 4, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 };
+
+function pageAll(log: EventLog, workspace: string, query: { limit: number; eventKey?: string }, policy: { maxAgeMs: number; maxPerWorkspace: number }, between: () => Promise<void> = async () => undefined) {
+  return (async () => {
+    const seen: string[] = [];
+    let before: { segment: number; at: number; id: string } | undefined;
+    for (;;) {
+      const page = await log.page(workspace, { ...query, before }, policy, NOW);
+      seen.push(...page.items.map((e) => e.id));
+      if (!page.more) return seen;
+      before = page.last;
+      await between();
+    }
+  })();
+}
+
+test('paging from memory on into disk and across segments lists each event once, while appends and retention run', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 5, recent: RECENT_FOUR });
+  const w: PlatformEvent[] = [];
+  for (let n = 0; n < 26; n += 1) {
+    const e = event('w', n < 3 ? 9 * DAY : DAY, n % 3 === 0 ? 'a.one' : 'b.two');
+    w.push(e);
+    await log.append(e);
+    await log.append(event('x', 0));
+  }
+  const policy = { maxAgeMs: 30 * DAY, maxPerWorkspace: 1_000 };
+  let turn = 0;
+  const seen = await pageAll(log, 'w', { limit: 3 }, policy, async () => {
+    turn += 1;
+    await log.append(event('w', 0));
+    // Halfway, retention removes the three oldest events before the pages reach them.
+    if (turn === 4) await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 1_000 }, NOW);
+  });
+  assert.equal(seen, w.slice(3).reverse().map((e) => e.id));
+  const filtered = await pageAll(log, 'w', { limit: 2, eventKey: 'a.one' }, policy);
+  assert.equal(filtered, w.slice(3).filter((e) => e.eventKey === 'a.one').reverse().map((e) => e.id));
+  assert.is((await log.find('w', w[10]!.id))?.id, w[10]!.id, 'found on disk');
+  assert.is((await log.find('w', w[25]!.id))?.id, w[25]!.id, 'found in memory');
+  assert.is(await log.find('w', w[0]!.id), undefined, 'removed by retention');
+  assert.is(await log.find('x', w[25]!.id), undefined, 'another workspace');
+  await log.close();
+
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 5, recent: RECENT_FOUR });
+  const again = await pageAll(reopened, 'w', { limit: 7 }, policy);
+  assert.is(again.length, 23 + turn);
+  assert.equal(again.slice(turn), w.slice(3).reverse().map((e) => e.id), 'and after a reopen');
+  await reopened.close();
+});
+
+test('a page reads only its own lines: memory serves the newest events, the rest is read where the index says', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 100, recent: { ...RECENT_FOUR, perWorkspace: 5 } });
+  const w: PlatformEvent[] = [];
+  for (let n = 0; n < 30; n += 1) {
+    w.push(event('w', 0));
+    await log.append(w[n]!);
+  }
+  // Every line but those of the second page (and the one after it) becomes garbage of the same
+  // length: the first page comes from memory, the second from its own lines.
+  const file = join(dir, 'segment-000001.log');
+  const lines = readFileSync(file, 'utf8').split('\n');
+  writeFileSync(file, lines.map((line, n) => (n >= 19 && n < 25 ? line : 'x'.repeat(line.length))).join('\n'));
+  const policy = { maxAgeMs: DAY, maxPerWorkspace: 100 };
+  const first = await log.page('w', { limit: 5 }, policy, NOW);
+  assert.equal(first.items.map((e) => e.id), w.slice(25).reverse().map((e) => e.id));
+  const second = await log.page('w', { limit: 5, before: first.last }, policy, NOW);
+  assert.equal(second.items.map((e) => e.payload), w.slice(20, 25).reverse().map((e) => e.payload));
+  assert.ok(second.more);
   await log.close();
 });
 

@@ -92,7 +92,7 @@ export class DeliveryRecords {
       const entry: Entry = { t: 'new', seq: this.nextSeq++, record: recordOf(delivery) };
       this.entries += 1;
       this.apply(entry);
-      const written = this.log.append(entry).catch(this.reportError);
+      const written = this.log.append(entry).then(() => undefined, this.reportError);
       this.unsynced.set(delivery.id, written);
       void written.then(() => {
         if (this.unsynced.get(delivery.id) === written) this.unsynced.delete(delivery.id);

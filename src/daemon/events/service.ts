@@ -156,9 +156,9 @@ export class EventService {
   }
 
   /** The event with the record of every delivery it caused. */
-  async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
+  show(workspaceId: string, eventId: string): PlatformEvent & { deliveries: DeliveryRecord[] } {
     this.deps.workspaces.get(workspaceId);
-    const event = await this.deps.log.find(workspaceId, eventId);
+    const event = this.deps.log.find(workspaceId, eventId);
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
     return { ...event, deliveries: this.deps.records.ofEvent(workspaceId, eventId) };
   }

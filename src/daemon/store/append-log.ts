@@ -1,15 +1,23 @@
-import { createReadStream } from 'node:fs';
+import { closeSync, createReadStream, openSync } from 'node:fs';
 import { open, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
+import { readSpan } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
 const LAZY_FLUSH_MS = 20;
 
+/** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
+export interface LineSpan {
+  offset: number;
+  length: number;
+}
+
 interface Waiter {
-  resolve: () => void;
+  /** null: a rewrite superseded the line before it was written (the record is wherever the rewrite put it). */
+  resolve: (span: LineSpan | null) => void;
   reject: (error: unknown) => void;
 }
 
@@ -21,6 +29,10 @@ interface Waiter {
  *
  * Crash safety: a line is acknowledged only after fdatasync. A torn last line
  * (crash mid-write) was never acknowledged and is cut off when the log is opened.
+ *
+ * Every written line's span (offset and length) is reported, on append and on
+ * replay, so that an index can hold spans instead of records and read a record
+ * back with `readLine`.
  */
 export class AppendLog<R> {
   private lines: string[] = [];
@@ -33,6 +45,8 @@ export class AppendLog<R> {
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
+  /** For readLine; it follows a rewrite only when the new spans are handed over (see rewrite). */
+  private readFd: number | null = null;
   physicalWrites = 0;
 
   private constructor(
@@ -42,7 +56,7 @@ export class AppendLog<R> {
   ) {}
 
   /** Opens (creating if needed) and replays every stored record, oldest first. */
-  static async open<R>(file: string, onRecord: (record: R) => void): Promise<AppendLog<R>> {
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<AppendLog<R>> {
     const size = await replay(file, onRecord);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
@@ -53,11 +67,11 @@ export class AppendLog<R> {
     return this.size;
   }
 
-  /** Resolves when the record is on disk. */
-  append(record: R): Promise<void> {
+  /** Resolves once the record is on disk, with its span (null if a rewrite superseded it, see `rewrite`). */
+  append(record: R): Promise<LineSpan | null> {
     if (this.closed) return Promise.reject(new Error(`append log ${this.file} is closed`));
     this.lines.push(JSON.stringify(record));
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<LineSpan | null>((resolve, reject) => {
       this.waiters.push({ resolve, reject });
       this.scheduleGroup();
     });
@@ -67,12 +81,13 @@ export class AppendLog<R> {
    * For records nobody waits for: they join the next group written for a
    * durable append, or are written within LAZY_FLUSH_MS, so that they never
    * cost a write and an fsync of their own while durable appends flow.
-   * A failed write is reported through `onError`.
+   * A failed write is reported through `onError`, the span of a written one to `onWritten`
+   * (null if a rewrite superseded it).
    */
-  appendLazily(record: R, onError: (error: unknown) => void): void {
+  appendLazily(record: R, onError: (error: unknown) => void, onWritten: (span: LineSpan | null) => void = () => undefined): void {
     if (this.closed) return onError(new Error(`append log ${this.file} is closed`));
     this.lines.push(JSON.stringify(record));
-    this.waiters.push({ resolve: () => undefined, reject: onError });
+    this.waiters.push({ resolve: onWritten, reject: onError });
     if (this.scheduled || this.lazyTimer) return;
     this.lazyTimer = setTimeout(() => {
       this.lazyTimer = null;
@@ -97,11 +112,24 @@ export class AppendLog<R> {
   /**
    * Replaces the whole log with `records` atomically (compaction, retention).
    * `records` must reflect every append made before this call: those pending
-   * appends are superseded by it (and resolve with it); later appends follow it.
+   * appends are superseded by it (and resolve with it, without a span of
+   * their own); later appends follow it.
+   *
+   * `onRewritten` gets the new records' spans, in order, at the moment
+   * readLine switches to the new file: until then it reads the old one, so an
+   * index swapping its spans there never reads a span in the wrong file.
    */
-  rewrite(records: Iterable<R>): Promise<void> {
+  rewrite(records: Iterable<R>, onRewritten?: (spans: LineSpan[]) => void): Promise<void> {
     let text = '';
-    for (const record of records) text += JSON.stringify(record) + '\n';
+    let offset = 0;
+    const spans: LineSpan[] = [];
+    for (const record of records) {
+      const line = JSON.stringify(record);
+      const length = Buffer.byteLength(line);
+      spans.push({ offset, length });
+      offset += length + 1;
+      text += line + '\n';
+    }
     const superseded = this.waiters;
     this.waiters = [];
     this.lines = [];
@@ -109,6 +137,8 @@ export class AppendLog<R> {
     return this.enqueue(async () => {
       this.rewritesPending -= 1;
       try {
+        // Holds the old file for readers until the spans are swapped.
+        if (onRewritten) this.readFd ??= openSync(this.file, 'r');
         await this.handle.close();
         try {
           await writeFileDurably(this.file, text);
@@ -116,7 +146,13 @@ export class AppendLog<R> {
           this.handle = await open(this.file, 'a', FILE_MODE);
           this.size = (await this.handle.stat()).size;
         }
-        for (const waiter of superseded) waiter.resolve();
+        if (this.readFd !== null) {
+          const fresh = openSync(this.file, 'r');
+          closeSync(this.readFd);
+          this.readFd = fresh;
+        }
+        onRewritten?.(spans);
+        for (const waiter of superseded) waiter.resolve(null);
       } catch (error) {
         for (const waiter of superseded) waiter.reject(error);
         throw error;
@@ -137,10 +173,22 @@ export class AppendLog<R> {
     await this.chain;
   }
 
+  /**
+   * The line at `span`, read synchronously: a listing reads a page of lines
+   * between two turns of the event loop, so no rewrite can swap the file
+   * under it.
+   */
+  readLine(span: LineSpan): string {
+    this.readFd ??= openSync(this.file, 'r');
+    return readSpan(this.readFd, span.offset, span.length);
+  }
+
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
     await this.handle.close();
+    if (this.readFd !== null) closeSync(this.readFd);
+    this.readFd = null;
   }
 
   private enqueue(operation: () => Promise<void>): Promise<void> {
@@ -155,6 +203,13 @@ export class AppendLog<R> {
     // rewrite is about to replace it would be lost. They wait for the rewrite.
     if (this.waiters.length === 0 || this.rewritesPending > 0) return;
     const waiters = this.waiters;
+    const spans: LineSpan[] = [];
+    let offset = this.size;
+    for (const line of this.lines) {
+      const length = Buffer.byteLength(line);
+      spans.push({ offset, length });
+      offset += length + 1;
+    }
     const bytes = Buffer.from(this.lines.join('\n') + '\n');
     this.waiters = [];
     this.lines = [];
@@ -166,7 +221,7 @@ export class AppendLog<R> {
       await this.handle.datasync();
       this.size += bytes.length;
       this.physicalWrites += 1;
-      for (const waiter of waiters) waiter.resolve();
+      waiters.forEach((waiter, index) => waiter.resolve(spans[index]!));
     } catch (error) {
       // Cut off whatever part of the group reached the file, so the next append
       // does not follow a torn line.
@@ -182,7 +237,7 @@ export class AppendLog<R> {
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  */
-export async function replay<R>(file: string, onRecord: (record: R) => void): Promise<number> {
+export async function replay<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<number> {
   let fileSize: number;
   try {
     fileSize = (await stat(file)).size;
@@ -197,7 +252,8 @@ export async function replay<R>(file: string, onRecord: (record: R) => void): Pr
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   for await (const line of lines) {
     lineNumber += 1;
-    const lineEnd = intact + Buffer.byteLength(line) + 1;
+    const length = Buffer.byteLength(line);
+    const lineEnd = intact + length + 1;
     if (lineEnd > fileSize) break;
     if (line.length > 0) {
       let record: R;
@@ -209,7 +265,7 @@ export async function replay<R>(file: string, onRecord: (record: R) => void): Pr
           `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
         );
       }
-      onRecord(record);
+      onRecord(record, { offset: intact, length });
     }
     intact = lineEnd;
   }
