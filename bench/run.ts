@@ -550,6 +550,9 @@ async function measureDeliveryRecords(base: Load): Promise<void> {
     writeDeliveryJournal(join(daemon.dataDir, 'deliveries.log'), count);
     daemon = await startDaemon(daemon.dataDir);
     token = await login(daemon.url);
+    // Held data, not the garbage of the listing load (whose rate differs between the two): RSS at rest.
+    await sleep(2_000);
+    const restingRss = rssMb(daemon.child.pid!);
     // One subscription in ten and one record in 97 DEAD: a page of 20 scans about 20,000 records.
     const options = {
       url: `${daemon.url}/api/workspaces/bench/deliveries?subscriptionId=sub-03&status=DEAD&limit=20`,
@@ -562,7 +565,7 @@ async function measureDeliveryRecords(base: Load): Promise<void> {
     const rss = rssMb(daemon.child.pid!);
     await daemon.stop();
     rmSync(daemon.dataDir, { recursive: true, force: true });
-    return { ...result, rss };
+    return { ...result, rss, restingRss };
   };
   const none = await measure(0);
   const full = await measure(RECORDED_DELIVERIES);
@@ -579,15 +582,16 @@ async function measureDeliveryRecords(base: Load): Promise<void> {
     note: `${full.rps} req/s; with no records: ${none.rps} req/s, p99 ${none.p99} ms; bare baseline p99 ${base.p99} ms at 50 conn.`,
   });
   record({
-    scenario: `11b. RSS with ${RECORDED_DELIVERIES.toLocaleString('en')} delivery records vs none`,
-    value: full.rss - none.rss,
+    scenario: `11b. RSS at rest with ${RECORDED_DELIVERIES.toLocaleString('en')} delivery records vs none`,
+    value: full.restingRss - none.restingRss,
     unit: 'MB more',
     p50: null,
     p99: null,
     ratio: null,
-    rssMb: full.rss,
-    target: `<= 50 MB more than with none (${none.rss} MB)`,
-    met: full.rss - none.rss <= 50,
+    rssMb: full.restingRss,
+    target: `<= 50 MB more than with none (${none.restingRss} MB)`,
+    met: full.restingRss - none.restingRss <= 50,
+    note: `after the listing load: ${full.rss} vs ${none.rss} MB`,
   });
 }
 

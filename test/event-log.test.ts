@@ -262,4 +262,21 @@ test('append log: appends made while a rewrite waits are kept after it, supersed
   assert.is(readFileSync(file, 'utf8'), '{"n":100}\n{"n":2}\n');
 });
 
+test('append log: rewriteLines copies lines by offset (long ones too, in any order) between lines given as text, and readLine follows', async () => {
+  const file = join(await tempDir(), 'copy.log');
+  const log = await AppendLog.open<{ n: number; pad: string }>(file, () => undefined);
+  const records = [1, 2, 3, 4].map((n) => ({ n, pad: String(n).repeat(n === 3 ? 3 * 1024 * 1024 : 10) }));
+  const spans = await Promise.all(records.map((record) => log.append(record)));
+  assert.equal(spans.map((span) => log.readLine(span!.offset)), records.map((record) => JSON.stringify(record)));
+  let offsets: Float64Array | undefined;
+  await log.rewriteLines(
+    { offsets: Float64Array.from([spans[3]!.offset, 0, spans[2]!.offset, spans[0]!.offset]), texts: new Map([[1, '{"n":9,"pad":""}']]) },
+    (rewritten) => (offsets = rewritten),
+  );
+  const expected = [records[3], { n: 9, pad: '' }, records[2], records[0]].map((record) => JSON.stringify(record));
+  assert.is(readFileSync(file, 'utf8'), expected.join('\n') + '\n');
+  assert.equal([...offsets!].map((offset) => log.readLine(offset)), expected);
+  await log.close();
+});
+
 test.run();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import { AppendLog, replay, type LineSpan } from '../store/append-log.js';
 import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir } from '../store/files.js';
-import { hash32, readSpan, trimmed, withRoom } from '../store/line-index.js';
+import { Column, hash32, readSpan } from '../store/line-index.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
 
 export interface RetentionPolicy {
@@ -21,35 +21,31 @@ class WorkspaceLines {
   length = 0;
   /** The oldest occurredAt (ms), for retention. */
   oldest = Number.POSITIVE_INFINITY;
-  offsets = new Float64Array(0);
-  lengths = new Uint32Array(0);
-  occurredAt = new Float64Array(0);
-  idHashes = new Uint32Array(0);
-  keyHashes = new Uint32Array(0);
+  readonly offsets = new Column(Float64Array);
+  readonly lengths = new Column(Uint32Array);
+  readonly occurredAt = new Column(Float64Array);
+  readonly idHashes = new Column(Uint32Array);
+  readonly keyHashes = new Column(Uint32Array);
 
   push(event: PlatformEvent, span: LineSpan): void {
     const index = this.length++;
     const at = Date.parse(event.occurredAt);
-    this.offsets = withRoom(this.offsets, this.length);
-    this.lengths = withRoom(this.lengths, this.length);
-    this.occurredAt = withRoom(this.occurredAt, this.length);
-    this.idHashes = withRoom(this.idHashes, this.length);
-    this.keyHashes = withRoom(this.keyHashes, this.length);
-    this.offsets[index] = span.offset;
-    this.lengths[index] = span.length;
-    this.occurredAt[index] = at;
-    this.idHashes[index] = hash32(event.id);
-    this.keyHashes[index] = hash32(event.eventKey);
+    this.offsets.reserve(this.length);
+    this.lengths.reserve(this.length);
+    this.occurredAt.reserve(this.length);
+    this.idHashes.reserve(this.length);
+    this.keyHashes.reserve(this.length);
+    this.offsets.set(index, span.offset);
+    this.lengths.set(index, span.length);
+    this.occurredAt.set(index, at);
+    this.idHashes.set(index, hash32(event.id));
+    this.keyHashes.set(index, hash32(event.eventKey));
     this.oldest = Math.min(this.oldest, at);
   }
 
-  /** A sealed segment's lines grow no more: the doubling's spare room goes. */
+  /** A sealed segment's lines grow no more: the spare room goes. */
   seal(): void {
-    this.offsets = trimmed(this.offsets, this.length);
-    this.lengths = trimmed(this.lengths, this.length);
-    this.occurredAt = trimmed(this.occurredAt, this.length);
-    this.idHashes = trimmed(this.idHashes, this.length);
-    this.keyHashes = trimmed(this.keyHashes, this.length);
+    for (const column of [this.offsets, this.lengths, this.occurredAt, this.idHashes, this.keyHashes]) column.trim(this.length);
   }
 }
 
@@ -82,7 +78,7 @@ class SegmentReader {
   event(segment: Segment, lines: WorkspaceLines, index: number): PlatformEvent {
     let fd = this.fds.get(segment.file);
     if (fd === undefined) this.fds.set(segment.file, (fd = openSync(segment.file, 'r')));
-    return JSON.parse(readSpan(fd, lines.offsets[index]!, lines.lengths[index]!)) as PlatformEvent;
+    return JSON.parse(readSpan(fd, lines.offsets.get(index), lines.lengths.get(index))) as PlatformEvent;
   }
 
   close(): void {
@@ -185,9 +181,9 @@ export class EventLog {
         else olderThan = before.at;
       }
       for (let index = start; index >= 0 && items.length <= query.limit; index -= 1) {
-        const at = lines.occurredAt[index]!;
+        const at = lines.occurredAt.get(index);
         if (at < cutoff || at > until || at >= olderThan) continue;
-        if (keyHash !== null && lines.keyHashes[index] !== keyHash) continue;
+        if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
         const event = eventAt(index);
         if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
         if (items.length < query.limit) last = { segment: segment.sequence, at, id: event.id };
@@ -205,7 +201,7 @@ export class EventLog {
     let found: PlatformEvent | undefined;
     this.walk(workspaceId, (_segment, lines, eventAt) => {
       for (let index = lines.length - 1; index >= 0 && !found; index -= 1) {
-        if (lines.idHashes[index] !== idHash) continue;
+        if (lines.idHashes.get(index) !== idHash) continue;
         const event = eventAt(index);
         if (event.id === eventId) found = event;
       }
@@ -235,7 +231,7 @@ export class EventLog {
         const rankOfLast = newer + lines.length - 1;
         const eventAt = (index: number) => {
           const held = this.recentEvents.newest(workspaceId, rankOfLast - index);
-          return held && hash32(held.id) === lines.idHashes[index] ? held : reader.event(segment, lines, index);
+          return held && hash32(held.id) === lines.idHashes.get(index) ? held : reader.event(segment, lines, index);
         };
         if (!visit(segment, lines, eventAt)) return;
         newer += lines.length;
@@ -378,7 +374,7 @@ async function writeSynced(file: string, text: string): Promise<void> {
 function indexOf(lines: WorkspaceLines, position: EventPosition, eventAt: (index: number) => PlatformEvent): number {
   const idHash = hash32(position.id);
   for (let index = lines.length - 1; index >= 0; index -= 1) {
-    if (lines.occurredAt[index] === position.at && lines.idHashes[index] === idHash && eventAt(index).id === position.id) return index;
+    if (lines.occurredAt.get(index) === position.at && lines.idHashes.get(index) === idHash && eventAt(index).id === position.id) return index;
   }
   return -1;
 }

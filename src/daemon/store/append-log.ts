@@ -1,18 +1,25 @@
-import { closeSync, createReadStream, openSync } from 'node:fs';
-import { open, stat, truncate, type FileHandle } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { closeSync, openSync } from 'node:fs';
+import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
-import { readSpan } from './line-index.js';
+import { readLineAt } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
 const LAZY_FLUSH_MS = 20;
+/** What rewriteLines reads and writes at once. */
+const CHUNK_BYTES = 1024 * 1024;
 
 /** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
 export interface LineSpan {
   offset: number;
   length: number;
+}
+
+/** The lines of a rewrite: lines of the current file by offset, except those given as text (by index). */
+export interface LineSource {
+  offsets: Float64Array;
+  texts: ReadonlyMap<number, string>;
 }
 
 interface Waiter {
@@ -31,8 +38,8 @@ interface Waiter {
  * (crash mid-write) was never acknowledged and is cut off when the log is opened.
  *
  * Every written line's span (offset and length) is reported, on append and on
- * replay, so that an index can hold spans instead of records and read a record
- * back with `readLine`.
+ * replay, so that an index can hold where a record is instead of the record,
+ * and read it back with `readLine`.
  */
 export class AppendLog<R> {
   private lines: string[] = [];
@@ -45,7 +52,7 @@ export class AppendLog<R> {
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
-  /** For readLine; it follows a rewrite only when the new spans are handed over (see rewrite). */
+  /** For readLine; it follows a rewrite only when the new offsets are handed over (see rewriteLines). */
   private readFd: number | null = null;
   physicalWrites = 0;
 
@@ -114,22 +121,30 @@ export class AppendLog<R> {
    * `records` must reflect every append made before this call: those pending
    * appends are superseded by it (and resolve with it, without a span of
    * their own); later appends follow it.
-   *
-   * `onRewritten` gets the new records' spans, in order, at the moment
-   * readLine switches to the new file: until then it reads the old one, so an
-   * index swapping its spans there never reads a span in the wrong file.
    */
-  rewrite(records: Iterable<R>, onRewritten?: (spans: LineSpan[]) => void): Promise<void> {
+  rewrite(records: Iterable<R>): Promise<void> {
     let text = '';
-    let offset = 0;
-    const spans: LineSpan[] = [];
-    for (const record of records) {
-      const line = JSON.stringify(record);
-      const length = Buffer.byteLength(line);
-      spans.push({ offset, length });
-      offset += length + 1;
-      text += line + '\n';
-    }
+    for (const record of records) text += JSON.stringify(record) + '\n';
+    return this.replace(async () => writeFileDurably(this.file, text));
+  }
+
+  /**
+   * `rewrite` for a log indexed by offsets, which may hold far more than
+   * memory should: the new file is written in chunks, most lines copied from
+   * the current file by offset (read a window at a time), the others given as
+   * text. `source` is taken as it is at this call.
+   *
+   * `onRewritten` gets the new lines' offsets, in the order of `source`, at
+   * the moment readLine switches to the new file: until then it reads the old
+   * one, so an index swapping its offsets there never reads a line in the
+   * wrong file.
+   */
+  rewriteLines(source: LineSource, onRewritten: (offsets: Float64Array) => void): Promise<void> {
+    this.readFd ??= openSync(this.file, 'r');
+    return this.replace(() => this.writeReplacement(source), onRewritten);
+  }
+
+  private replace<T>(write: () => Promise<T>, onReplaced?: (written: T) => void): Promise<void> {
     const superseded = this.waiters;
     this.waiters = [];
     this.lines = [];
@@ -137,11 +152,10 @@ export class AppendLog<R> {
     return this.enqueue(async () => {
       this.rewritesPending -= 1;
       try {
-        // Holds the old file for readers until the spans are swapped.
-        if (onRewritten) this.readFd ??= openSync(this.file, 'r');
         await this.handle.close();
+        let written: T;
         try {
-          await writeFileDurably(this.file, text);
+          written = await write();
         } finally {
           this.handle = await open(this.file, 'a', FILE_MODE);
           this.size = (await this.handle.stat()).size;
@@ -151,7 +165,7 @@ export class AppendLog<R> {
           closeSync(this.readFd);
           this.readFd = fresh;
         }
-        onRewritten?.(spans);
+        onReplaced?.(written);
         for (const waiter of superseded) waiter.resolve(null);
       } catch (error) {
         for (const waiter of superseded) waiter.reject(error);
@@ -161,6 +175,65 @@ export class AppendLog<R> {
         if (this.waiters.length > 0) this.scheduleGroup();
       }
     });
+  }
+
+  /** Writes `source` into a temporary file, fsyncs it and renames it over the log. */
+  private async writeReplacement(source: LineSource): Promise<Float64Array> {
+    const count = source.offsets.length;
+    const offsets = new Float64Array(count);
+    const temp = `${this.file}.tmp`;
+    let current: FileHandle | undefined;
+    try {
+      const out = await open(temp, 'w', FILE_MODE);
+      try {
+        let chunk: Buffer[] = [];
+        let chunkBytes = 0;
+        let written = 0;
+        /** Bytes of the current file from `windowStart`, read a chunk at a time. */
+        let window = Buffer.alloc(0);
+        let windowStart = 0;
+        for (let index = 0; index < count; index += 1) {
+          const text = source.texts.get(index);
+          let line: Buffer;
+          if (text !== undefined) line = Buffer.from(text + '\n');
+          else {
+            const from = source.offsets[index]!;
+            let end = from >= windowStart ? window.indexOf(0x0a, from - windowStart) : -1;
+            for (let size = CHUNK_BYTES; end === -1; size *= 2) {
+              current ??= await open(this.file, 'r');
+              window = Buffer.allocUnsafe(size);
+              const { bytesRead } = await current.read(window, 0, size, from);
+              if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
+              window = window.subarray(0, bytesRead);
+              windowStart = from;
+              end = window.indexOf(0x0a);
+              if (end === -1 && bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+            }
+            line = window.subarray(from - windowStart, end + 1);
+          }
+          offsets[index] = written;
+          written += line.length;
+          chunk.push(line);
+          chunkBytes += line.length;
+          if (chunkBytes >= CHUNK_BYTES || index === count - 1) {
+            await writeFully(out, Buffer.concat(chunk, chunkBytes));
+            chunk = [];
+            chunkBytes = 0;
+          }
+        }
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await rename(temp, this.file);
+      await fsyncDir(dirname(this.file));
+      return offsets;
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw asStorageError(error);
+    } finally {
+      await current?.close();
+    }
   }
 
   /** Resolves once everything appended so far has been written (or has failed). */
@@ -174,13 +247,13 @@ export class AppendLog<R> {
   }
 
   /**
-   * The line at `span`, read synchronously: a listing reads a page of lines
+   * The line at `offset`, read synchronously: a listing reads a page of lines
    * between two turns of the event loop, so no rewrite can swap the file
    * under it.
    */
-  readLine(span: LineSpan): string {
+  readLine(offset: number): string {
     this.readFd ??= openSync(this.file, 'r');
-    return readSpan(this.readFd, span.offset, span.length);
+    return readLineAt(this.readFd, offset);
   }
 
   async close(): Promise<void> {
@@ -214,10 +287,7 @@ export class AppendLog<R> {
     this.waiters = [];
     this.lines = [];
     try {
-      // A write may be short (disk nearly full); only ENOSPC on the next one says why.
-      for (let offset = 0; offset < bytes.length; ) {
-        offset += (await this.handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
-      }
+      await writeFully(this.handle, bytes);
       await this.handle.datasync();
       this.size += bytes.length;
       this.physicalWrites += 1;
@@ -232,42 +302,69 @@ export class AppendLog<R> {
   }
 }
 
+/** A write may be short (disk nearly full); only ENOSPC on the next one says why. */
+async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let offset = 0; offset < bytes.length; ) {
+    offset += (await handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
+  }
+}
+
 /**
  * Replays every complete line and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  */
 export async function replay<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<number> {
-  let fileSize: number;
+  let handle: FileHandle;
   try {
-    fileSize = (await stat(file)).size;
+    handle = await open(file, 'r');
   } catch (error) {
     if (isMissing(error)) return 0;
     throw error;
   }
-  if (fileSize === 0) return 0;
-
+  let fileSize = 0;
+  /** Bytes of complete lines so far: the file offset of `pending`'s first byte. */
   let intact = 0;
   let lineNumber = 0;
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-  for await (const line of lines) {
-    lineNumber += 1;
-    const length = Buffer.byteLength(line);
-    const lineEnd = intact + length + 1;
-    if (lineEnd > fileSize) break;
-    if (line.length > 0) {
-      let record: R;
-      try {
-        record = JSON.parse(line) as R;
-      } catch {
-        lines.close();
-        throw new StartupError(
-          `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
-        );
+  try {
+    fileSize = (await handle.stat()).size;
+    // Read in large chunks into one buffer and cut lines out of them synchronously: a
+    // large log replays without leaving megabytes of dead buffers to the allocator.
+    let buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, fileSize));
+    /** Bytes at the front of `buffer`: the start of a line the next read completes. */
+    let carried = 0;
+    for (let position = 0; position < fileSize; ) {
+      if (carried === buffer.length) {
+        const larger = Buffer.allocUnsafe(buffer.length * 2);
+        buffer.copy(larger, 0, 0, carried);
+        buffer = larger;
       }
-      onRecord(record, { offset: intact, length });
+      const { bytesRead } = await handle.read(buffer, carried, Math.min(buffer.length - carried, fileSize - position), position);
+      if (bytesRead === 0) break;
+      position += bytesRead;
+      const data = buffer.subarray(0, carried + bytesRead);
+      let start = 0;
+      for (let end = data.indexOf(0x0a, carried); end !== -1; end = data.indexOf(0x0a, start)) {
+        lineNumber += 1;
+        if (end > start) {
+          let record: R;
+          try {
+            record = JSON.parse(data.toString('utf8', start, end)) as R;
+          } catch {
+            throw new StartupError(
+              `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
+            );
+          }
+          onRecord(record, { offset: intact + start, length: end - start });
+        }
+        start = end + 1;
+      }
+      intact += start;
+      carried = data.length - start;
+      buffer.copy(buffer, 0, start, data.length);
     }
-    intact = lineEnd;
+  } finally {
+    await handle.close();
   }
   if (intact < fileSize) {
     await truncate(file, intact);

@@ -15,22 +15,57 @@ export function hash32(text: string): number {
   return hash >>> 0;
 }
 
-type Column = Float64Array | Uint32Array | Uint8Array;
+type Values = Float64Array | Uint32Array | Uint8Array;
 
-/** `column` with room for at least `length` values, doubled when it must grow (amortised O(1) a push). */
-export function withRoom<C extends Column>(column: C, length: number): C {
-  if (length <= column.length) return column;
-  const grown = new (column.constructor as new (size: number) => C)(Math.max(length, column.length * 2, 8));
-  grown.set(column);
-  return grown;
+/** Values a block holds: 512 KiB of Float64. */
+const BLOCK_SIZE = 1 << 16;
+
+/**
+ * A growable column of numbers in typed arrays, a few bytes a value. Its first
+ * block doubles up to BLOCK_SIZE values, then whole blocks are added: growing
+ * never copies nor frees a large array (the allocator would keep the freed
+ * ones resident).
+ */
+export class Column {
+  private blocks: Values[];
+
+  constructor(private readonly kind: new (size: number) => Values) {
+    this.blocks = [new kind(0)];
+  }
+
+  get(index: number): number {
+    return this.blocks[index >>> 16]![index & (BLOCK_SIZE - 1)]!;
+  }
+
+  set(index: number, value: number): void {
+    this.blocks[index >>> 16]![index & (BLOCK_SIZE - 1)] = value;
+  }
+
+  /** Makes room for `length` values. */
+  reserve(length: number): void {
+    const last = this.blocks.length - 1;
+    const lastBlock = this.blocks[last]!;
+    if (length <= last * BLOCK_SIZE + lastBlock.length) return;
+    // Only the last block may be short: the first while it doubles, or one that `trim` cut.
+    if (lastBlock.length < BLOCK_SIZE) {
+      const size = last === 0 ? Math.min(BLOCK_SIZE, Math.max(length, lastBlock.length * 2, 8)) : BLOCK_SIZE;
+      const grown = new this.kind(size);
+      grown.set(lastBlock);
+      this.blocks[last] = grown;
+    }
+    while (this.blocks.length * BLOCK_SIZE < length) this.blocks.push(new this.kind(BLOCK_SIZE));
+  }
+
+  /** Gives up the room past `length` values (a column that grows no more, or shrank). */
+  trim(length: number): void {
+    this.blocks.length = Math.min(this.blocks.length, Math.max(1, Math.ceil(length / BLOCK_SIZE)));
+    const last = this.blocks.length - 1;
+    const kept = length - last * BLOCK_SIZE;
+    if (this.blocks[last]!.length > kept) this.blocks[last] = this.blocks[last]!.slice(0, kept);
+  }
 }
 
-/** `column` cut to its first `length` values, for an index that will not grow any more. */
-export function trimmed<C extends Column>(column: C, length: number): C {
-  return length === column.length ? column : (column.slice(0, length) as C);
-}
-
-/** The `length` bytes at `offset` of an open file, as text (one whole line of JSON, without its newline). */
+/** The `length` bytes at `offset` of an open file, as text (one whole line, without its newline). */
 export function readSpan(fd: number, offset: number, length: number): string {
   const buffer = Buffer.allocUnsafe(length);
   for (let read = 0; read < length; ) {
@@ -39,4 +74,25 @@ export function readSpan(fd: number, offset: number, length: number): string {
     read += bytes;
   }
   return buffer.toString('utf8');
+}
+
+/** What readLineAt reads first: most lines (a record with its attempts) fit. */
+const FIRST_READ = 4096;
+
+/** The line starting at `offset` of an open file, without its newline, when its length is not known. */
+export function readLineAt(fd: number, offset: number): string {
+  let buffer = Buffer.allocUnsafe(FIRST_READ);
+  let filled = 0;
+  for (;;) {
+    const bytes = readSync(fd, buffer, filled, buffer.length - filled, offset + filled);
+    if (bytes === 0) throw new Error(`the file ends before the end of the line at byte ${offset}`);
+    const end = buffer.subarray(0, filled + bytes).indexOf(0x0a, filled);
+    filled += bytes;
+    if (end !== -1) return buffer.toString('utf8', 0, end);
+    if (filled === buffer.length) {
+      const larger = Buffer.allocUnsafe(buffer.length * 2);
+      buffer.copy(larger);
+      buffer = larger;
+    }
+  }
 }
