@@ -178,8 +178,8 @@ test('files: compaction leaves one line per record, with results journalled whil
   assert.equal(summary(records), now);
   await records.close();
   const lines = journalLines(dir);
-  assert.is(lines.length, 6 + 1, 'one line per record, and the late result after them');
-  assert.is(JSON.parse(lines.at(-1)!).t, 'state');
+  assert.is(lines.length, 6 + 1, 'one line per record, and the late one written once, finished, after them');
+  assert.is(JSON.parse(lines.at(-1)!).record.status, 'SUCCEEDED');
 
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
   assert.equal(summary(reopened), now);
@@ -213,6 +213,22 @@ test('files: a journal of an earlier version (status lines) reads the same and i
   assert.equal(journalLines(dir).map((line) => JSON.parse(line).t), ['new', 'new', 'new']);
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
   assert.equal(summary(reopened), expected);
+  await reopened.close();
+});
+
+test('files: a delivery that ends before its record is first written is written once, finished; one that goes on gets its attempts after', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const [quick, slow] = [delivery(event(30, 0)), delivery(event(31, 0))];
+  records.created([quick, slow]);
+  records.attempted(quick.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
+  await records.durable(slow.id);
+  records.attempted(slow.id, attempt(1, 'RETRY', 500), NOW + 1000, 'PENDING');
+  await records.close();
+  const lines = journalLines(dir).map((line) => JSON.parse(line));
+  assert.equal(lines.map((line) => [line.t, line.record?.status ?? line.attempt.outcome]), [['new', 'SUCCEEDED'], ['new', 'PENDING'], ['try', 'RETRY']]);
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), [`${quick.id} SUCCEEDED SUCCESS:200`, `${slow.id} PENDING RETRY:500`]);
   await reopened.close();
 });
 

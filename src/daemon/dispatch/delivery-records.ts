@@ -42,6 +42,12 @@ export interface DeliveryQuery {
 
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
+/**
+ * How long new records wait for their first line, written together: a
+ * delivery that ends meanwhile (most do) is written once, finished, instead of
+ * as `new` and then `state`.
+ */
+const FIRST_LINE_DELAY_MS = 20;
 
 const STATUS_CODES: Record<DeliveryStatus, number> = { PENDING: 0, SUCCEEDED: 1, DEAD: 2, DISCARDED: 3 };
 /** Where a record's line is not known yet: it is held whole meanwhile. */
@@ -114,12 +120,20 @@ class WorkspaceRecords {
   }
 }
 
+/** New records whose first line is still to be written, and the write that will carry them. */
+interface FirstLines {
+  ids: Set<string>;
+  written: Promise<void>;
+  resolve: () => void;
+  timer: NodeJS.Timeout;
+}
+
 /** A record whose state still changes (PENDING or DEAD), by id. */
 interface Tracked {
   workspaceId: string;
   seq: number;
-  /** Lines journalled for it so far: a written line settles the record only if it is the latest. */
-  writes: number;
+  /** Its changes so far: a line settles the record only if it shows the latest. */
+  version: number;
 }
 
 /**
@@ -145,7 +159,9 @@ export class DeliveryRecords {
   private count = 0;
   private nextSeq = 1;
   private entries = 0;
-  /** Records handed to the journal and not yet on disk. */
+  /** New records waiting for their first line (see FIRST_LINE_DELAY_MS). */
+  private waiting: FirstLines | null = null;
+  /** Records whose first line is not yet on disk: the write that will put it there. */
   private readonly unsynced = new Map<string, Promise<void>>();
 
   private constructor(
@@ -180,31 +196,52 @@ export class DeliveryRecords {
   /** The record of a delivery that is PENDING or DEAD (the others are found by listing). */
   get(id: string): DeliveryRecord | undefined {
     const tracked = this.tracked.get(id);
-    if (!tracked) return undefined;
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    return this.recordAt(records, records.indexOf(tracked.seq));
+    return tracked && this.current(tracked);
   }
 
   /**
-   * Records new deliveries: in memory at once, on disk with the next group
-   * write. The publisher need not wait for it: the outbox holds each delivery
-   * durably until `durable` resolved, and after a crash a pending delivery
-   * without a record gets one again (`reconcile`).
+   * Records new deliveries: in memory at once, on disk with the first lines
+   * written FIRST_LINE_DELAY_MS later, in their state by then. The publisher
+   * need not wait for it: the outbox holds each delivery durably until
+   * `durable` resolved, and after a crash a pending delivery without a record
+   * gets one again (`reconcile`).
    */
   created(deliveries: readonly Delivery[]): void {
     if (!this.recording) return;
     for (const delivery of deliveries) {
       const seq = this.nextSeq++;
-      const record = recordOf(delivery);
-      this.add(seq, record, null);
-      this.entries += 1;
-      // Where it is written is not needed: a PENDING record is held whole, and a finished one is read from its `state` line.
-      const written = this.log.append({ t: 'new', seq, record }).then(() => undefined, this.reportError);
-      this.unsynced.set(delivery.id, written);
-      void written.then(() => {
-        if (this.unsynced.get(delivery.id) === written) this.unsynced.delete(delivery.id);
-      });
+      this.add(seq, recordOf(delivery), null);
+      const waiting = (this.waiting ??= this.waitForFirstLines());
+      waiting.ids.add(delivery.id);
+      this.unsynced.set(delivery.id, waiting.written);
     }
+  }
+
+  private waitForFirstLines(): FirstLines {
+    let resolve!: () => void;
+    const written = new Promise<void>((done) => (resolve = done));
+    const waiting: FirstLines = { ids: new Set(), written, resolve, timer: setTimeout(() => this.writeFirstLines(waiting), FIRST_LINE_DELAY_MS) };
+    return waiting;
+  }
+
+  private writeFirstLines(waiting: FirstLines): void {
+    clearTimeout(waiting.timer);
+    if (this.waiting === waiting) this.waiting = null;
+    const lines: Array<Promise<void>> = [];
+    for (const id of waiting.ids) {
+      const tracked = this.tracked.get(id);
+      const record = tracked && this.held.get(tracked.seq);
+      if (!tracked || !record) continue; // removed with its event or workspace meanwhile
+      this.entries += 1;
+      const latest = tracked.version;
+      lines.push(this.log.append({ t: 'new', seq: tracked.seq, record }).then((span) => this.written(tracked, record, latest, span)));
+    }
+    void Promise.all(lines)
+      .catch(this.reportError)
+      .finally(() => {
+        for (const id of waiting.ids) if (this.unsynced.get(id) === waiting.written) this.unsynced.delete(id);
+        waiting.resolve();
+      });
   }
 
   /** Resolves once the delivery's record is on disk (or its write failed, which is reported): only then may the outbox forget it. */
@@ -215,28 +252,28 @@ export class DeliveryRecords {
   /** One attempt's result; `nextAttemptAt` when it is retried. */
   attempted(id: string, attempt: DeliveryAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
     const tracked = this.tracked.get(id);
-    const record = tracked && this.held.get(tracked.seq);
-    if (!tracked || !record || record.status !== 'PENDING') return;
-    record.attempts.push(attempt);
-    if (nextAttemptAt === null) delete record.nextAttemptAt;
-    else record.nextAttemptAt = new Date(nextAttemptAt).toISOString();
-    if (status === 'PENDING') {
-      tracked.writes += 1;
-      this.entries += 1;
-      this.log.appendLazily({ t: 'try', id, attempt, nextAttemptAt: record.nextAttemptAt ?? null }, this.reportError);
-      this.compactIfSparse();
+    const held = tracked && this.held.get(tracked.seq);
+    if (!tracked || !held || held.status !== 'PENDING') return;
+    held.attempts.push(attempt);
+    if (status !== 'PENDING') {
+      const record = this.changeStatus(tracked, held, status, Date.parse(attempt.startedAt) + attempt.durationMs);
+      void this.journalState(tracked, record, false);
       return;
     }
-    this.setStatus(tracked, record, status, Date.parse(attempt.startedAt) + attempt.durationMs);
-    void this.journalState(tracked, record, false);
+    const next = nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString();
+    this.held.set(tracked.seq, recordIn(held, 'PENDING', next, null));
+    tracked.version += 1;
+    if (this.waiting?.ids.has(id)) return; // its first line will hold this attempt
+    this.entries += 1;
+    this.log.appendLazily({ t: 'try', id, attempt, nextAttemptAt: next }, this.reportError);
+    this.compactIfSparse();
   }
 
   /** Dead-lettered without an attempt (its subscriber is gone), or settled at the start (`reconcile`). */
   moved(id: string, status: DeliveryStatus, at: number): void {
     const tracked = this.tracked.get(id);
     if (!tracked) return;
-    const record = this.hold(tracked);
-    this.setStatus(tracked, record, status, at);
+    const record = this.changeStatus(tracked, this.current(tracked), status, at);
     void this.journalState(tracked, record, false);
   }
 
@@ -246,8 +283,7 @@ export class DeliveryRecords {
     for (const id of ids) {
       const tracked = this.tracked.get(id);
       if (!tracked) continue;
-      const record = this.hold(tracked);
-      this.setStatus(tracked, record, status, at);
+      const record = this.changeStatus(tracked, this.current(tracked), status, at);
       writes.push(this.journalState(tracked, record, true));
     }
     await Promise.all(writes);
@@ -368,6 +404,7 @@ export class DeliveryRecords {
   }
 
   async close(): Promise<void> {
+    if (this.waiting) this.writeFirstLines(this.waiting);
     await this.log.close();
   }
 
@@ -383,23 +420,23 @@ export class DeliveryRecords {
       this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
       return;
     }
-    // A try of a record no longer PENDING, or the same delivery created twice (by an earlier version).
-    if (!tracked || entry.t === 'new') return;
-    tracked.writes += 1;
-    if (entry.t === 'state') {
+    // A try of a record no longer PENDING.
+    if (!tracked) return;
+    tracked.version += 1;
+    // A later whole line of the record: its first line written after a compaction that held it, or a change of state.
+    if (entry.t !== 'try') {
       const records = this.workspaces.get(tracked.workspaceId)!;
       const index = records.indexOf(tracked.seq);
       records.statuses.set(index, STATUS_CODES[entry.record.status]);
       records.place(index, span.offset);
       this.held.set(tracked.seq, entry.record);
-      this.settle(entry.record.id, tracked.writes);
+      this.settle(entry.record.id, tracked.version);
       return;
     }
     const record = this.held.get(tracked.seq);
     if (!record || record.attempts.some((attempt) => attempt.number === entry.attempt.number)) return;
     record.attempts.push(entry.attempt);
-    if (entry.nextAttemptAt === null) delete record.nextAttemptAt;
-    else record.nextAttemptAt = entry.nextAttemptAt;
+    this.held.set(tracked.seq, recordIn(record, 'PENDING', entry.nextAttemptAt, null));
   }
 
   /** Returns whether the record is now held whole for want of a line of its own. */
@@ -408,13 +445,9 @@ export class DeliveryRecords {
     if (!tracked) return false;
     const records = this.workspaces.get(tracked.workspaceId)!;
     const index = records.indexOf(tracked.seq);
-    let record = this.held.get(tracked.seq);
-    if (!record) {
-      record = (JSON.parse(readEarlierLine(records.offsets.get(index))) as Entry & { record: DeliveryRecord }).record;
-      this.held.set(tracked.seq, record);
-    }
-    tracked.writes += 1;
-    this.setStatus(tracked, record, entry.status, Date.parse(entry.at));
+    const record = this.held.get(tracked.seq) ?? (JSON.parse(readEarlierLine(records.offsets.get(index))) as Entry & { record: DeliveryRecord }).record;
+    tracked.version += 1;
+    this.changeStatus(tracked, record, entry.status, Date.parse(entry.at));
     return true;
   }
 
@@ -426,7 +459,7 @@ export class DeliveryRecords {
     if (!records) this.workspaces.set(record.workspaceId, (records = new WorkspaceRecords()));
     records.push(seq, record, span);
     this.count += 1;
-    if (record.status === 'PENDING' || record.status === 'DEAD') this.tracked.set(record.id, { workspaceId: record.workspaceId, seq, writes: 1 });
+    if (record.status === 'PENDING' || record.status === 'DEAD') this.tracked.set(record.id, { workspaceId: record.workspaceId, seq, version: 1 });
     if (record.status === 'PENDING' || !span) this.held.set(seq, record);
   }
 
@@ -437,58 +470,57 @@ export class DeliveryRecords {
     return (JSON.parse(line) as Entry & { record: DeliveryRecord }).record;
   }
 
-  /** The record of a tracked id, held whole from now on (it is about to change). */
-  private hold(tracked: Tracked): DeliveryRecord {
-    const held = this.held.get(tracked.seq);
-    if (held) return held;
+  /** The current record of a tracked id. */
+  private current(tracked: Tracked): DeliveryRecord {
     const records = this.workspaces.get(tracked.workspaceId)!;
-    const record = this.recordAt(records, records.indexOf(tracked.seq));
-    this.held.set(tracked.seq, record);
-    return record;
+    return this.recordAt(records, records.indexOf(tracked.seq));
   }
 
-  private setStatus(tracked: Tracked, record: DeliveryRecord, status: DeliveryStatus, at: number): void {
-    record.status = status;
-    if (status === 'PENDING') {
-      delete record.completedAt;
-      record.nextAttemptAt = new Date(at).toISOString();
-    } else {
-      record.completedAt = new Date(at).toISOString();
-      delete record.nextAttemptAt;
-    }
+  /** The record in its new status (PENDING again: due at `at`; else: completed at `at`), held. */
+  private changeStatus(tracked: Tracked, record: DeliveryRecord, status: DeliveryStatus, at: number): DeliveryRecord {
+    const when = new Date(at).toISOString();
+    const changed = status === 'PENDING' ? recordIn(record, status, when, null) : recordIn(record, status, null, when);
+    this.held.set(tracked.seq, changed);
     const records = this.workspaces.get(tracked.workspaceId)!;
     records.statuses.set(records.indexOf(tracked.seq), STATUS_CODES[status]);
+    return changed;
   }
 
   /** Journals the record's whole state; once that line is on disk, a finished record is read from it instead of held. */
   private journalState(tracked: Tracked, record: DeliveryRecord, durably: boolean): Promise<void> {
-    const writes = ++tracked.writes;
+    const version = ++tracked.version;
+    // Its first line is still to be written, in the state it will be in then.
+    if (this.waiting?.ids.has(record.id)) return this.waiting.written;
     const entry: Entry = { t: 'state', seq: tracked.seq, record };
     this.entries += 1;
-    // Lines are written in order, but a durable append hears of it a microtask after a lazy one of the same group:
-    // only the record's latest line counts.
-    const written = (span: LineSpan | null) => {
-      if (!span || this.tracked.get(record.id)?.writes !== writes) return;
-      const records = this.workspaces.get(tracked.workspaceId)!;
-      records.place(records.indexOf(tracked.seq), span.offset);
-      this.settle(record.id, writes);
-    };
-    if (durably) {
-      return this.log.append(entry).then(written);
-    }
+    const written = (span: LineSpan | null) => this.written(tracked, record, version, span);
+    if (durably) return this.log.append(entry).then(written);
     this.log.appendLazily(entry, this.reportError, written);
     this.compactIfSparse();
     return Promise.resolve();
   }
 
   /**
+   * A line of the record is on disk. Lines are written in order, but a
+   * durable append hears of it a microtask after a lazy one of the same group:
+   * only the record's latest line counts. (null: a rewrite superseded the line
+   * and placed the record itself.)
+   */
+  private written(tracked: Tracked, record: DeliveryRecord, version: number, span: LineSpan | null): void {
+    if (!span || this.tracked.get(record.id)?.version !== version) return;
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    records.place(records.indexOf(tracked.seq), span.offset);
+    this.settle(record.id, version);
+  }
+
+  /**
    * A finished record whose latest state is the line at its offset is read from
    * there from now on: not held, and not tracked unless DEAD.
    */
-  private settle(id: string, writes: number): void {
+  private settle(id: string, version: number): void {
     const tracked = this.tracked.get(id);
     const record = tracked && this.held.get(tracked.seq);
-    if (!tracked || !record || tracked.writes !== writes || record.status === 'PENDING') return;
+    if (!tracked || !record || tracked.version !== version || record.status === 'PENDING') return;
     const records = this.workspaces.get(tracked.workspaceId)!;
     if (records.offsets.get(records.indexOf(tracked.seq)) === NO_LINE) return;
     this.held.delete(tracked.seq);
@@ -525,7 +557,7 @@ export class DeliveryRecords {
         if (held) {
           texts.set(line, JSON.stringify({ t: 'new', seq, record: held } satisfies Entry));
           const tracked = this.tracked.get(held.id);
-          if (tracked) settles.push([held.id, tracked.writes]);
+          if (tracked) settles.push([held.id, tracked.version]);
         } else {
           offsets[line] = records.offsets.get(index);
         }
@@ -544,9 +576,32 @@ export class DeliveryRecords {
           }
         }
       }
-      for (const [id, writes] of settles) this.settle(id, writes);
+      for (const [id, version] of settles) this.settle(id, version);
     });
   }
+}
+
+/**
+ * The record with this status and these times, as a new object: deleting
+ * properties would turn records into slow dictionary objects (they are
+ * changed and serialized once a delivery).
+ */
+function recordIn(record: DeliveryRecord, status: DeliveryStatus, nextAttemptAt: string | null, completedAt: string | null): DeliveryRecord {
+  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, attempts, createdAt } = record;
+  return {
+    id,
+    eventId,
+    eventKey,
+    workspaceId,
+    subscriptionId,
+    extensionKey,
+    kind,
+    status,
+    attempts,
+    ...(nextAttemptAt === null ? {} : { nextAttemptAt }),
+    createdAt,
+    ...(completedAt === null ? {} : { completedAt }),
+  };
 }
 
 function recordOf(delivery: Delivery): DeliveryRecord {
