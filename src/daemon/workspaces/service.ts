@@ -65,6 +65,8 @@ export class WorkspaceService {
   private readonly keyCache = new Map<string, { current: Buffer; previous: Buffer | null }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
+  /** What holds on to a membership (live streams) checks it again at once. */
+  private readonly accessListeners: Array<(userId: string | null) => void> = [];
   /** Decrypted subscriber URLs that carry credentials. */
   private readonly deliveryUrls = new Map<string, string>();
 
@@ -168,10 +170,16 @@ export class WorkspaceService {
       this.reindex();
     });
     for (const listener of this.deletionListeners) await listener(id);
+    for (const listener of this.accessListeners) listener(null);
   }
 
   onWorkspaceDeleted(listener: (workspaceId: string) => Promise<void>): void {
     this.deletionListeners.push(listener);
+  }
+
+  /** A member left (the user's id), or a workspace went (null: anyone may have lost access). */
+  onAccessChanged(listener: (userId: string | null) => void): void {
+    this.accessListeners.push(listener);
   }
 
   exists(id: string): boolean {
@@ -209,6 +217,7 @@ export class WorkspaceService {
     await this.collection.update(() => {
       workspace.members = workspace.members.filter((member) => member !== userId);
     });
+    for (const listener of this.accessListeners) listener(userId);
   }
 
   /** A deleted user leaves every workspace. */

@@ -86,15 +86,25 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
 };
 
 /**
- * Server-sent events of the activity feed. Each stream re-checks its caller
- * on every heartbeat (a revoked session, a disabled account or a lost
+ * Server-sent events of the activity feed. A stream checks its caller again
+ * as soon as the auth or workspace service reports a change of access, and on
+ * every heartbeat (a revoked session, a disabled account, a lost role or
  * membership ends it), and is dropped when its consumer stops reading.
  */
 class LiveStreams {
   private total = 0;
   private readonly perUser = new Map<string, number>();
+  private readonly open = new Set<{ userId: string; check: () => void }>();
 
-  constructor(private readonly deps: StreamDeps) {}
+  constructor(private readonly deps: StreamDeps) {
+    deps.auth.onAccessChanged((userId) => this.checkAgain(userId));
+    deps.workspaces.onAccessChanged((userId) => this.checkAgain(userId));
+  }
+
+  /** null: every stream. */
+  private checkAgain(userId: string | null): void {
+    for (const stream of this.open) if (userId === null || stream.userId === userId) stream.check();
+  }
 
   start(headers: Record<string, string | string[] | undefined>, res: ServerResponse, caller: Caller, scope: StreamScope) {
     const lastEventId = parseLastEventId(headers['last-event-id']);
@@ -148,15 +158,22 @@ class LiveStreams {
     flush();
     if (lastEventId !== null) for (const item of this.deps.activity.since(lastEventId)) sendItem(item);
     const unsubscribe = this.deps.activity.subscribe({ item: sendItem, closed: () => end('the daemon is stopping') });
+    const stream = {
+      userId,
+      check: () =>
+        void this.deps.auth
+          .authenticate(token)
+          .then((current) => scope.stillAllowed(current))
+          .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`)),
+    };
+    this.open.add(stream);
     const heartbeat = setInterval(() => {
       send(': keep-alive\n\n');
-      void this.deps.auth
-        .authenticate(token)
-        .then((current) => scope.stillAllowed(current))
-        .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`));
+      stream.check();
     }, this.deps.heartbeatMs);
 
     res.once('close', () => {
+      this.open.delete(stream);
       clearInterval(heartbeat);
       if (flushTimer) clearTimeout(flushTimer);
       unsubscribe();
