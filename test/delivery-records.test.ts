@@ -1,8 +1,9 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import { DeliveryRecords } from '../src/daemon/dispatch/delivery-records.js';
+import { DeliveryRecords, type DeliveryAttempt } from '../src/daemon/dispatch/delivery-records.js';
 import { Outbox } from '../src/daemon/dispatch/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/events/event-log.js';
@@ -81,6 +82,169 @@ test('files: a pending delivery whose record never reached the disk gets it back
   const again = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
   assert.is(again.get(pending.id)?.status, 'PENDING', 'and it is on disk now');
   await again.close();
+});
+
+const failOnError = (error: unknown) => {
+  throw error;
+};
+const attempt = (number: number, outcome: DeliveryAttempt['outcome'], httpStatus: number): DeliveryAttempt => ({
+  number,
+  startedAt: new Date(NOW + number).toISOString(),
+  durationMs: 5,
+  outcome,
+  httpStatus,
+  responseExcerpt: `answer ${number}`,
+});
+/** id, status and attempt outcomes of the workspace's records, oldest first. */
+const summary = (records: DeliveryRecords) =>
+  records
+    .list('w', { limit: 100 })
+    .items.reverse()
+    .map((record) => `${record.id} ${record.status} ${record.attempts.map((a) => `${a.outcome}:${a.httpStatus}`).join(',')}`);
+const journalLines = (dir: string) => readFileSync(join(dir, 'deliveries.log'), 'utf8').trim().split('\n');
+
+/** Six records: one per way of ending, on real files; returns what each should read like. */
+async function recordEveryState(records: DeliveryRecords): Promise<string[]> {
+  const [pending, retried, succeeded, dead, discarded, replayed] = [1, 2, 3, 4, 5, 6].map((n) => delivery(event(n, 0)));
+  records.created([pending!, retried!, succeeded!, dead!, discarded!, replayed!]);
+  records.attempted(retried!.id, attempt(1, 'RETRY', 500), NOW + 1000, 'PENDING');
+  records.attempted(succeeded!.id, attempt(1, 'RETRY', 503), NOW + 1000, 'PENDING');
+  records.attempted(succeeded!.id, attempt(2, 'SUCCESS', 200), null, 'SUCCEEDED');
+  for (const gone of [dead!, discarded!, replayed!]) {
+    records.attempted(gone.id, attempt(1, 'FAILED', 410), null, 'PENDING');
+    records.moved(gone.id, 'DEAD', NOW + 10);
+  }
+  for (const d of [pending, retried, succeeded, dead, discarded, replayed]) await records.durable(d!.id);
+  await new Promise((resolve) => setTimeout(resolve, 50)); // the lazily journalled results reach the disk
+  await records.movedDurably([discarded!.id], 'DISCARDED', NOW + 20);
+  await records.movedDurably([replayed!.id], 'PENDING', NOW + 30);
+  return [
+    `${pending!.id} PENDING `,
+    `${retried!.id} PENDING RETRY:500`,
+    `${succeeded!.id} SUCCEEDED RETRY:503,SUCCESS:200`,
+    `${dead!.id} DEAD FAILED:410`,
+    `${discarded!.id} DISCARDED FAILED:410`,
+    `${replayed!.id} PENDING FAILED:410`,
+  ];
+}
+
+test('files: every state of a record reads the same after a restart, from the line its index points at', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const expected = await recordEveryState(records);
+  assert.equal(summary(records), expected);
+  await records.close();
+
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), expected);
+  assert.is(reopened.get('msg_e4')?.status, 'DEAD', 'a DEAD record is found by id: it may be replayed or discarded');
+  assert.equal(reopened.ofEvent('w', 'e3').map((record) => record.attempts.length), [2]);
+  assert.equal(reopened.list('w', { limit: 10, status: 'DEAD' }).items.map((record) => record.id), ['msg_e4']);
+  assert.equal(reopened.list('w', { limit: 10, subscriptionId: 's2' }).items, [], 'a subscription it does not have');
+  // A replayed DEAD record read from its line finishes again, and that reads the same after another restart.
+  reopened.attempted('msg_e4', attempt(9, 'SUCCESS', 204), null, 'SUCCEEDED');
+  await reopened.close();
+  const again = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.is(again.ofEvent('w', 'e4')[0]?.status, 'DEAD', 'attempts count only while PENDING');
+  await again.movedDurably(['msg_e4'], 'PENDING', NOW + 40);
+  again.attempted('msg_e4', attempt(2, 'SUCCESS', 204), null, 'SUCCEEDED');
+  await again.close();
+  const last = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.is(summary(last)[3], 'msg_e4 SUCCEEDED FAILED:410,SUCCESS:204');
+  await last.close();
+});
+
+test('since and until filter to the millisecond', async () => {
+  const records = await DeliveryRecords.open(join(await tempDir(), 'deliveries.log'), failOnError);
+  // Ten records 150 ms apart: the columns hold seconds, the record the millisecond.
+  const made = Array.from({ length: 10 }, (_, n) => ({ ...delivery(event(20 + n, 0)), enqueuedAt: new Date(NOW + n * 150).toISOString() }));
+  records.created(made);
+  const between = records.list('w', { limit: 100, since: NOW + 300, until: NOW + 1050 }).items.map((record) => record.id);
+  assert.equal(between, made.slice(2, 8).reverse().map((d) => d.id));
+  await records.close();
+});
+
+test('files: compaction leaves one line per record, with results journalled while it ran, and the index reads the new file', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const expected = await recordEveryState(records);
+  const late = delivery(event(7, 0));
+  records.created([late]);
+  const removing = records.removeEvents(new Set(['e1'])); // rewrites the journal
+  records.attempted(late.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED'); // journalled while the rewrite waits
+  assert.is(await removing, 1);
+  await records.durable(late.id);
+  const now = [...expected.slice(1), `${late.id} SUCCEEDED SUCCESS:200`];
+  assert.equal(summary(records), now);
+  await records.close();
+  const lines = journalLines(dir);
+  assert.is(lines.length, 6 + 1, 'one line per record, and the late one written once, finished, after them');
+  assert.is(JSON.parse(lines.at(-1)!).record.status, 'SUCCEEDED');
+
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), now);
+  await reopened.close();
+});
+
+test('files: a journal of an earlier version (status lines) reads the same and is rewritten to one line per record', async () => {
+  const dir = await tempDir();
+  const record = (n: number) => ({ ...delivery(event(n, 0)), nextAttemptAt: NOW });
+  const base = (n: number) => ({
+    id: `msg_e${n}`, eventId: `e${n}`, eventKey: 'a.b', workspaceId: 'w', subscriptionId: 's1', extensionKey: 'crm',
+    kind: 'EXTERNAL_SERVICE', status: 'PENDING', attempts: [], nextAttemptAt: new Date(NOW).toISOString(), createdAt: record(n).enqueuedAt,
+  });
+  const at = new Date(NOW + 5).toISOString();
+  const legacy = [
+    { t: 'new', seq: 1, record: base(1) },
+    { t: 'new', seq: 2, record: base(2) },
+    { t: 'new', seq: 3, record: { ...base(3), status: 'DEAD', attempts: [attempt(1, 'FAILED', 500)], completedAt: at } },
+    { t: 'try', id: 'msg_e1', attempt: attempt(1, 'SUCCESS', 200), nextAttemptAt: null },
+    { t: 'status', id: 'msg_e1', status: 'SUCCEEDED', at },
+    { t: 'try', id: 'msg_e2', attempt: attempt(1, 'FAILED', 500), nextAttemptAt: null },
+    { t: 'status', id: 'msg_e2', status: 'DEAD', at },
+    { t: 'status', id: 'msg_e3', status: 'DISCARDED', at },
+  ];
+  writeFileSync(join(dir, 'deliveries.log'), legacy.map((entry) => JSON.stringify(entry)).join('\n') + '\n');
+  const expected = ['msg_e1 SUCCEEDED SUCCESS:200', 'msg_e2 DEAD FAILED:500', 'msg_e3 DISCARDED FAILED:500'];
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(records), expected);
+  assert.is(records.get('msg_e2')?.status, 'DEAD');
+  await records.close();
+  assert.equal(journalLines(dir).map((line) => JSON.parse(line).t), ['new', 'new', 'new']);
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), expected);
+  await reopened.close();
+});
+
+test('files: a delivery that ends before its record is first written is written once, finished; one that goes on gets its attempts after', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const [quick, slow] = [delivery(event(30, 0)), delivery(event(31, 0))];
+  records.created([quick, slow]);
+  records.attempted(quick.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
+  await records.durable(slow.id);
+  records.attempted(slow.id, attempt(1, 'RETRY', 500), NOW + 1000, 'PENDING');
+  await records.close();
+  const lines = journalLines(dir).map((line) => JSON.parse(line));
+  assert.equal(lines.map((line) => [line.t, line.record?.status ?? line.attempt.outcome]), [['new', 'SUCCEEDED'], ['new', 'PENDING'], ['try', 'RETRY']]);
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), [`${quick.id} SUCCEEDED SUCCESS:200`, `${slow.id} PENDING RETRY:500`]);
+  await reopened.close();
+});
+
+test('files: a delivery still in the outbox whose record finished on disk does not get a second record', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const done = delivery(event(8, 0));
+  records.created([done]);
+  records.attempted(done.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
+  await records.durable(done.id);
+  await records.close();
+  // The crash came before the outbox forgot the delivery.
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  reopened.reconcile([done], () => false, NOW);
+  assert.equal(summary(reopened), [`${done.id} SUCCEEDED SUCCESS:200`]);
+  await reopened.close();
 });
 
 test.run();

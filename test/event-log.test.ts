@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -95,6 +95,78 @@ test('fully expired segments are deleted; the segment being written is never tou
   await log.close();
 });
 
+const RECENT_FOUR = { perWorkspace: 4, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 };
+
+function pageAll(log: EventLog, workspace: string, query: { limit: number; eventKey?: string }, policy: { maxAgeMs: number; maxPerWorkspace: number }, between: () => Promise<void> = async () => undefined) {
+  return (async () => {
+    const seen: string[] = [];
+    let before: { segment: number; at: number; id: string } | undefined;
+    for (;;) {
+      const page = await log.page(workspace, { ...query, before }, policy, NOW);
+      seen.push(...page.items.map((e) => e.id));
+      if (!page.more) return seen;
+      before = page.last;
+      await between();
+    }
+  })();
+}
+
+test('paging from memory on into disk and across segments lists each event once, while appends and retention run', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 5, recent: RECENT_FOUR });
+  const w: PlatformEvent[] = [];
+  for (let n = 0; n < 26; n += 1) {
+    const e = event('w', n < 3 ? 9 * DAY : DAY, n % 3 === 0 ? 'a.one' : 'b.two');
+    w.push(e);
+    await log.append(e);
+    await log.append(event('x', 0));
+  }
+  const policy = { maxAgeMs: 30 * DAY, maxPerWorkspace: 1_000 };
+  let turn = 0;
+  const seen = await pageAll(log, 'w', { limit: 3 }, policy, async () => {
+    turn += 1;
+    await log.append(event('w', 0));
+    // Halfway, retention removes the three oldest events before the pages reach them.
+    if (turn === 4) await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 1_000 }, NOW);
+  });
+  assert.equal(seen, w.slice(3).reverse().map((e) => e.id));
+  const filtered = await pageAll(log, 'w', { limit: 2, eventKey: 'a.one' }, policy);
+  assert.equal(filtered, w.slice(3).filter((e) => e.eventKey === 'a.one').reverse().map((e) => e.id));
+  assert.is((await log.find('w', w[10]!.id))?.id, w[10]!.id, 'found on disk');
+  assert.is((await log.find('w', w[25]!.id))?.id, w[25]!.id, 'found in memory');
+  assert.is(await log.find('w', w[0]!.id), undefined, 'removed by retention');
+  assert.is(await log.find('x', w[25]!.id), undefined, 'another workspace');
+  await log.close();
+
+  const reopened = await EventLog.open(dir, { segmentMaxEvents: 5, recent: RECENT_FOUR });
+  const again = await pageAll(reopened, 'w', { limit: 7 }, policy);
+  assert.is(again.length, 23 + turn);
+  assert.equal(again.slice(turn), w.slice(3).reverse().map((e) => e.id), 'and after a reopen');
+  await reopened.close();
+});
+
+test('a page reads only its own lines: memory serves the newest events, the rest is read where the index says', async () => {
+  const dir = join(await tempDir(), 'events');
+  const log = await EventLog.open(dir, { segmentMaxEvents: 100, recent: { ...RECENT_FOUR, perWorkspace: 5 } });
+  const w: PlatformEvent[] = [];
+  for (let n = 0; n < 30; n += 1) {
+    w.push(event('w', 0));
+    await log.append(w[n]!);
+  }
+  // Every line but those of the second page (and the one after it) becomes garbage of the same
+  // length: the first page comes from memory, the second from its own lines.
+  const file = join(dir, 'segment-000001.log');
+  const lines = readFileSync(file, 'utf8').split('\n');
+  writeFileSync(file, lines.map((line, n) => (n >= 19 && n < 25 ? line : 'x'.repeat(line.length))).join('\n'));
+  const policy = { maxAgeMs: DAY, maxPerWorkspace: 100 };
+  const first = await log.page('w', { limit: 5 }, policy, NOW);
+  assert.equal(first.items.map((e) => e.id), w.slice(25).reverse().map((e) => e.id));
+  const second = await log.page('w', { limit: 5, before: first.last }, policy, NOW);
+  assert.equal(second.items.map((e) => e.payload), w.slice(20, 25).reverse().map((e) => e.payload));
+  assert.ok(second.more);
+  await log.close();
+});
+
 function delivery(id: string): Delivery {
   return {
     id,
@@ -188,6 +260,23 @@ test('append log: appends made while a rewrite waits are kept after it, supersed
   await Promise.all([superseded, rewrite, later]);
   await log.close();
   assert.is(readFileSync(file, 'utf8'), '{"n":100}\n{"n":2}\n');
+});
+
+test('append log: rewriteLines copies lines by offset (long ones too, in any order) between lines given as text, and readLine follows', async () => {
+  const file = join(await tempDir(), 'copy.log');
+  const log = await AppendLog.open<{ n: number; pad: string }>(file, () => undefined);
+  const records = [1, 2, 3, 4].map((n) => ({ n, pad: String(n).repeat(n === 3 ? 3 * 1024 * 1024 : 10) }));
+  const spans = await Promise.all(records.map((record) => log.append(record)));
+  assert.equal(spans.map((span) => log.readLine(span!.offset)), records.map((record) => JSON.stringify(record)));
+  let offsets: Float64Array | undefined;
+  await log.rewriteLines(
+    { offsets: Float64Array.from([spans[3]!.offset, 0, spans[2]!.offset, spans[0]!.offset]), texts: new Map([[1, '{"n":9,"pad":""}']]) },
+    (rewritten) => (offsets = rewritten),
+  );
+  const expected = [records[3], { n: 9, pad: '' }, records[2], records[0]].map((record) => JSON.stringify(record));
+  assert.is(readFileSync(file, 'utf8'), expected.join('\n') + '\n');
+  assert.equal([...offsets!].map((offset) => log.readLine(offset)), expected);
+  await log.close();
 });
 
 test.run();

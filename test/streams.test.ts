@@ -75,6 +75,9 @@ function openStream(url: string, path: string, token: string, lastEventId?: numb
 let t: TestDaemon;
 let admin: Api & { token: string };
 let subscriber: Subscriber;
+/** Its keep-alive (which also checks the caller) never comes in a test: revocation must end a stream as it happens. */
+let quiet: TestDaemon;
+let quietAdmin: Api & { token: string };
 
 const publish = (workspace: string, eventKey: string, payload: Record<string, unknown> = {}, client: Api = admin) =>
   client.post(`/api/workspaces/${workspace}/events/publish`, { eventKey, payload });
@@ -95,10 +98,14 @@ test.before(async () => {
   }
   const credentialed = subscriber.url.replace('http://', 'http://hook-user:hook-pass@');
   for (const eventKey of ['crm.ok', 'crm.fail']) await subscribeExternal(admin, 'live', eventKey, 'crm', credentialed);
+  quiet = await startTestDaemon({ streamHeartbeatMs: 3_600_000 });
+  quietAdmin = await quiet.admin();
+  for (const workspace of ['live', 'doomed']) await createWorkspace(quietAdmin, workspace);
 });
 test.after(async () => {
   await subscriber.close();
   await t.destroy();
+  await quiet.destroy();
 });
 
 test('a workspace stream and the admin stream carry every kind of item, with increasing ids and no secrets', async () => {
@@ -194,12 +201,17 @@ test('heartbeat comments arrive', async () => {
   stream.close();
 });
 
-test('logging out or losing the membership ends the stream', async () => {
-  const member = await createUser(t, 'leaver@example.test');
-  assert.is((await admin.put(`/api/admin/workspaces/live/members/${member.id}`)).status, 200);
-  const session = await t.as('leaver@example.test', member.password);
-  const loggedOut = await openStream(t.url, '/api/workspaces/live/stream', session.token);
-  const removed = await openStream(t.url, '/api/workspaces/live/stream', member.token);
+async function quietMember(email: string, workspace = 'live') {
+  const user = await createUser(quiet, email);
+  assert.is((await quietAdmin.put(`/api/admin/workspaces/${workspace}/members/${user.id}`)).status, 200);
+  return user;
+}
+
+test('logging out, changing the password or losing the membership ends the stream at once', async () => {
+  const member = await quietMember('leaver@example.test');
+  const session = await quiet.as('leaver@example.test', member.password);
+  const loggedOut = await openStream(quiet.url, '/api/workspaces/live/stream', session.token);
+  const removed = await openStream(quiet.url, '/api/workspaces/live/stream', member.token);
   assert.is(loggedOut.status, 200);
   assert.is(removed.status, 200);
 
@@ -208,24 +220,34 @@ test('logging out or losing the membership ends the stream', async () => {
   assert.ok(loggedOut.comments.some((comment) => comment.startsWith('closed:')), loggedOut.comments.join('|'));
   assert.not.ok(removed.response.complete, 'the other session stays');
 
-  assert.is((await admin.delete(`/api/admin/workspaces/live/members/${member.id}`)).status, 204);
+  assert.is((await quietAdmin.delete(`/api/admin/workspaces/live/members/${member.id}`)).status, 204);
   assert.equal(await endOf(removed), { clean: true });
   assert.ok(removed.comments.some((comment) => comment.includes('membership')), removed.comments.join('|'));
+
+  const changer = await quietMember('changer@example.test');
+  const changing = await openStream(quiet.url, '/api/workspaces/live/stream', changer.token);
+  const changed = await changer.put('/api/auth/me/password', { currentPassword: changer.password, newPassword: 'another-password-2' });
+  assert.is(changed.status, 200, changed.text);
+  assert.equal(await endOf(changing), { clean: true });
 });
 
-test('disabling the account or taking the ADMIN role ends the stream', async () => {
-  const disabled = await createUser(t, 'disabled@example.test');
-  assert.is((await admin.put(`/api/admin/workspaces/live/members/${disabled.id}`)).status, 200);
-  const demoted = await createUser(t, 'demoted@example.test', { roles: ['ADMIN'] });
-  const memberStream = await openStream(t.url, '/api/workspaces/live/stream', disabled.token);
-  const adminStream = await openStream(t.url, '/api/admin/stream', demoted.token);
+test('disabling the account, taking the ADMIN role or deleting the workspace ends the stream at once', async () => {
+  const disabled = await quietMember('disabled@example.test');
+  const demoted = await createUser(quiet, 'demoted@example.test', { roles: ['ADMIN'] });
+  const memberStream = await openStream(quiet.url, '/api/workspaces/live/stream', disabled.token);
+  const adminStream = await openStream(quiet.url, '/api/admin/stream', demoted.token);
   assert.is(adminStream.status, 200);
 
-  assert.is((await admin.patch(`/api/admin/users/${disabled.id}`, { active: false })).status, 200);
+  assert.is((await quietAdmin.patch(`/api/admin/users/${disabled.id}`, { active: false })).status, 200);
   assert.equal(await endOf(memberStream), { clean: true });
   assert.not.ok(adminStream.ended, 'the other user keeps the stream');
-  assert.is((await admin.patch(`/api/admin/users/${demoted.id}`, { roles: ['USER'] })).status, 200);
+  assert.is((await quietAdmin.patch(`/api/admin/users/${demoted.id}`, { roles: ['USER'] })).status, 200);
   assert.equal(await endOf(adminStream), { clean: true });
+
+  const resident = await quietMember('resident@example.test', 'doomed');
+  const doomed = await openStream(quiet.url, '/api/workspaces/doomed/stream', resident.token);
+  assert.is((await quietAdmin.delete('/api/admin/workspaces/doomed')).status, 204);
+  assert.equal(await endOf(doomed), { clean: true });
 });
 
 test('at most 20 streams per user: the 21st gets 429', async () => {

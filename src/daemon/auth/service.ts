@@ -27,6 +27,8 @@ export class AuthService {
   private readonly decoyHash: string;
   /** What else refers to users (workspace memberships) forgets a deleted one. */
   private readonly deletionListeners: Array<(userId: string) => Promise<void>> = [];
+  /** What holds on to a user's access (live streams) checks it again at once. */
+  private readonly accessListeners: Array<(userId: string) => void> = [];
 
   constructor(
     readonly users: UserStore,
@@ -66,8 +68,9 @@ export class AuthService {
     return { user, claims };
   }
 
-  logout(caller: Caller): Promise<void> {
-    return this.tokens.revoke(caller.claims);
+  async logout(caller: Caller): Promise<void> {
+    await this.tokens.revoke(caller.claims);
+    this.accessChanged(caller.user.id);
   }
 
   /** Ends every other session of the user and returns a fresh one for the caller. */
@@ -84,6 +87,7 @@ export class AuthService {
       record.passwordHash = passwordHash;
       record.tokenVersion += 1;
     });
+    this.accessChanged(user.id);
     return this.tokens.issue(user.id, user.tokenVersion);
   }
 
@@ -98,6 +102,7 @@ export class AuthService {
       record.passwordHash = passwordHash;
       record.tokenVersion += 1;
     });
+    this.accessChanged(user.id);
     return toPublicUser(user);
   }
 
@@ -131,6 +136,7 @@ export class AuthService {
       }
     });
     if (patch.fullName !== undefined) await this.names.refresh(id);
+    this.accessChanged(id);
     return toPublicUser(user);
   }
 
@@ -140,10 +146,20 @@ export class AuthService {
     await this.users.remove(id);
     await this.names.refresh(id);
     for (const listener of this.deletionListeners) await listener(id);
+    this.accessChanged(id);
   }
 
   onUserDeleted(listener: (userId: string) => Promise<void>): void {
     this.deletionListeners.push(listener);
+  }
+
+  /** Sessions ended, or the user's account or roles changed. */
+  onAccessChanged(listener: (userId: string) => void): void {
+    this.accessListeners.push(listener);
+  }
+
+  private accessChanged(userId: string): void {
+    for (const listener of this.accessListeners) listener(userId);
   }
 
   /**

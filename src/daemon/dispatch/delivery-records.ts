@@ -1,4 +1,6 @@
-import { AppendLog } from '../store/append-log.js';
+import { closeSync, openSync } from 'node:fs';
+import { AppendLog, type LineSpan } from '../store/append-log.js';
+import { Column, hash32, readLineAt } from '../store/line-index.js';
 import type { Delivery } from './types.js';
 
 import type { DeliveryAttempt, DeliveryRecord as PublicDeliveryRecord, DeliveryStatus } from '../../contract/types.js';
@@ -13,14 +15,16 @@ export interface DeliveryRecord extends PublicDeliveryRecord {
 
 export const RESPONSE_EXCERPT_BYTES = 2048;
 
-/** A record and its position in creation order (what cursors point at). */
-interface Stored {
-  seq: number;
-  record: DeliveryRecord;
-}
-
+/**
+ * The journal's lines. `new` and `state` hold a whole record (`new` creates
+ * it, `state` replaces it: the last one wins), so that a record that left
+ * PENDING is one line, found by its offset. `try` adds an attempt to a PENDING
+ * record. `status` lines were written by earlier versions; they are read, and
+ * rewritten away at the start.
+ */
 type Entry =
   | { t: 'new'; seq: number; record: DeliveryRecord }
+  | { t: 'state'; seq: number; record: DeliveryRecord }
   | { t: 'try'; id: string; attempt: DeliveryAttempt; nextAttemptAt: string | null }
   | { t: 'status'; id: string; status: DeliveryStatus; at: string };
 
@@ -38,66 +42,206 @@ export interface DeliveryQuery {
 
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
+/**
+ * How long new records wait for their first line, written together: a
+ * delivery that ends meanwhile (most do) is written once, finished, instead of
+ * as `new` and then `state`.
+ */
+const FIRST_LINE_DELAY_MS = 20;
+
+const STATUS_CODES: Record<DeliveryStatus, number> = { PENDING: 0, SUCCEEDED: 1, DEAD: 2, DISCARDED: 3 };
+/** Where a record's line is not known yet: it is held whole meanwhile. */
+const NO_LINE = -1;
+
+/**
+ * One workspace's records in creation order, as columns: creation sequence,
+ * creation second, status, fingerprints of the subscription, event key and
+ * event id, and the byte offset of the record's line in the journal: 33 bytes
+ * a record. What the columns only narrow down (fingerprints, the second) is
+ * confirmed on the record.
+ */
+class WorkspaceRecords {
+  length = 0;
+  readonly seqs = new Column(Float64Array);
+  readonly createdSeconds = new Column(Uint32Array);
+  readonly statuses = new Column(Uint8Array);
+  readonly subscriptionHashes = new Column(Uint32Array);
+  readonly eventKeyHashes = new Column(Uint32Array);
+  readonly eventIdHashes = new Column(Uint32Array);
+  readonly offsets = new Column(Float64Array);
+  private readonly columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
+
+  push(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
+    const index = this.length++;
+    for (const column of this.columns) column.reserve(this.length);
+    this.seqs.set(index, seq);
+    this.createdSeconds.set(index, Math.floor(Date.parse(record.createdAt) / 1000));
+    this.statuses.set(index, STATUS_CODES[record.status]);
+    this.subscriptionHashes.set(index, hash32(record.subscriptionId ?? ''));
+    this.eventKeyHashes.set(index, hash32(record.eventKey));
+    this.eventIdHashes.set(index, hash32(record.eventId));
+    this.place(index, span ? span.offset : NO_LINE);
+  }
+
+  place(index: number, offset: number): void {
+    this.offsets.set(index, offset);
+  }
+
+  /** The index of the record created at `seq`, or -1. */
+  indexOf(seq: number): number {
+    const index = this.below(seq + 1);
+    return index >= 0 && this.seqs.get(index) === seq ? index : -1;
+  }
+
+  /** The index of the last record created before `seq` (-1 if none). */
+  below(seq: number): number {
+    let low = 0;
+    let high = this.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.seqs.get(middle) < seq) low = middle + 1;
+      else high = middle;
+    }
+    return low - 1;
+  }
+
+  /** Keeps the records `keep` accepts (asked oldest first, before any is moved); returns how many went. */
+  retain(keep: (index: number) => boolean): number {
+    let kept = 0;
+    for (let index = 0; index < this.length; index += 1) {
+      if (!keep(index)) continue;
+      if (kept !== index) for (const column of this.columns) column.set(kept, column.get(index));
+      kept += 1;
+    }
+    const removed = this.length - kept;
+    this.length = kept;
+    for (const column of this.columns) column.trim(kept);
+    return removed;
+  }
+}
+
+/** New records whose first line is still to be written, and the write that will carry them. */
+interface FirstLines {
+  ids: Set<string>;
+  written: Promise<void>;
+  resolve: () => void;
+  timer: NodeJS.Timeout;
+}
+
+/** A record whose state still changes (PENDING or DEAD), by id. */
+interface Tracked {
+  workspaceId: string;
+  seq: number;
+  /** Its changes so far: a line settles the record only if it shows the latest. */
+  version: number;
+}
 
 /**
  * Every delivery's record, as a journal (deliveries.log), written in groups
  * without the publisher waiting: until a record is on disk its delivery stays
  * in the (durable) outbox, which rebuilds it after a crash. Attempts and status
  * changes are journalled the same way, so a crash loses at most the last
- * attempt results, never a record.
- * Records stay until retention removes their event.
+ * attempt results, never a record. Records stay until retention removes their
+ * event.
+ *
+ * Memory holds an index, not the records (see WorkspaceRecords): a listing
+ * filters on the columns and reads only its page's lines. Held whole are only
+ * PENDING records (bounded by the outbox) and finished ones until their line
+ * is on disk; ids are kept only for PENDING and DEAD records, the only ones
+ * that change later (attempts, replay, discard).
  */
 export class DeliveryRecords {
-  private readonly byId = new Map<string, Stored>();
-  /** Per workspace, in creation order. */
-  private readonly byWorkspace = new Map<string, Stored[]>();
+  private log!: AppendLog<Entry>;
+  private readonly workspaces = new Map<string, WorkspaceRecords>();
+  private readonly tracked = new Map<string, Tracked>();
+  /** Records held whole, by creation sequence. */
+  private readonly held = new Map<number, DeliveryRecord>();
+  private count = 0;
   private nextSeq = 1;
   private entries = 0;
-  /** Records handed to the journal and not yet on disk. */
+  /** New records waiting for their first line (see FIRST_LINE_DELAY_MS). */
+  private waiting: FirstLines | null = null;
+  /** Records whose first line is not yet on disk: the write that will put it there. */
   private readonly unsynced = new Map<string, Promise<void>>();
 
   private constructor(
-    private readonly log: AppendLog<Entry>,
     private readonly reportError: (error: unknown) => void,
     private readonly recording: boolean,
   ) {}
 
   /** `recording` false (the bench's comparison only) keeps no new record. */
   static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
-    const replayed: Entry[] = [];
-    const log = await AppendLog.open<Entry>(file, (entry) => replayed.push(entry));
-    const records = new DeliveryRecords(log, reportError, recording);
-    for (const entry of replayed) records.apply(entry);
-    records.entries = replayed.length;
+    const records = new DeliveryRecords(reportError, recording);
+    let legacyLines = false;
+    let reader: number | null = null;
+    const readEarlierLine = (offset: number) => readLineAt((reader ??= openSync(file, 'r')), offset);
+    try {
+      records.log = await AppendLog.open<Entry>(file, (entry, span) => {
+        records.entries += 1;
+        if (entry.t === 'status') legacyLines = records.applyLegacyStatus(entry, readEarlierLine) || legacyLines;
+        else records.replayed(entry, span);
+      });
+    } finally {
+      if (reader !== null) closeSync(reader);
+    }
+    // Records finished by `status` lines are held whole: one rewrite gives each its line.
+    if (legacyLines) await records.compact();
     return records;
   }
 
   get size(): number {
-    return this.byId.size;
+    return this.count;
   }
 
+  /** The record of a delivery that is PENDING or DEAD (the others are found by listing). */
   get(id: string): DeliveryRecord | undefined {
-    return this.byId.get(id)?.record;
+    const tracked = this.tracked.get(id);
+    return tracked && this.current(tracked);
   }
 
   /**
-   * Records new deliveries: in memory at once, on disk with the next group
-   * write. The publisher need not wait for it: the outbox holds each delivery
-   * durably until `durable` resolved, and after a crash a pending delivery
-   * without a record gets one again (`reconcile`).
+   * Records new deliveries: in memory at once, on disk with the first lines
+   * written FIRST_LINE_DELAY_MS later, in their state by then. The publisher
+   * need not wait for it: the outbox holds each delivery durably until
+   * `durable` resolved, and after a crash a pending delivery without a record
+   * gets one again (`reconcile`).
    */
   created(deliveries: readonly Delivery[]): void {
     if (!this.recording) return;
     for (const delivery of deliveries) {
-      const entry: Entry = { t: 'new', seq: this.nextSeq++, record: recordOf(delivery) };
-      this.entries += 1;
-      this.apply(entry);
-      const written = this.log.append(entry).catch(this.reportError);
-      this.unsynced.set(delivery.id, written);
-      void written.then(() => {
-        if (this.unsynced.get(delivery.id) === written) this.unsynced.delete(delivery.id);
-      });
+      const seq = this.nextSeq++;
+      this.add(seq, recordOf(delivery), null);
+      const waiting = (this.waiting ??= this.waitForFirstLines());
+      waiting.ids.add(delivery.id);
+      this.unsynced.set(delivery.id, waiting.written);
     }
+  }
+
+  private waitForFirstLines(): FirstLines {
+    let resolve!: () => void;
+    const written = new Promise<void>((done) => (resolve = done));
+    const waiting: FirstLines = { ids: new Set(), written, resolve, timer: setTimeout(() => this.writeFirstLines(waiting), FIRST_LINE_DELAY_MS) };
+    return waiting;
+  }
+
+  private writeFirstLines(waiting: FirstLines): void {
+    clearTimeout(waiting.timer);
+    if (this.waiting === waiting) this.waiting = null;
+    const lines: Array<Promise<void>> = [];
+    for (const id of waiting.ids) {
+      const tracked = this.tracked.get(id);
+      const record = tracked && this.held.get(tracked.seq);
+      if (!tracked || !record) continue; // removed with its event or workspace meanwhile
+      this.entries += 1;
+      const latest = tracked.version;
+      lines.push(this.log.append({ t: 'new', seq: tracked.seq, record }).then((span) => this.written(tracked, record, latest, span)));
+    }
+    void Promise.all(lines)
+      .catch(this.reportError)
+      .finally(() => {
+        for (const id of waiting.ids) if (this.unsynced.get(id) === waiting.written) this.unsynced.delete(id);
+        waiting.resolve();
+      });
   }
 
   /** Resolves once the delivery's record is on disk (or its write failed, which is reported): only then may the outbox forget it. */
@@ -107,62 +251,123 @@ export class DeliveryRecords {
 
   /** One attempt's result; `nextAttemptAt` when it is retried. */
   attempted(id: string, attempt: DeliveryAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
-    if (!this.byId.has(id)) return;
-    this.journal({ t: 'try', id, attempt, nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString() });
+    const tracked = this.tracked.get(id);
+    const held = tracked && this.held.get(tracked.seq);
+    if (!tracked || !held || held.status !== 'PENDING') return;
+    held.attempts.push(attempt);
     if (status !== 'PENDING') {
-      const at = new Date(Date.parse(attempt.startedAt) + attempt.durationMs).toISOString();
-      this.journal({ t: 'status', id, status, at });
+      const record = this.changeStatus(tracked, held, status, Date.parse(attempt.startedAt) + attempt.durationMs);
+      void this.journalState(tracked, record, false);
+      return;
     }
+    const next = nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString();
+    this.held.set(tracked.seq, recordIn(held, 'PENDING', next, null));
+    tracked.version += 1;
+    if (this.waiting?.ids.has(id)) return; // its first line will hold this attempt
+    this.entries += 1;
+    this.log.appendLazily({ t: 'try', id, attempt, nextAttemptAt: next }, this.reportError);
+    this.compactIfSparse();
   }
 
-  /** Dead-lettered without an attempt (its subscriber is gone), replayed or discarded. */
+  /** Dead-lettered without an attempt (its subscriber is gone), or settled at the start (`reconcile`). */
   moved(id: string, status: DeliveryStatus, at: number): void {
-    if (!this.byId.has(id)) return;
-    this.journal({ t: 'status', id, status, at: new Date(at).toISOString() });
+    const tracked = this.tracked.get(id);
+    if (!tracked) return;
+    const record = this.changeStatus(tracked, this.current(tracked), status, at);
+    void this.journalState(tracked, record, false);
   }
 
   /** Durable variant of `moved`, for moves the caller answers about (replay, discard). */
   async movedDurably(ids: readonly string[], status: DeliveryStatus, at: number): Promise<void> {
-    const entries = ids.filter((id) => this.byId.has(id)).map((id): Entry => ({ t: 'status', id, status, at: new Date(at).toISOString() }));
-    this.entries += entries.length;
-    await Promise.all(entries.map((entry) => this.log.append(entry)));
-    for (const entry of entries) this.apply(entry);
+    const writes: Array<Promise<void>> = [];
+    for (const id of ids) {
+      const tracked = this.tracked.get(id);
+      if (!tracked) continue;
+      const record = this.changeStatus(tracked, this.current(tracked), status, at);
+      writes.push(this.journalState(tracked, record, true));
+    }
+    await Promise.all(writes);
   }
 
   /**
    * After a crash: a pending delivery whose record was not yet on disk gets
-   * one again; a PENDING record whose delivery left the outbox before its
-   * status was journalled is DEAD if a dead letter holds it, else SUCCEEDED.
+   * one again (unless its record is there, finished: the outbox had not yet
+   * forgotten the delivery); a PENDING record whose delivery left the outbox
+   * before its status was journalled is DEAD if a dead letter holds it, else
+   * SUCCEEDED.
    */
   reconcile(pending: Iterable<Delivery>, isDead: (id: string) => boolean, now: number): void {
     const pendingIds = new Set<string>();
+    const missing = new Map<string, Delivery>();
     for (const delivery of pending) {
       pendingIds.add(delivery.id);
-      if (!this.byId.has(delivery.id)) this.created([delivery]);
+      if (!this.tracked.has(delivery.id)) missing.set(delivery.id, delivery);
     }
-    for (const { record } of this.byId.values()) {
+    const eventHashes = new Map<string, Set<number>>();
+    for (const { event } of missing.values()) {
+      const hashes = eventHashes.get(event.tenantId) ?? new Set<number>();
+      eventHashes.set(event.tenantId, hashes.add(hash32(event.id)));
+    }
+    for (const [workspaceId, hashes] of eventHashes) {
+      const records = this.workspaces.get(workspaceId);
+      for (let index = 0; records && index < records.length; index += 1) {
+        if (hashes.has(records.eventIdHashes.get(index))) missing.delete(this.recordAt(records, index).id);
+      }
+    }
+    this.created([...missing.values()]);
+    for (const record of [...this.held.values()]) {
       if (record.status !== 'PENDING' || pendingIds.has(record.id)) continue;
       this.moved(record.id, isDead(record.id) ? 'DEAD' : 'SUCCEEDED', now);
     }
   }
 
-  /** Records of one event, oldest first. */
+  /** Records of one event, oldest first: found by the event id's fingerprint, confirmed on the record. */
   ofEvent(workspaceId: string, eventId: string): DeliveryRecord[] {
-    return (this.byWorkspace.get(workspaceId) ?? []).filter((stored) => stored.record.eventId === eventId).map((s) => s.record);
+    const records = this.workspaces.get(workspaceId);
+    if (!records) return [];
+    const idHash = hash32(eventId);
+    const found: DeliveryRecord[] = [];
+    for (let index = 0; index < records.length; index += 1) {
+      if (records.eventIdHashes.get(index) !== idHash) continue;
+      const record = this.recordAt(records, index);
+      if (record.eventId === eventId) found.push(record);
+    }
+    return found;
   }
 
-  /** Newest first; `lastSeq` is the position of the last item returned, for the next cursor. */
+  /**
+   * Newest first; `lastSeq` is the position of the last item returned, for the
+   * next cursor. Filters run on the columns (fingerprints confirmed on the
+   * record); only the page's records are read.
+   */
   list(workspaceId: string, query: DeliveryQuery): { items: DeliveryRecord[]; lastSeq: number | null; more: boolean } {
-    const all = this.byWorkspace.get(workspaceId) ?? [];
-    let index = query.before === undefined ? all.length - 1 : firstBelow(all, query.before);
+    const records = this.workspaces.get(workspaceId);
     const items: DeliveryRecord[] = [];
     let lastSeq: number | null = null;
+    if (!records) return { items, lastSeq, more: false };
+    const status = query.status === undefined ? -1 : STATUS_CODES[query.status];
+    const subscription = query.subscriptionId === undefined ? null : hash32(query.subscriptionId);
+    const eventKey = query.eventKey === undefined ? null : hash32(query.eventKey);
+    const since = query.since ?? Number.NEGATIVE_INFINITY;
+    const until = query.until ?? Number.POSITIVE_INFINITY;
+    const [sinceSecond, untilSecond] = [Math.floor(since / 1000), Math.floor(until / 1000)];
+    let index = query.before === undefined ? records.length - 1 : records.below(query.before);
     for (; index >= 0; index -= 1) {
-      const { seq, record } = all[index]!;
-      if (!matches(record, query)) continue;
+      if (status >= 0 && records.statuses.get(index) !== status) continue;
+      if (subscription !== null && records.subscriptionHashes.get(index) !== subscription) continue;
+      if (eventKey !== null && records.eventKeyHashes.get(index) !== eventKey) continue;
+      const second = records.createdSeconds.get(index);
+      if (second < sinceSecond || second > untilSecond) continue;
+      const record = this.recordAt(records, index);
+      if (query.subscriptionId !== undefined && record.subscriptionId !== query.subscriptionId) continue;
+      if (query.eventKey !== undefined && record.eventKey !== query.eventKey) continue;
+      if (second === sinceSecond || second === untilSecond) {
+        const created = Date.parse(record.createdAt);
+        if (created < since || created > until) continue;
+      }
       if (items.length === query.limit) return { items, lastSeq, more: true };
       items.push(record);
-      lastSeq = seq;
+      lastSeq = records.seqs.get(index);
     }
     return { items, lastSeq, more: false };
   }
@@ -170,74 +375,233 @@ export class DeliveryRecords {
   /** Retention removed these events: their records go too, and the journal is rewritten without them. */
   async removeEvents(eventIds: ReadonlySet<string>): Promise<number> {
     if (eventIds.size === 0) return 0;
+    const hashes = new Set<number>();
+    for (const eventId of eventIds) hashes.add(hash32(eventId));
     let removed = 0;
-    for (const [workspaceId, list] of this.byWorkspace) {
-      const kept = list.filter((stored) => !eventIds.has(stored.record.eventId));
-      if (kept.length === list.length) continue;
-      for (const stored of list) if (eventIds.has(stored.record.eventId)) this.byId.delete(stored.record.id);
-      removed += list.length - kept.length;
-      if (kept.length === 0) this.byWorkspace.delete(workspaceId);
-      else this.byWorkspace.set(workspaceId, kept);
+    for (const [workspaceId, records] of this.workspaces) {
+      removed += records.retain((index) => {
+        if (!hashes.has(records.eventIdHashes.get(index))) return true;
+        const record = this.recordAt(records, index);
+        if (!eventIds.has(record.eventId)) return true;
+        this.forget(record.id, records.seqs.get(index));
+        return false;
+      });
+      if (records.length === 0) this.workspaces.delete(workspaceId);
     }
+    this.count -= removed;
     if (removed > 0) await this.compact();
     return removed;
   }
 
   /** A deleted workspace's records. */
   async removeWorkspace(workspaceId: string): Promise<void> {
-    const list = this.byWorkspace.get(workspaceId);
-    if (!list) return;
-    for (const stored of list) this.byId.delete(stored.record.id);
-    this.byWorkspace.delete(workspaceId);
+    const records = this.workspaces.get(workspaceId);
+    if (!records) return;
+    for (const [id, tracked] of this.tracked) if (tracked.workspaceId === workspaceId) this.forget(id, tracked.seq);
+    this.workspaces.delete(workspaceId);
+    this.count -= records.length;
     await this.compact();
   }
 
   async close(): Promise<void> {
+    if (this.waiting) this.writeFirstLines(this.waiting);
     await this.log.close();
   }
 
-  private async compact(): Promise<void> {
-    const snapshot = [...this.byId.values()].sort((a, b) => a.seq - b.seq).map(({ seq, record }): Entry => ({ t: 'new', seq, record }));
-    this.entries = snapshot.length;
-    await this.log.rewrite(snapshot);
-  }
+  // Applying the journal at the start
 
-  private journal(entry: Entry): void {
-    this.entries += 1;
-    this.apply(entry);
-    this.log.appendLazily(entry, this.reportError);
-    if (this.entries > this.byId.size * 4 + COMPACT_SLACK) this.compact().catch(this.reportError);
-  }
-
-  private apply(entry: Entry): void {
-    if (entry.t === 'new') {
-      if (this.byId.has(entry.record.id)) return;
-      const stored = { seq: entry.seq, record: entry.record };
-      this.byId.set(entry.record.id, stored);
-      let list = this.byWorkspace.get(entry.record.workspaceId);
-      if (!list) this.byWorkspace.set(entry.record.workspaceId, (list = []));
-      list.push(stored);
+  private replayed(entry: Exclude<Entry, { t: 'status' }>, span: LineSpan): void {
+    const tracked = this.tracked.get(entry.t === 'try' ? entry.id : entry.record.id);
+    if (entry.t !== 'try' && !tracked) {
+      // A record's first line, or (in a compacted journal) the line of a finished one.
+      const known = this.workspaces.get(entry.record.workspaceId)?.indexOf(entry.seq) ?? -1;
+      if (known >= 0) return;
+      this.add(entry.seq, entry.record, span);
       this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
       return;
     }
-    const record = this.byId.get(entry.id)?.record;
-    if (!record) return;
-    if (entry.t === 'try') {
-      if (record.attempts.some((attempt) => attempt.number === entry.attempt.number)) return;
-      record.attempts.push(entry.attempt);
-      if (entry.nextAttemptAt === null) delete record.nextAttemptAt;
-      else record.nextAttemptAt = entry.nextAttemptAt;
+    // A try of a record no longer PENDING.
+    if (!tracked) return;
+    tracked.version += 1;
+    // A later whole line of the record: its first line written after a compaction that held it, or a change of state.
+    if (entry.t !== 'try') {
+      const records = this.workspaces.get(tracked.workspaceId)!;
+      const index = records.indexOf(tracked.seq);
+      records.statuses.set(index, STATUS_CODES[entry.record.status]);
+      records.place(index, span.offset);
+      this.held.set(tracked.seq, entry.record);
+      this.settle(entry.record.id, tracked.version);
       return;
     }
-    record.status = entry.status;
-    if (entry.status === 'PENDING') {
-      delete record.completedAt;
-      record.nextAttemptAt = entry.at;
-    } else {
-      record.completedAt = entry.at;
-      delete record.nextAttemptAt;
-    }
+    const record = this.held.get(tracked.seq);
+    if (!record || record.attempts.some((attempt) => attempt.number === entry.attempt.number)) return;
+    record.attempts.push(entry.attempt);
+    this.held.set(tracked.seq, recordIn(record, 'PENDING', entry.nextAttemptAt, null));
   }
+
+  /** Returns whether the record is now held whole for want of a line of its own. */
+  private applyLegacyStatus(entry: Extract<Entry, { t: 'status' }>, readEarlierLine: (offset: number) => string): boolean {
+    const tracked = this.tracked.get(entry.id);
+    if (!tracked) return false;
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    const index = records.indexOf(tracked.seq);
+    const record = this.held.get(tracked.seq) ?? (JSON.parse(readEarlierLine(records.offsets.get(index))) as Entry & { record: DeliveryRecord }).record;
+    tracked.version += 1;
+    this.changeStatus(tracked, record, entry.status, Date.parse(entry.at));
+    return true;
+  }
+
+  // The index
+
+  /** A new record, held whole (and tracked) while it may still change. */
+  private add(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
+    let records = this.workspaces.get(record.workspaceId);
+    if (!records) this.workspaces.set(record.workspaceId, (records = new WorkspaceRecords()));
+    records.push(seq, record, span);
+    this.count += 1;
+    if (record.status === 'PENDING' || record.status === 'DEAD') this.tracked.set(record.id, { workspaceId: record.workspaceId, seq, version: 1 });
+    if (record.status === 'PENDING' || !span) this.held.set(seq, record);
+  }
+
+  private recordAt(records: WorkspaceRecords, index: number): DeliveryRecord {
+    const held = this.held.get(records.seqs.get(index));
+    if (held) return held;
+    const line = this.log.readLine(records.offsets.get(index));
+    return (JSON.parse(line) as Entry & { record: DeliveryRecord }).record;
+  }
+
+  /** The current record of a tracked id. */
+  private current(tracked: Tracked): DeliveryRecord {
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    return this.recordAt(records, records.indexOf(tracked.seq));
+  }
+
+  /** The record in its new status (PENDING again: due at `at`; else: completed at `at`), held. */
+  private changeStatus(tracked: Tracked, record: DeliveryRecord, status: DeliveryStatus, at: number): DeliveryRecord {
+    const when = new Date(at).toISOString();
+    const changed = status === 'PENDING' ? recordIn(record, status, when, null) : recordIn(record, status, null, when);
+    this.held.set(tracked.seq, changed);
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    records.statuses.set(records.indexOf(tracked.seq), STATUS_CODES[status]);
+    return changed;
+  }
+
+  /** Journals the record's whole state; once that line is on disk, a finished record is read from it instead of held. */
+  private journalState(tracked: Tracked, record: DeliveryRecord, durably: boolean): Promise<void> {
+    const version = ++tracked.version;
+    // Its first line is still to be written, in the state it will be in then.
+    if (this.waiting?.ids.has(record.id)) return this.waiting.written;
+    const entry: Entry = { t: 'state', seq: tracked.seq, record };
+    this.entries += 1;
+    const written = (span: LineSpan | null) => this.written(tracked, record, version, span);
+    if (durably) return this.log.append(entry).then(written);
+    this.log.appendLazily(entry, this.reportError, written);
+    this.compactIfSparse();
+    return Promise.resolve();
+  }
+
+  /**
+   * A line of the record is on disk. Lines are written in order, but a
+   * durable append hears of it a microtask after a lazy one of the same group:
+   * only the record's latest line counts. (null: a rewrite superseded the line
+   * and placed the record itself.)
+   */
+  private written(tracked: Tracked, record: DeliveryRecord, version: number, span: LineSpan | null): void {
+    if (!span || this.tracked.get(record.id)?.version !== version) return;
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    records.place(records.indexOf(tracked.seq), span.offset);
+    this.settle(record.id, version);
+  }
+
+  /**
+   * A finished record whose latest state is the line at its offset is read from
+   * there from now on: not held, and not tracked unless DEAD.
+   */
+  private settle(id: string, version: number): void {
+    const tracked = this.tracked.get(id);
+    const record = tracked && this.held.get(tracked.seq);
+    if (!tracked || !record || tracked.version !== version || record.status === 'PENDING') return;
+    const records = this.workspaces.get(tracked.workspaceId)!;
+    if (records.offsets.get(records.indexOf(tracked.seq)) === NO_LINE) return;
+    this.held.delete(tracked.seq);
+    if (record.status !== 'DEAD') this.tracked.delete(id);
+  }
+
+  private forget(id: string, seq: number): void {
+    this.held.delete(seq);
+    this.tracked.delete(id);
+  }
+
+  private compactIfSparse(): void {
+    if (this.entries > this.count * 4 + COMPACT_SLACK) this.compact().catch(this.reportError);
+  }
+
+  /**
+   * Rewrites the journal as one line per record: the lines of finished records
+   * copied, held records written whole. Every pending append is reflected,
+   * since what is not yet on disk is held. The new offsets are swapped in when
+   * the new file replaces the old one.
+   */
+  private compact(): Promise<void> {
+    const offsets = new Float64Array(this.count);
+    const seqs = new Float64Array(this.count);
+    const texts = new Map<number, string>();
+    const order: Array<{ records: WorkspaceRecords; from: number; to: number }> = [];
+    const settles: Array<[string, number]> = [];
+    let line = 0;
+    for (const records of this.workspaces.values()) {
+      const from = line;
+      for (let index = 0; index < records.length; index += 1, line += 1) {
+        const seq = (seqs[line] = records.seqs.get(index));
+        const held = this.held.get(seq);
+        if (held) {
+          texts.set(line, JSON.stringify({ t: 'new', seq, record: held } satisfies Entry));
+          const tracked = this.tracked.get(held.id);
+          if (tracked) settles.push([held.id, tracked.version]);
+        } else {
+          offsets[line] = records.offsets.get(index);
+        }
+      }
+      order.push({ records, from, to: line });
+    }
+    this.entries = this.count;
+    return this.log.rewriteLines({ offsets, texts }, (rewritten) => {
+      for (const { records, from, to } of order) {
+        // Records removed since are skipped; records added since come after these, in their own lines.
+        let index = 0;
+        for (let n = from; n < to; n += 1) {
+          while (index < records.length && records.seqs.get(index) < seqs[n]!) index += 1;
+          if (index < records.length && records.seqs.get(index) === seqs[n]) {
+            records.place(index, rewritten[n]!);
+          }
+        }
+      }
+      for (const [id, version] of settles) this.settle(id, version);
+    });
+  }
+}
+
+/**
+ * The record with this status and these times, as a new object: deleting
+ * properties would turn records into slow dictionary objects (they are
+ * changed and serialized once a delivery).
+ */
+function recordIn(record: DeliveryRecord, status: DeliveryStatus, nextAttemptAt: string | null, completedAt: string | null): DeliveryRecord {
+  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, attempts, createdAt } = record;
+  return {
+    id,
+    eventId,
+    eventKey,
+    workspaceId,
+    subscriptionId,
+    extensionKey,
+    kind,
+    status,
+    attempts,
+    ...(nextAttemptAt === null ? {} : { nextAttemptAt }),
+    createdAt,
+    ...(completedAt === null ? {} : { completedAt }),
+  };
 }
 
 function recordOf(delivery: Delivery): DeliveryRecord {
@@ -254,28 +618,4 @@ function recordOf(delivery: Delivery): DeliveryRecord {
     nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
     createdAt: delivery.enqueuedAt,
   };
-}
-
-/** The index of the last stored record created before `seq` (-1 if none). */
-function firstBelow(list: readonly Stored[], seq: number): number {
-  let low = 0;
-  let high = list.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (list[middle]!.seq < seq) low = middle + 1;
-    else high = middle;
-  }
-  return low - 1;
-}
-
-function matches(record: DeliveryRecord, query: DeliveryQuery): boolean {
-  if (query.status !== undefined && record.status !== query.status) return false;
-  if (query.subscriptionId !== undefined && record.subscriptionId !== query.subscriptionId) return false;
-  if (query.eventKey !== undefined && record.eventKey !== query.eventKey) return false;
-  if (query.since !== undefined || query.until !== undefined) {
-    const created = Date.parse(record.createdAt);
-    if (query.since !== undefined && created < query.since) return false;
-    if (query.until !== undefined && created > query.until) return false;
-  }
-  return true;
 }

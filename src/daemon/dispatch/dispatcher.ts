@@ -256,9 +256,8 @@ export class Dispatcher {
     if (outcome.ok) {
       this.deps.metrics.deliveryAttempted('delivered', seconds);
       finished('SUCCESS', 'SUCCEEDED', null);
-      await this.deps.records.durable(delivery.id);
-      this.deps.outbox.done(delivery);
       this.deps.activity.delivery('delivery.succeeded', delivery, outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus });
+      this.doneOnceRecorded(delivery);
       return;
     }
     // Whatever failed may quote the URL it was sending to: never with its credentials.
@@ -355,9 +354,19 @@ export class Dispatcher {
       return;
     }
     this.deps.records.moved(delivery.id, 'DEAD', this.now());
-    await this.deps.records.durable(delivery.id);
-    this.deps.outbox.done(delivery);
     this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
+    this.doneOnceRecorded(delivery);
+  }
+
+  /**
+   * The outbox forgets a delivery only once its record is on disk (else a
+   * crash could lose the record). That wait does not hold the delivery's slot:
+   * records are written in groups some milliseconds later.
+   */
+  private doneOnceRecorded(delivery: Delivery): void {
+    const done = this.deps.records.durable(delivery.id).then(() => this.deps.outbox.done(delivery));
+    this.running.add(done);
+    void done.finally(() => this.running.delete(done));
   }
 }
 

@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
-import { readdir, unlink } from 'node:fs/promises';
+import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
+import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { PlatformEvent } from '../../handlers/sdk.js';
-import { AppendLog, replay } from '../store/append-log.js';
-import { ensurePrivateDir, fsyncDir, isMissing, writeFileDurably } from '../store/files.js';
+import { AppendLog, replay, type LineSpan } from '../store/append-log.js';
+import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir } from '../store/files.js';
+import { Column, hash32, readSpan } from '../store/line-index.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
 
 export interface RetentionPolicy {
@@ -12,17 +12,54 @@ export interface RetentionPolicy {
   maxPerWorkspace: number;
 }
 
-interface SegmentInfo {
+/**
+ * One workspace's events in one segment, in the order of the file: where each
+ * line is, when it occurred and fingerprints of its id and event key, about 28
+ * bytes an event. A page is picked here and only its own lines are read.
+ */
+class WorkspaceLines {
+  length = 0;
+  /** The oldest occurredAt (ms), for retention. */
+  oldest = Number.POSITIVE_INFINITY;
+  readonly offsets = new Column(Float64Array);
+  readonly lengths = new Column(Uint32Array);
+  readonly occurredAt = new Column(Float64Array);
+  readonly idHashes = new Column(Uint32Array);
+  readonly keyHashes = new Column(Uint32Array);
+
+  push(event: PlatformEvent, span: LineSpan): void {
+    const index = this.length++;
+    const at = Date.parse(event.occurredAt);
+    this.offsets.reserve(this.length);
+    this.lengths.reserve(this.length);
+    this.occurredAt.reserve(this.length);
+    this.idHashes.reserve(this.length);
+    this.keyHashes.reserve(this.length);
+    this.offsets.set(index, span.offset);
+    this.lengths.set(index, span.length);
+    this.occurredAt.set(index, at);
+    this.idHashes.set(index, hash32(event.id));
+    this.keyHashes.set(index, hash32(event.eventKey));
+    this.oldest = Math.min(this.oldest, at);
+  }
+
+  /** A sealed segment's lines grow no more: the spare room goes. */
+  seal(): void {
+    for (const column of [this.offsets, this.lengths, this.occurredAt, this.idHashes, this.keyHashes]) column.trim(this.length);
+  }
+}
+
+interface Segment {
+  sequence: number;
   file: string;
   count: number;
-  /** Per workspace: how many events, and the oldest occurredAt (ms). */
-  workspaces: Map<string, { count: number; oldest: number }>;
+  workspaces: Map<string, WorkspaceLines>;
 }
 
 export interface EventLogOptions {
   /** A segment is sealed and a new one started after this many events. */
   segmentMaxEvents: number;
-  /** What is kept in memory for listing; the listing reads older events from disk when bytes ran out. */
+  /** What is kept in memory for listing; the listing reads older events from disk. */
   recent: RecentLimits;
 }
 
@@ -30,12 +67,34 @@ const SEGMENT_NAME = /^segment-(\d{6,})\.log$/;
 const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6, '0')}.log`;
 
 /**
+ * Reads lines of segments by span during one synchronous listing, opening
+ * each file once. Segments are replaced (compaction) or deleted (retention)
+ * only together with their index in one synchronous step, so a listing that
+ * never yields reads the files its index describes.
+ */
+class SegmentReader {
+  private readonly fds = new Map<string, number>();
+
+  event(segment: Segment, lines: WorkspaceLines, index: number): PlatformEvent {
+    let fd = this.fds.get(segment.file);
+    if (fd === undefined) this.fds.set(segment.file, (fd = openSync(segment.file, 'r')));
+    return JSON.parse(readSpan(fd, lines.offsets.get(index), lines.lengths.get(index))) as PlatformEvent;
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+  }
+}
+
+/**
  * The event log: append-only JSON lines in numbered segment files under
  * <data-dir>/events. An append costs one line in the newest segment, whatever
  * the size of the log. Retention deletes whole expired segments and compacts
  * sealed ones that are partly expired; it never touches the segment being
- * written. Recent events per workspace are kept in memory for reads, within
- * a byte budget (see recent.ts).
+ * written. Each segment has an index per workspace (WorkspaceLines), and the
+ * newest events of each workspace are kept in memory too, within a byte
+ * budget (see recent.ts): a page costs its own events, read from memory or
+ * by span from disk, never a pass over a segment.
  */
 export class EventLog {
   private rolling: Promise<void> | null = null;
@@ -45,7 +104,7 @@ export class EventLog {
   private constructor(
     private readonly dir: string,
     private readonly options: EventLogOptions,
-    private readonly segments: SegmentInfo[],
+    private readonly segments: Segment[],
     private active: AppendLog<PlatformEvent>,
     private readonly recentEvents: RecentEvents,
   ) {}
@@ -55,37 +114,41 @@ export class EventLog {
     const files = (await readdir(dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
     if (files.length === 0) files.push(segmentName(1));
     const recent = new RecentEvents(options.recent);
-    const remember = (event: PlatformEvent) => recent.push(event);
-    const segments: SegmentInfo[] = [];
+    const segments: Segment[] = [];
     let active: AppendLog<PlatformEvent> | undefined;
     for (const [index, name] of files.entries()) {
-      const info = emptySegment(join(dir, name));
-      const onRecord = (event: PlatformEvent) => {
-        countInto(info, event);
-        remember(event);
+      const segment = emptySegment(dir, name);
+      const onRecord = (event: PlatformEvent, span: LineSpan) => {
+        indexInto(segment, event, span);
+        recent.push(event);
       };
-      if (index === files.length - 1) active = await AppendLog.open(info.file, onRecord);
-      else await replay(info.file, onRecord);
-      segments.push(info);
+      if (index === files.length - 1) active = await AppendLog.open(segment.file, onRecord);
+      else {
+        await replay(segment.file, onRecord);
+        for (const lines of segment.workspaces.values()) lines.seal();
+      }
+      segments.push(segment);
     }
     return new EventLog(dir, options, segments, active!, recent);
   }
 
-  /** Resolves once the event is on disk; only then is it counted and listed (a failed write leaves no trace). */
+  /** Resolves once the event is on disk; only then is it indexed and listed (a failed write leaves no trace). */
   async append(event: PlatformEvent): Promise<void> {
     if (this.rolling) await this.rolling;
     const segment = this.segments.at(-1)!;
     this.appendsPending += 1;
+    let span: LineSpan | null;
     try {
       const written = this.active.append(event);
       if (segment.count + this.appendsPending >= this.options.segmentMaxEvents && !this.rolling) {
         this.rolling = this.roll().finally(() => (this.rolling = null));
       }
-      await written;
+      span = await written;
     } finally {
       this.appendsPending -= 1;
     }
-    countInto(segment, event);
+    // A segment is never rewritten while it is being appended to: every append has its span.
+    indexInto(segment, event, span!);
     this.recentEvents.push(event);
   }
 
@@ -94,79 +157,88 @@ export class EventLog {
    * of the log (segment, then line), after `before` when paging on. That order
    * never changes (retention only removes lines) and new events come before
    * every existing one, so paging from the first page to the last neither skips
-   * nor repeats an event. Reads segments newest first until the page is full.
+   * nor repeats an event. The page is picked from the segments' indexes (the
+   * event key by its fingerprint, confirmed on the event), and each event is
+   * taken from memory when memory holds it, else read by its span: the cost is
+   * the page's, not the log's. Synchronous, so that no compaction swaps a file
+   * under it.
    */
-  async page(
-    workspaceId: string,
-    query: EventPageQuery,
-    policy: RetentionPolicy,
-    now: number,
-  ): Promise<{ items: PlatformEvent[]; more: boolean; last?: EventPosition }> {
+  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
     const until = query.until ?? Number.POSITIVE_INFINITY;
-    const marker = `"tenantId":${JSON.stringify(workspaceId)}`;
+    const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);
+    const { before } = query;
     const items: PlatformEvent[] = [];
     let last: EventPosition | undefined;
-    for (const segment of [...this.segments].reverse()) {
-      if (items.length > query.limit) break;
-      const sequence = segmentSequence(this.dir, segment.file);
-      if (!segment.workspaces.has(workspaceId) || (query.before && sequence > query.before.segment)) continue;
-      let found: PlatformEvent[] = [];
-      let cursorLine = -1;
-      try {
-        for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
-          if (!line.includes(marker)) continue;
-          let event: PlatformEvent;
-          try {
-            event = JSON.parse(line) as PlatformEvent;
-          } catch {
-            continue; // the active segment may end in a line still being written
-          }
-          if (query.before?.segment === sequence && event.id === query.before.id) cursorLine = found.length;
-          found.push(event);
-        }
-      } catch (error) {
-        if (!isMissing(error)) throw error;
-      }
-      if (query.before?.segment === sequence) {
+    this.walk(workspaceId, (segment, lines, eventAt) => {
+      if (before && segment.sequence > before.segment) return true;
+      let start = lines.length - 1;
+      let olderThan = Number.POSITIVE_INFINITY;
+      if (before?.segment === segment.sequence) {
+        const found = indexOf(lines, before, eventAt);
         // The cursor's own event is gone only if retention removed it: then keep what is older than it.
-        const before = query.before;
-        found = cursorLine >= 0 ? found.slice(0, cursorLine) : found.filter((event) => Date.parse(event.occurredAt) < before.at);
+        if (found >= 0) start = found - 1;
+        else olderThan = before.at;
       }
-      for (let index = found.length - 1; index >= 0 && items.length <= query.limit; index -= 1) {
-        const event = found[index]!;
-        const at = Date.parse(event.occurredAt);
-        if (event.tenantId !== workspaceId || at < cutoff || at > until) continue;
+      for (let index = start; index >= 0 && items.length <= query.limit; index -= 1) {
+        const at = lines.occurredAt.get(index);
+        if (at < cutoff || at > until || at >= olderThan) continue;
+        if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
+        const event = eventAt(index);
         if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
-        if (items.length < query.limit) last = { segment: sequence, at, id: event.id };
+        if (items.length < query.limit) last = { segment: segment.sequence, at, id: event.id };
         items.push(event);
       }
-    }
+      return items.length <= query.limit;
+    });
     const more = items.length > query.limit;
     return { items: items.slice(0, query.limit), more, ...(more && last ? { last } : {}) };
   }
 
-  /** One event of the workspace, from memory or else from disk (newest segment first); undefined if not retained. */
-  async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
-    for (const event of this.recentEvents.newestFirst(workspaceId)) if (event.id === eventId) return event;
-    const marker = `"id":${JSON.stringify(eventId)},`;
-    for (const segment of [...this.segments].reverse()) {
-      if (!segment.workspaces.has(workspaceId)) continue;
-      try {
-        for await (const line of createInterface({ input: createReadStream(segment.file), crlfDelay: Infinity })) {
-          if (!line.includes(marker)) continue;
-          try {
-            const event = JSON.parse(line) as PlatformEvent;
-            if (event.id === eventId && event.tenantId === workspaceId) return event;
-          } catch {
-            continue;
-          }
-        }
-      } catch (error) {
-        if (!isMissing(error)) throw error;
+  /** One event of the workspace, found by its id's fingerprint (newest segment first); undefined if not retained. */
+  find(workspaceId: string, eventId: string): PlatformEvent | undefined {
+    const idHash = hash32(eventId);
+    let found: PlatformEvent | undefined;
+    this.walk(workspaceId, (_segment, lines, eventAt) => {
+      for (let index = lines.length - 1; index >= 0 && !found; index -= 1) {
+        if (lines.idHashes.get(index) !== idHash) continue;
+        const event = eventAt(index);
+        if (event.id === eventId) found = event;
       }
+      return !found;
+    });
+    return found;
+  }
+
+  /**
+   * Visits the workspace's lines segment by segment, newest first, while
+   * `visit` returns true. `eventAt` gives a line's event: from memory when it
+   * is among the newest that memory holds (memory holds the workspace's newest
+   * events without a gap, so the line's rank from the newest finds it; its id's
+   * fingerprint confirms it), else from disk.
+   */
+  private walk(
+    workspaceId: string,
+    visit: (segment: Segment, lines: WorkspaceLines, eventAt: (index: number) => PlatformEvent) => boolean,
+  ): void {
+    const reader = new SegmentReader();
+    try {
+      let newer = 0;
+      for (let position = this.segments.length - 1; position >= 0; position -= 1) {
+        const segment = this.segments[position]!;
+        const lines = segment.workspaces.get(workspaceId);
+        if (!lines) continue;
+        const rankOfLast = newer + lines.length - 1;
+        const eventAt = (index: number) => {
+          const held = this.recentEvents.newest(workspaceId, rankOfLast - index);
+          return held && hash32(held.id) === lines.idHashes.get(index) ? held : reader.event(segment, lines, index);
+        };
+        if (!visit(segment, lines, eventAt)) return;
+        newer += lines.length;
+      }
+    } finally {
+      reader.close();
     }
-    return undefined;
   }
 
   /** Bytes of event JSON held in memory for listing. */
@@ -196,13 +268,13 @@ export class EventLog {
     for (let index = this.segments.length - 1; index >= 0; index -= 1) {
       const segment = this.segments[index]!;
       const isActive = index === this.segments.length - 1;
-      const expiresSome = [...segment.workspaces].some(([workspaceId, stats]) => {
+      const expiresSome = [...segment.workspaces].some(([workspaceId, lines]) => {
         const newer = newerKept.get(workspaceId) ?? 0;
-        return newer + stats.count > policy.maxPerWorkspace || stats.oldest < cutoff;
+        return newer + lines.length > policy.maxPerWorkspace || lines.oldest < cutoff;
       });
       if (isActive || !expiresSome) {
-        for (const [workspaceId, stats] of segment.workspaces) {
-          newerKept.set(workspaceId, (newerKept.get(workspaceId) ?? 0) + stats.count);
+        for (const [workspaceId, lines] of segment.workspaces) {
+          newerKept.set(workspaceId, (newerKept.get(workspaceId) ?? 0) + lines.length);
         }
         continue;
       }
@@ -227,36 +299,84 @@ export class EventLog {
 
   private async roll(): Promise<void> {
     const last = this.segments.at(-1)!;
-    const sequence = Number(SEGMENT_NAME.exec(last.file.slice(this.dir.length + 1))![1]) + 1;
-    const next = emptySegment(join(this.dir, segmentName(sequence)));
+    const next = emptySegment(this.dir, segmentName(last.sequence + 1));
     const sealed = this.active;
     this.active = await AppendLog.open(next.file, () => undefined);
     this.segments.push(next);
     await sealed.close();
+    for (const lines of last.workspaces.values()) lines.seal();
   }
 
   /**
    * Rewrites a sealed segment with the events `keep` accepts (visited newest
-   * first), deleting it when none remain. Returns how many were dropped.
+   * first), deleting it when none remain. Returns how many were dropped. The
+   * file, its index and memory change in one synchronous step, so that a
+   * listing never reads a span in the wrong file.
    */
   private async compact(index: number, keep: (event: PlatformEvent) => boolean): Promise<number> {
     const segment = this.segments[index]!;
     const events: PlatformEvent[] = [];
     await replay<PlatformEvent>(segment.file, (event) => events.push(event));
     const kept: PlatformEvent[] = [];
-    for (let i = events.length - 1; i >= 0; i -= 1) if (keep(events[i]!)) kept.push(events[i]!);
-    kept.reverse();
-    const rebuilt = emptySegment(segment.file);
-    for (const event of kept) countInto(rebuilt, event);
-    if (kept.length === 0) {
-      await unlink(segment.file);
-      await fsyncDir(this.dir);
-    } else if (kept.length < events.length) {
-      await writeFileDurably(segment.file, kept.map((event) => JSON.stringify(event)).join('\n') + '\n');
+    const removed = new Set<string>();
+    for (let i = events.length - 1; i >= 0; i -= 1) {
+      if (keep(events[i]!)) kept.push(events[i]!);
+      else removed.add(events[i]!.id);
     }
-    this.segments[index] = rebuilt;
-    return events.length - kept.length;
+    if (removed.size === 0) return 0;
+    kept.reverse();
+    const rebuilt = emptySegment(this.dir, segmentName(segment.sequence));
+    const swap = () => {
+      this.segments[index] = rebuilt;
+      this.recentEvents.forget(segment.workspaces.keys(), removed);
+    };
+    if (kept.length === 0) {
+      unlinkSync(segment.file);
+      swap();
+    } else {
+      const lines: string[] = [];
+      let offset = 0;
+      for (const event of kept) {
+        const line = JSON.stringify(event);
+        const length = Buffer.byteLength(line);
+        indexInto(rebuilt, event, { offset, length });
+        offset += length + 1;
+        lines.push(line);
+      }
+      for (const workspaceLines of rebuilt.workspaces.values()) workspaceLines.seal();
+      const temp = `${segment.file}.tmp`;
+      await writeSynced(temp, lines.join('\n') + '\n');
+      renameSync(temp, segment.file);
+      swap();
+    }
+    await fsyncDir(this.dir);
+    return removed.size;
   }
+}
+
+/** Writes and fsyncs a new file (the caller renames it into place). */
+async function writeSynced(file: string, text: string): Promise<void> {
+  try {
+    const handle = await open(file, 'w', FILE_MODE);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    await unlink(file).catch(() => undefined);
+    throw asStorageError(error);
+  }
+}
+
+/** The index of the cursor's event in the segment's lines, or -1 when retention removed it. */
+function indexOf(lines: WorkspaceLines, position: EventPosition, eventAt: (index: number) => PlatformEvent): number {
+  const idHash = hash32(position.id);
+  for (let index = lines.length - 1; index >= 0; index -= 1) {
+    if (lines.occurredAt.get(index) === position.at && lines.idHashes.get(index) === idHash && eventAt(index).id === position.id) return index;
+  }
+  return -1;
 }
 
 export interface EventPageQuery {
@@ -275,20 +395,13 @@ export interface EventPosition {
   id: string;
 }
 
-const segmentSequence = (dir: string, file: string) => Number(SEGMENT_NAME.exec(file.slice(dir.length + 1))![1]);
-
-function emptySegment(file: string): SegmentInfo {
-  return { file, count: 0, workspaces: new Map() };
+function emptySegment(dir: string, name: string): Segment {
+  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, workspaces: new Map() };
 }
 
-function countInto(segment: SegmentInfo, event: PlatformEvent): void {
+function indexInto(segment: Segment, event: PlatformEvent, span: LineSpan): void {
   segment.count += 1;
-  const occurred = Date.parse(event.occurredAt);
-  const stats = segment.workspaces.get(event.tenantId);
-  if (stats) {
-    stats.count += 1;
-    stats.oldest = Math.min(stats.oldest, occurred);
-  } else {
-    segment.workspaces.set(event.tenantId, { count: 1, oldest: occurred });
-  }
+  let lines = segment.workspaces.get(event.tenantId);
+  if (!lines) segment.workspaces.set(event.tenantId, (lines = new WorkspaceLines()));
+  lines.push(event, span);
 }

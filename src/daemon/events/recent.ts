@@ -20,8 +20,6 @@ class WorkspaceEvents {
   private entries: Entry[] = [];
   private head = 0;
   bytes = 0;
-  /** Whether any event of this workspace was dropped from memory (the disk still has it). */
-  dropped = false;
 
   get length(): number {
     return this.entries.length - this.head;
@@ -42,16 +40,21 @@ class WorkspaceEvents {
       this.head = 0;
     }
     this.bytes -= entry.bytes;
-    this.dropped = true;
     return entry.bytes;
   }
 
-  *newestFirst(): Generator<PlatformEvent> {
-    for (let index = this.entries.length - 1; index >= this.head; index -= 1) yield this.entries[index]!.event;
+  /** rank 0 is the newest. */
+  newest(rank: number): PlatformEvent | undefined {
+    return rank < this.length ? this.entries[this.entries.length - 1 - rank]!.event : undefined;
   }
 
-  get oldest(): PlatformEvent | undefined {
-    return this.entries[this.head]?.event;
+  /** Returns the bytes freed. */
+  forget(ids: ReadonlySet<string>): number {
+    const before = this.bytes;
+    this.entries = this.entries.slice(this.head).filter((entry) => !ids.has(entry.event.id));
+    this.head = 0;
+    this.bytes = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
+    return before - this.bytes;
   }
 }
 
@@ -60,6 +63,10 @@ class WorkspaceEvents {
  * count and by bytes: per workspace, and in total. Over the total, the
  * workspace holding the most bytes gives up its oldest events, so that one
  * busy workspace cannot push the others out. What is dropped stays on disk.
+ *
+ * Each workspace's events here are always the newest ones of the log, in the
+ * log's order, without a gap: the event log finds an event here by its rank
+ * from the newest (see EventLog.page).
  */
 export class RecentEvents {
   private readonly byWorkspace = new Map<string, WorkspaceEvents>();
@@ -87,20 +94,17 @@ export class RecentEvents {
     while (this.totalBytes > this.limits.bytesTotal) this.totalBytes -= this.largest().dropOldest();
   }
 
-  /** Newest first. */
-  newestFirst(workspaceId: string): Iterable<PlatformEvent> {
-    return this.byWorkspace.get(workspaceId)?.newestFirst() ?? [];
+  /** The workspace's event `rank` places from its newest (0), if memory holds it. */
+  newest(workspaceId: string, rank: number): PlatformEvent | undefined {
+    return this.byWorkspace.get(workspaceId)?.newest(rank);
   }
 
-  /**
-   * When memory holds fewer than `perWorkspace` events of the workspace because
-   * bytes ran out: how many it holds and the oldest of them. The listing then
-   * reads older ones from disk. Null when memory holds all it would by count.
-   */
-  shortOf(workspaceId: string): { held: number; oldest: PlatformEvent | undefined } | null {
-    const events = this.byWorkspace.get(workspaceId);
-    if (!events?.dropped || events.length >= this.limits.perWorkspace) return null;
-    return { held: events.length, oldest: events.oldest };
+  /** Retention removed these events from the log: memory lets them go too, keeping its events the log's newest. */
+  forget(workspaceIds: Iterable<string>, eventIds: ReadonlySet<string>): void {
+    for (const workspaceId of workspaceIds) {
+      const events = this.byWorkspace.get(workspaceId);
+      if (events) this.totalBytes -= events.forget(eventIds);
+    }
   }
 
   private largest(): WorkspaceEvents {

@@ -123,7 +123,7 @@ export class EventService {
   }
 
   /** Newest first, every retained event; see EventLog.page. */
-  async list(workspaceId: string, query: EventPageQuery): ReturnType<EventLog['page']> {
+  async list(workspaceId: string, query: EventPageQuery): Promise<ReturnType<EventLog['page']>> {
     await this.deps.workspaces.assertExists(workspaceId);
     return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
   }

@@ -1,15 +1,30 @@
-import { createReadStream } from 'node:fs';
-import { open, stat, truncate, type FileHandle } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { closeSync, openSync } from 'node:fs';
+import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
+import { readLineAt } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
 const LAZY_FLUSH_MS = 20;
+/** What rewriteLines reads and writes at once. */
+const CHUNK_BYTES = 1024 * 1024;
+
+/** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
+export interface LineSpan {
+  offset: number;
+  length: number;
+}
+
+/** The lines of a rewrite: lines of the current file by offset, except those given as text (by index). */
+export interface LineSource {
+  offsets: Float64Array;
+  texts: ReadonlyMap<number, string>;
+}
 
 interface Waiter {
-  resolve: () => void;
+  /** null: a rewrite superseded the line before it was written (the record is wherever the rewrite put it). */
+  resolve: (span: LineSpan | null) => void;
   reject: (error: unknown) => void;
 }
 
@@ -21,6 +36,10 @@ interface Waiter {
  *
  * Crash safety: a line is acknowledged only after fdatasync. A torn last line
  * (crash mid-write) was never acknowledged and is cut off when the log is opened.
+ *
+ * Every written line's span (offset and length) is reported, on append and on
+ * replay, so that an index can hold where a record is instead of the record,
+ * and read it back with `readLine`.
  */
 export class AppendLog<R> {
   private lines: string[] = [];
@@ -33,6 +52,8 @@ export class AppendLog<R> {
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
+  /** For readLine; it follows a rewrite only when the new offsets are handed over (see rewriteLines). */
+  private readFd: number | null = null;
   physicalWrites = 0;
 
   private constructor(
@@ -42,7 +63,7 @@ export class AppendLog<R> {
   ) {}
 
   /** Opens (creating if needed) and replays every stored record, oldest first. */
-  static async open<R>(file: string, onRecord: (record: R) => void): Promise<AppendLog<R>> {
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<AppendLog<R>> {
     const size = await replay(file, onRecord);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
@@ -53,11 +74,11 @@ export class AppendLog<R> {
     return this.size;
   }
 
-  /** Resolves when the record is on disk. */
-  append(record: R): Promise<void> {
+  /** Resolves once the record is on disk, with its span (null if a rewrite superseded it, see `rewrite`). */
+  append(record: R): Promise<LineSpan | null> {
     if (this.closed) return Promise.reject(new Error(`append log ${this.file} is closed`));
     this.lines.push(JSON.stringify(record));
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<LineSpan | null>((resolve, reject) => {
       this.waiters.push({ resolve, reject });
       this.scheduleGroup();
     });
@@ -67,12 +88,13 @@ export class AppendLog<R> {
    * For records nobody waits for: they join the next group written for a
    * durable append, or are written within LAZY_FLUSH_MS, so that they never
    * cost a write and an fsync of their own while durable appends flow.
-   * A failed write is reported through `onError`.
+   * A failed write is reported through `onError`, the span of a written one to `onWritten`
+   * (null if a rewrite superseded it).
    */
-  appendLazily(record: R, onError: (error: unknown) => void): void {
+  appendLazily(record: R, onError: (error: unknown) => void, onWritten: (span: LineSpan | null) => void = () => undefined): void {
     if (this.closed) return onError(new Error(`append log ${this.file} is closed`));
     this.lines.push(JSON.stringify(record));
-    this.waiters.push({ resolve: () => undefined, reject: onError });
+    this.waiters.push({ resolve: onWritten, reject: onError });
     if (this.scheduled || this.lazyTimer) return;
     this.lazyTimer = setTimeout(() => {
       this.lazyTimer = null;
@@ -97,11 +119,32 @@ export class AppendLog<R> {
   /**
    * Replaces the whole log with `records` atomically (compaction, retention).
    * `records` must reflect every append made before this call: those pending
-   * appends are superseded by it (and resolve with it); later appends follow it.
+   * appends are superseded by it (and resolve with it, without a span of
+   * their own); later appends follow it.
    */
   rewrite(records: Iterable<R>): Promise<void> {
     let text = '';
     for (const record of records) text += JSON.stringify(record) + '\n';
+    return this.replace(async () => writeFileDurably(this.file, text));
+  }
+
+  /**
+   * `rewrite` for a log indexed by offsets, which may hold far more than
+   * memory should: the new file is written in chunks, most lines copied from
+   * the current file by offset (read a window at a time), the others given as
+   * text. `source` is taken as it is at this call.
+   *
+   * `onRewritten` gets the new lines' offsets, in the order of `source`, at
+   * the moment readLine switches to the new file: until then it reads the old
+   * one, so an index swapping its offsets there never reads a line in the
+   * wrong file.
+   */
+  rewriteLines(source: LineSource, onRewritten: (offsets: Float64Array) => void): Promise<void> {
+    this.readFd ??= openSync(this.file, 'r');
+    return this.replace(() => this.writeReplacement(source), onRewritten);
+  }
+
+  private replace<T>(write: () => Promise<T>, onReplaced?: (written: T) => void): Promise<void> {
     const superseded = this.waiters;
     this.waiters = [];
     this.lines = [];
@@ -110,13 +153,20 @@ export class AppendLog<R> {
       this.rewritesPending -= 1;
       try {
         await this.handle.close();
+        let written: T;
         try {
-          await writeFileDurably(this.file, text);
+          written = await write();
         } finally {
           this.handle = await open(this.file, 'a', FILE_MODE);
           this.size = (await this.handle.stat()).size;
         }
-        for (const waiter of superseded) waiter.resolve();
+        if (this.readFd !== null) {
+          const fresh = openSync(this.file, 'r');
+          closeSync(this.readFd);
+          this.readFd = fresh;
+        }
+        onReplaced?.(written);
+        for (const waiter of superseded) waiter.resolve(null);
       } catch (error) {
         for (const waiter of superseded) waiter.reject(error);
         throw error;
@@ -125,6 +175,65 @@ export class AppendLog<R> {
         if (this.waiters.length > 0) this.scheduleGroup();
       }
     });
+  }
+
+  /** Writes `source` into a temporary file, fsyncs it and renames it over the log. */
+  private async writeReplacement(source: LineSource): Promise<Float64Array> {
+    const count = source.offsets.length;
+    const offsets = new Float64Array(count);
+    const temp = `${this.file}.tmp`;
+    let current: FileHandle | undefined;
+    try {
+      const out = await open(temp, 'w', FILE_MODE);
+      try {
+        let chunk: Buffer[] = [];
+        let chunkBytes = 0;
+        let written = 0;
+        /** Bytes of the current file from `windowStart`, read a chunk at a time. */
+        let window = Buffer.alloc(0);
+        let windowStart = 0;
+        for (let index = 0; index < count; index += 1) {
+          const text = source.texts.get(index);
+          let line: Buffer;
+          if (text !== undefined) line = Buffer.from(text + '\n');
+          else {
+            const from = source.offsets[index]!;
+            let end = from >= windowStart ? window.indexOf(0x0a, from - windowStart) : -1;
+            for (let size = CHUNK_BYTES; end === -1; size *= 2) {
+              current ??= await open(this.file, 'r');
+              window = Buffer.allocUnsafe(size);
+              const { bytesRead } = await current.read(window, 0, size, from);
+              if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
+              window = window.subarray(0, bytesRead);
+              windowStart = from;
+              end = window.indexOf(0x0a);
+              if (end === -1 && bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+            }
+            line = window.subarray(from - windowStart, end + 1);
+          }
+          offsets[index] = written;
+          written += line.length;
+          chunk.push(line);
+          chunkBytes += line.length;
+          if (chunkBytes >= CHUNK_BYTES || index === count - 1) {
+            await writeFully(out, Buffer.concat(chunk, chunkBytes));
+            chunk = [];
+            chunkBytes = 0;
+          }
+        }
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await rename(temp, this.file);
+      await fsyncDir(dirname(this.file));
+      return offsets;
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw asStorageError(error);
+    } finally {
+      await current?.close();
+    }
   }
 
   /** Resolves once everything appended so far has been written (or has failed). */
@@ -137,10 +246,22 @@ export class AppendLog<R> {
     await this.chain;
   }
 
+  /**
+   * The line at `offset`, read synchronously: a listing reads a page of lines
+   * between two turns of the event loop, so no rewrite can swap the file
+   * under it.
+   */
+  readLine(offset: number): string {
+    this.readFd ??= openSync(this.file, 'r');
+    return readLineAt(this.readFd, offset);
+  }
+
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
     await this.handle.close();
+    if (this.readFd !== null) closeSync(this.readFd);
+    this.readFd = null;
   }
 
   private enqueue(operation: () => Promise<void>): Promise<void> {
@@ -155,18 +276,22 @@ export class AppendLog<R> {
     // rewrite is about to replace it would be lost. They wait for the rewrite.
     if (this.waiters.length === 0 || this.rewritesPending > 0) return;
     const waiters = this.waiters;
+    const spans: LineSpan[] = [];
+    let offset = this.size;
+    for (const line of this.lines) {
+      const length = Buffer.byteLength(line);
+      spans.push({ offset, length });
+      offset += length + 1;
+    }
     const bytes = Buffer.from(this.lines.join('\n') + '\n');
     this.waiters = [];
     this.lines = [];
     try {
-      // A write may be short (disk nearly full); only ENOSPC on the next one says why.
-      for (let offset = 0; offset < bytes.length; ) {
-        offset += (await this.handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
-      }
+      await writeFully(this.handle, bytes);
       await this.handle.datasync();
       this.size += bytes.length;
       this.physicalWrites += 1;
-      for (const waiter of waiters) waiter.resolve();
+      waiters.forEach((waiter, index) => waiter.resolve(spans[index]!));
     } catch (error) {
       // Cut off whatever part of the group reached the file, so the next append
       // does not follow a torn line.
@@ -177,41 +302,69 @@ export class AppendLog<R> {
   }
 }
 
+/** A write may be short (disk nearly full); only ENOSPC on the next one says why. */
+async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let offset = 0; offset < bytes.length; ) {
+    offset += (await handle.write(bytes, offset, bytes.length - offset)).bytesWritten;
+  }
+}
+
 /**
  * Replays every complete line and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  */
-export async function replay<R>(file: string, onRecord: (record: R) => void): Promise<number> {
-  let fileSize: number;
+export async function replay<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<number> {
+  let handle: FileHandle;
   try {
-    fileSize = (await stat(file)).size;
+    handle = await open(file, 'r');
   } catch (error) {
     if (isMissing(error)) return 0;
     throw error;
   }
-  if (fileSize === 0) return 0;
-
+  let fileSize = 0;
+  /** Bytes of complete lines so far: the file offset of `pending`'s first byte. */
   let intact = 0;
   let lineNumber = 0;
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-  for await (const line of lines) {
-    lineNumber += 1;
-    const lineEnd = intact + Buffer.byteLength(line) + 1;
-    if (lineEnd > fileSize) break;
-    if (line.length > 0) {
-      let record: R;
-      try {
-        record = JSON.parse(line) as R;
-      } catch {
-        lines.close();
-        throw new StartupError(
-          `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
-        );
+  try {
+    fileSize = (await handle.stat()).size;
+    // Read in large chunks into one buffer and cut lines out of them synchronously: a
+    // large log replays without leaving megabytes of dead buffers to the allocator.
+    let buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, fileSize));
+    /** Bytes at the front of `buffer`: the start of a line the next read completes. */
+    let carried = 0;
+    for (let position = 0; position < fileSize; ) {
+      if (carried === buffer.length) {
+        const larger = Buffer.allocUnsafe(buffer.length * 2);
+        buffer.copy(larger, 0, 0, carried);
+        buffer = larger;
       }
-      onRecord(record);
+      const { bytesRead } = await handle.read(buffer, carried, Math.min(buffer.length - carried, fileSize - position), position);
+      if (bytesRead === 0) break;
+      position += bytesRead;
+      const data = buffer.subarray(0, carried + bytesRead);
+      let start = 0;
+      for (let end = data.indexOf(0x0a, carried); end !== -1; end = data.indexOf(0x0a, start)) {
+        lineNumber += 1;
+        if (end > start) {
+          let record: R;
+          try {
+            record = JSON.parse(data.toString('utf8', start, end)) as R;
+          } catch {
+            throw new StartupError(
+              `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
+            );
+          }
+          onRecord(record, { offset: intact + start, length: end - start });
+        }
+        start = end + 1;
+      }
+      intact += start;
+      carried = data.length - start;
+      buffer.copy(buffer, 0, start, data.length);
     }
-    intact = lineEnd;
+  } finally {
+    await handle.close();
   }
   if (intact < fileSize) {
     await truncate(file, intact);

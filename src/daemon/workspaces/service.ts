@@ -82,6 +82,8 @@ export class WorkspaceService {
   private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
+  /** What holds on to a membership (live streams) checks it again at once. */
+  private readonly accessListeners: Array<(userId: string | null) => void> = [];
 
   private constructor(
     private readonly store: WorkspaceStore,
@@ -167,10 +169,16 @@ export class WorkspaceService {
   async delete(id: string, force: boolean): Promise<void> {
     await this.storing(id, this.store.deleteWorkspace(id, force));
     for (const listener of this.deletionListeners) await listener(id);
+    for (const listener of this.accessListeners) listener(null);
   }
 
   onWorkspaceDeleted(listener: (workspaceId: string) => Promise<void>): void {
     this.deletionListeners.push(listener);
+  }
+
+  /** A member left (the user's id), or a workspace went (null: anyone may have lost access). */
+  onAccessChanged(listener: (userId: string | null) => void): void {
+    this.accessListeners.push(listener);
   }
 
   /** ADMIN: every workspace; anyone else: those they are a member of. */
@@ -192,8 +200,9 @@ export class WorkspaceService {
     return this.store.addMember(workspaceId, userId);
   }
 
-  removeMember(workspaceId: string, userId: string): Promise<void> {
-    return this.store.removeMember(workspaceId, userId);
+  async removeMember(workspaceId: string, userId: string): Promise<void> {
+    await this.store.removeMember(workspaceId, userId);
+    for (const listener of this.accessListeners) listener(userId);
   }
 
   /** A deleted user leaves every workspace. */

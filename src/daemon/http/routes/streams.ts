@@ -15,6 +15,12 @@ const MAX_STREAMS = 1_000;
 const MAX_STREAMS_PER_USER = 20;
 /** A consumer that leaves more than this unread is dropped rather than buffered for. */
 const MAX_UNREAD_BYTES = 1024 * 1024;
+/**
+ * Items reach a stream in one write at most this long after they happen: at
+ * thousands of items a second, a write per item per stream costs the daemon
+ * more than everything else it does for them.
+ */
+const FLUSH_MS = 20;
 
 const WorkspaceParams = v.object({ id: Slug });
 const SSE = {
@@ -53,7 +59,7 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
       answers: SSE,
       handle: async ({ params, caller, event }) => {
         await services.workspaces.assertExists(params.id);
-        return streams.open(event.node.req.headers, event.node.res, caller, {
+        return streams.start(event.node.req.headers, event.node.res, caller, {
           workspaceId: params.id,
           stillAllowed: async (current) => {
             await services.workspaces.assertExists(params.id);
@@ -69,7 +75,7 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
       access: 'admin',
       answers: SSE,
       handle: ({ caller, event }) =>
-        streams.open(event.node.req.headers, event.node.res, caller, {
+        streams.start(event.node.req.headers, event.node.res, caller, {
           workspaceId: null,
           stillAllowed: (current) => {
             if (!isAdmin(current.user)) throw forbidden('this action requires the ADMIN role');
@@ -80,17 +86,27 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
 };
 
 /**
- * Server-sent events of the activity feed. Each stream re-checks its caller
- * on every heartbeat (a revoked session, a disabled account or a lost
+ * Server-sent events of the activity feed. A stream checks its caller again
+ * as soon as the auth or workspace service reports a change of access, and on
+ * every heartbeat (a revoked session, a disabled account, a lost role or
  * membership ends it), and is dropped when its consumer stops reading.
  */
 class LiveStreams {
   private total = 0;
   private readonly perUser = new Map<string, number>();
+  private readonly open = new Set<{ userId: string; check: () => void }>();
 
-  constructor(private readonly deps: StreamDeps) {}
+  constructor(private readonly deps: StreamDeps) {
+    deps.auth.onAccessChanged((userId) => this.checkAgain(userId));
+    deps.workspaces.onAccessChanged((userId) => this.checkAgain(userId));
+  }
 
-  open(headers: Record<string, string | string[] | undefined>, res: ServerResponse, caller: Caller, scope: StreamScope) {
+  /** null: every stream. */
+  private checkAgain(userId: string | null): void {
+    for (const stream of this.open) if (userId === null || stream.userId === userId) stream.check();
+  }
+
+  start(headers: Record<string, string | string[] | undefined>, res: ServerResponse, caller: Caller, scope: StreamScope) {
     const lastEventId = parseLastEventId(headers['last-event-id']);
     const userId = caller.user.id;
     if ((this.perUser.get(userId) ?? 0) >= MAX_STREAMS_PER_USER) {
@@ -113,32 +129,53 @@ class LiveStreams {
     });
 
     const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
-    const send = (text: string) => {
-      if (res.destroyed) return;
-      res.write(text);
+    let unsent = '';
+    let flushTimer: NodeJS.Timeout | null = null;
+    const flush = () => {
+      if (flushTimer) clearTimeout(flushTimer);
+      flushTimer = null;
+      if (res.destroyed || unsent === '') return;
+      res.write(unsent);
+      unsent = '';
       // writableLength counts what the socket has not handed to the kernel yet.
       if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+    };
+    const send = (text: string) => {
+      if (res.destroyed) return;
+      unsent += text;
+      if (unsent.length + res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+      else flushTimer ??= setTimeout(flush, FLUSH_MS);
     };
     const sendItem = (item: ActivityItem) => {
       if (visible(item)) send(`id: ${item.id}\nevent: ${item.type}\ndata: ${item.data}\n\n`);
     };
     const end = (reason: string) => {
+      flush();
       if (!res.writableEnded && !res.destroyed) res.end(`: ${reason}\n\n`);
     };
 
     send(': connected\n\n');
+    flush();
     if (lastEventId !== null) for (const item of this.deps.activity.since(lastEventId)) sendItem(item);
     const unsubscribe = this.deps.activity.subscribe({ item: sendItem, closed: () => end('the daemon is stopping') });
+    const stream = {
+      userId,
+      check: () =>
+        void this.deps.auth
+          .authenticate(token)
+          .then((current) => scope.stillAllowed(current))
+          .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`)),
+    };
+    this.open.add(stream);
     const heartbeat = setInterval(() => {
       send(': keep-alive\n\n');
-      void this.deps.auth
-        .authenticate(token)
-        .then((current) => scope.stillAllowed(current))
-        .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`));
+      stream.check();
     }, this.deps.heartbeatMs);
 
     res.once('close', () => {
+      this.open.delete(stream);
       clearInterval(heartbeat);
+      if (flushTimer) clearTimeout(flushTimer);
       unsubscribe();
       this.total -= 1;
       const left = (this.perUser.get(userId) ?? 1) - 1;
