@@ -244,9 +244,13 @@ export class DeliveryRecords {
       });
   }
 
-  /** Resolves once the delivery's record is on disk (or its write failed, which is reported): only then may the outbox forget it. */
-  async durable(id: string): Promise<void> {
-    await this.unsynced.get(id);
+  /**
+   * The write that puts the delivery's record on disk (it resolves also if the
+   * write failed, which is reported); undefined once it is there. Only then
+   * may the outbox forget the delivery.
+   */
+  durable(id: string): Promise<void> | undefined {
+    return this.unsynced.get(id);
   }
 
   /** One attempt's result; `nextAttemptAt` when it is retried. */
@@ -588,20 +592,9 @@ export class DeliveryRecords {
  */
 function recordIn(record: DeliveryRecord, status: DeliveryStatus, nextAttemptAt: string | null, completedAt: string | null): DeliveryRecord {
   const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, attempts, createdAt } = record;
-  return {
-    id,
-    eventId,
-    eventKey,
-    workspaceId,
-    subscriptionId,
-    extensionKey,
-    kind,
-    status,
-    attempts,
-    ...(nextAttemptAt === null ? {} : { nextAttemptAt }),
-    createdAt,
-    ...(completedAt === null ? {} : { completedAt }),
-  };
+  if (completedAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt, completedAt };
+  if (nextAttemptAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, nextAttemptAt, createdAt };
+  return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt };
 }
 
 function recordOf(delivery: Delivery): DeliveryRecord {

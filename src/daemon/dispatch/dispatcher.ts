@@ -364,9 +364,13 @@ export class Dispatcher {
    * records are written in groups some milliseconds later.
    */
   private doneOnceRecorded(delivery: Delivery): void {
-    const done = this.deps.records.durable(delivery.id).then(() => this.deps.outbox.done(delivery));
-    this.running.add(done);
-    void done.finally(() => this.running.delete(done));
+    const recorded = this.deps.records.durable(delivery.id);
+    if (!recorded) return this.deps.outbox.done(delivery);
+    void recorded.then(() => this.deps.outbox.done(delivery));
+    // Records are written in groups: shutdown waits for each group once.
+    if (this.running.has(recorded)) return;
+    this.running.add(recorded);
+    void recorded.finally(() => this.running.delete(recorded));
   }
 }
 
