@@ -126,6 +126,29 @@ async function rowCounts(url: string): Promise<Record<string, number>> {
 const importInto = (url: string, dir = dataDir, env: Record<string, string> = {}) =>
   runCli(['db', 'import', '--data-dir', dir, '--database-url', url], { env });
 
+/** Every sealed value the database holds. */
+async function sealedValues(url: string): Promise<string[]> {
+  const opened = await openPostgres(url);
+  try {
+    const { subscriptions } = await opened.stores.workspaces.contents(null);
+    const fields = [...(await opened.stores.extensionConfig.loadAll()).values()].flat();
+    return [
+      ...subscriptions.flatMap((subscription) => [subscription.sealedSigningSecret, subscription.sealedServiceBaseUrl ?? []].flat()),
+      ...fields.filter((field) => field.type === 'SECRET').map((field) => field.value as string),
+    ];
+  } finally {
+    await opened.close();
+  }
+}
+
+const opensWith = (box: SecretBox, sealed: string) => {
+  try {
+    return box.open(sealed);
+  } catch {
+    return null;
+  }
+};
+
 test('db import copies every converted domain, and the PostgreSQL stores read back what the file stores hold', async () => {
   const url = await freshDatabase();
   const imported = await importInto(url);
@@ -240,6 +263,48 @@ test('db import that fails part-way leaves the database empty', async () => {
   delete counts.schema_migrations;
   assert.ok(Object.keys(counts).length >= 10, Object.keys(counts).join(', '));
   assert.equal(Object.values(counts).filter((count) => count > 0), [], JSON.stringify(counts));
+});
+
+test('keys rotate on PostgreSQL with the key file: every sealed value opens with the new key and not with the old', async () => {
+  const dir = await tempDir();
+  cpSync(dataDir, dir, { recursive: true });
+  const url = await freshDatabase();
+  assert.is((await importInto(url, dir)).code, 0);
+  const old = await SecretBox.open(dir, null);
+  const before = await sealedValues(url);
+  assert.is(before.length, 4, 'two signing secrets, a URL, a SECRET field');
+  const clear = before.map((sealed) => old.open(sealed));
+
+  const rotated = await runCli(['keys', 'rotate', '--data-dir', dir, '--database-url', url]);
+  assert.is(rotated.code, 0, rotated.stderr);
+  assert.match(rotated.stdout, `re-encrypted 4 secrets in schema ${SCHEMA} under a new master key in ${dir}/master.key`);
+  const current = await SecretBox.open(dir, null);
+  assert.is(current.keys.length, 1, 'the keyring is cut to the new key');
+  assert.not.equal(current.keys[0], old.keys[0]);
+  const after = await sealedValues(url);
+  assert.equal(after.map((sealed) => current.open(sealed)), clear);
+  assert.equal(after.map((sealed) => opensWith(old, sealed)), after.map(() => null));
+});
+
+test('keys rotate on PostgreSQL with PLATFORM_MASTER_KEY re-seals under its first key', async () => {
+  const url = await freshDatabase();
+  assert.is((await importInto(url)).code, 0);
+  const old = await SecretBox.open(dataDir, null);
+  const clear = (await sealedValues(url)).map((sealed) => old.open(sealed));
+  const next = old.withNewKey();
+  const [newKey, oldKey] = next.keys.map((key) => key.toString('base64'));
+
+  const rotated = await runCli(['keys', 'rotate', '--database-url', url], { env: { PLATFORM_MASTER_KEY: `${newKey},${oldKey}` } });
+  assert.is(rotated.code, 0, rotated.stderr);
+  assert.match(rotated.stdout, 're-encrypted 4 secrets in schema platform under the first key of PLATFORM_MASTER_KEY');
+  const after = await sealedValues(url);
+  assert.equal(after.map((sealed) => next.currentOnly().open(sealed)), clear);
+  assert.equal(after.map((sealed) => opensWith(old, sealed)), after.map(() => null));
+  assert.equal(readFileSync(join(dataDir, 'master.key'), 'utf8').trim(), oldKey, 'the data directory is not touched');
+
+  const again = await runCli(['keys', 'rotate', '--database-url', url], { env: { PLATFORM_MASTER_KEY: newKey! } });
+  assert.is(again.code, 0, again.stderr);
+  assert.equal(await sealedValues(url), after, 'values already under the current key are left as they are');
 });
 
 test.run();
