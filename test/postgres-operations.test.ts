@@ -1,0 +1,310 @@
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SecretBox } from '../src/daemon/secrets/box.js';
+import { ChangeFeed } from '../src/daemon/store/postgres/change-feed.js';
+import { Database } from '../src/daemon/store/postgres/database.js';
+import { openFileStores, postgresStores, type Stores } from '../src/daemon/store/stores.js';
+import { signGithub } from '../src/handlers/webhooks/sign.js';
+import { runCli, spawnDaemon } from './helpers/cli.js';
+import { ADMIN } from './helpers/daemon.js';
+import { createWorkspace, install, publishExtension, subscribeExternal } from './helpers/fixtures.js';
+import { api, call, tokenOf, type Api } from './helpers/http.js';
+import { freshDatabase } from './helpers/postgres.js';
+import { tempDir } from './helpers/temp.js';
+
+// `platform db import`, `platform keys rotate` and `platform backup` on PostgreSQL, run as
+// processes on a data directory made by a real file-backed daemon.
+
+const GITHUB_SECRET = 'gh-secret-never-shown-4Tw';
+const URL_PASSWORD = 'url-pa55-never-shown-8Jq';
+const SERVICE_URL = `http://hookuser:${URL_PASSWORD}@127.0.0.1:9/hooks`;
+const SCHEMA = 'platform';
+/** Refused webhook calls made after the accepted one. */
+const CALLS = 1_025;
+const ignore = () => undefined;
+
+/** A data directory of a stopped file daemon holding some of everything, and a session logged out there. */
+let dataDir: string;
+let revokedJti: string;
+
+const jtiOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string }).jti;
+
+test.before(async () => {
+  dataDir = await tempDir();
+  const daemon = await spawnDaemon(dataDir, { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password });
+  try {
+    const login = async (email: string, password: string) => tokenOf(await call(daemon.url, 'POST', '/api/auth/login', { json: { email, password } }));
+    const admin: Api = api(daemon.url, await login(ADMIN.email, ADMIN.password));
+    const member = await admin.post('/api/admin/users', { email: 'Member@Example.test', fullName: 'Mia Member', password: 'member-password-1' });
+    assert.is(member.status, 201, member.text);
+    const memberSession = await login('member@example.test', 'member-password-1');
+    assert.is((await api(daemon.url, memberSession).post('/api/auth/logout')).status, 200);
+    revokedJti = jtiOf(memberSession);
+
+    await publishExtension(admin, 'crm', '1.0.0');
+    await publishExtension(admin, 'crm', '1.1.0+build.7', { changelog: 'faster' });
+    await createWorkspace(admin, 'acme');
+    await createWorkspace(admin, 'beta');
+    assert.is((await admin.put(`/api/admin/workspaces/acme/members/${member.body.data.id}`)).status, 200);
+    await install(admin, 'acme', 'crm', '1.0.0');
+    assert.is((await admin.delete('/api/admin/marketplace/extensions/crm/versions/1.0.0?reason=broken')).status, 204);
+    await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', SERVICE_URL);
+    await subscribeExternal(admin, 'acme', 'crm.deal.lost', 'crm', 'http://127.0.0.1:9/lost');
+
+    await publishExtension(admin, 'gh');
+    const configured = await admin.put('/api/admin/marketplace/extensions/gh/config', {
+      fields: [
+        { name: 'webhook.scheme', type: 'STRING', value: 'github' },
+        { name: 'webhook.secret', type: 'SECRET', value: GITHUB_SECRET },
+        { name: 'webhook.workspaceId', type: 'STRING', value: 'acme' },
+      ],
+    });
+    assert.is(configured.status, 200, configured.text);
+    const body = '{"action":"opened","number":7}';
+    const hook = (signature: string, delivery: string) =>
+      call(daemon.url, 'POST', '/api/webhooks/gh', {
+        raw: body,
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': delivery, 'x-hub-signature-256': signature },
+      });
+    assert.is((await hook(signGithub(GITHUB_SECRET, body), 'd-1')).status, 200);
+    // Past the 1,000 calls an extension keeps, so that the kept ones are numbered from above 1.
+    for (let batch = 0; batch < CALLS / 25; batch += 1) {
+      const answers = await Promise.all(Array.from({ length: 25 }, (_, index) => hook(signGithub('a wrong secret', body), `d-${batch}-${index}`)));
+      assert.equal(answers.map((answer) => answer.status), answers.map(() => 401));
+    }
+
+    for (const [channel, message] of [
+      ['deals', 'Deal D-1 closed'],
+      ['general', 'hello'],
+      ['deals', 'Deal D-2 closed \u0000 with a NUL'],
+    ]) {
+      const published = await admin.post('/api/workspaces/beta/events/publish', { eventKey: 'platform.notification', payload: { channel, message } });
+      assert.is(published.status, 200, published.text);
+    }
+  } finally {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  }
+});
+
+interface Opened {
+  stores: Stores;
+  database?: Database;
+  close(): Promise<void>;
+}
+
+async function openPostgres(url: string): Promise<Opened> {
+  const database = new Database({ url, schema: SCHEMA }, ignore);
+  const stores = postgresStores(database, new ChangeFeed(database, ignore));
+  return { stores, database, close: () => database.close() };
+}
+
+async function openFiles(dir: string): Promise<Opened> {
+  const stores = await openFileStores(dir);
+  return { stores, close: () => stores.close() };
+}
+
+/** Rows in every table of the schema, by table. */
+async function rowCounts(url: string): Promise<Record<string, number>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows: tables } = await client.query<{ name: string }>('SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 ORDER BY 1', [SCHEMA]);
+    const counts: Record<string, number> = {};
+    for (const { name } of tables) {
+      counts[name] = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.${name}`)).rows[0]!.n;
+    }
+    return counts;
+  } finally {
+    await client.end();
+  }
+}
+
+const importInto = (url: string, dir = dataDir, env: Record<string, string> = {}) =>
+  runCli(['db', 'import', '--data-dir', dir, '--database-url', url], { env });
+
+/** Every sealed value the database holds. */
+async function sealedValues(url: string): Promise<string[]> {
+  const opened = await openPostgres(url);
+  try {
+    const { subscriptions } = await opened.stores.workspaces.contents(null);
+    const fields = [...(await opened.stores.extensionConfig.loadAll()).values()].flat();
+    return [
+      ...subscriptions.flatMap((subscription) => [subscription.sealedSigningSecret, subscription.sealedServiceBaseUrl ?? []].flat()),
+      ...fields.filter((field) => field.type === 'SECRET').map((field) => field.value as string),
+    ];
+  } finally {
+    await opened.close();
+  }
+}
+
+const opensWith = (box: SecretBox, sealed: string) => {
+  try {
+    return box.open(sealed);
+  } catch {
+    return null;
+  }
+};
+
+test('db import copies every converted domain, and the PostgreSQL stores read back what the file stores hold', async () => {
+  const url = await freshDatabase();
+  const imported = await importInto(url);
+  assert.is(imported.code, 0, imported.stderr);
+  const report = imported.stdout;
+  for (const [kind, count] of [
+    ['users', 2],
+    ['revoked sessions', 1],
+    ['extensions', 2],
+    ['versions', 3],
+    ['workspaces', 2],
+    ['members', 1],
+    ['installations', 1],
+    ['subscriptions', 2],
+    ['configured extensions', 1],
+    ['configuration fields', 3],
+    ['chat channels', 2],
+    ['chat messages', 3],
+    ['webhook requests', 1000],
+  ] as const) {
+    assert.match(report, new RegExp(`^${kind} +${count}$`, 'm'), `${kind} in\n${report}`);
+  }
+  assert.match(report, /^audit records +\d+$/m);
+  assert.match(report, `${join(dataDir, 'master.key')} in its data directory`);
+  assert.match(report, 'jwt-secret');
+  assert.not.match(report, /postgres:\/\/postgres:[^*]/, 'the password is not shown');
+
+  const files = await openFiles(dataDir);
+  const postgres = await openPostgres(url);
+  try {
+    const [f, p] = [files.stores, postgres.stores];
+    assert.equal(await p.users.list(), await f.users.list());
+    assert.is((await p.users.findByEmail('MEMBER@example.test'))?.fullName, 'Mia Member');
+    assert.ok(await p.revocations.isRevoked(revokedJti), 'a logged-out session stays logged out');
+    assert.not.ok(await p.revocations.isRevoked('another-jti'));
+
+    assert.equal(await p.catalog.loadAll(), await f.catalog.loadAll());
+    const trail = await f.catalog.auditTrail({ limit: 100 });
+    assert.ok(trail.length >= 5, `${trail.length} audit records`);
+    assert.equal(await p.catalog.auditTrail({ limit: 100 }), trail);
+    assert.equal(await p.catalog.auditTrail({ extensionKey: 'crm', limit: 2, offset: 1 }), await f.catalog.auditTrail({ extensionKey: 'crm', limit: 2, offset: 1 }));
+
+    assert.equal(await p.workspaces.listWorkspaces(), await f.workspaces.listWorkspaces());
+    const contents = await f.workspaces.contents(null);
+    assert.equal(await p.workspaces.contents(null), contents);
+    assert.equal(await p.workspaces.activeSubscriptions('acme', 'crm.deal.closed'), await f.workspaces.activeSubscriptions('acme', 'crm.deal.closed'));
+    const box = await SecretBox.open(dataDir, null);
+    const withCredentials = contents.subscriptions.find((subscription) => subscription.eventKey === 'crm.deal.closed')!;
+    assert.is(box.open(withCredentials.sealedServiceBaseUrl!), SERVICE_URL, 'the URL is sealed as it was, under the same key');
+
+    assert.equal(await p.extensionConfig.loadAll(), await f.extensionConfig.loadAll());
+    const secret = (await p.extensionConfig.fields('gh')).find((field) => field.name === 'webhook.secret')!;
+    assert.is(box.open(secret.value as string), GITHUB_SECRET);
+
+    assert.equal(await p.chat.channelsOf('beta'), await f.chat.channelsOf('beta'));
+    for (const channel of ['deals', 'general']) {
+      assert.equal(await p.chat.messages('beta', channel, 1000), await f.chat.messages('beta', channel, 1000));
+    }
+    assert.is((await p.chat.messages('beta', 'deals', 1))[0]!.message, 'Deal D-2 closed \u0000 with a NUL');
+
+    const range = await f.webhookRequests.keptRange('gh');
+    assert.equal(range, { oldest: CALLS + 1 - 999, newest: CALLS + 1 });
+    assert.equal(await p.webhookRequests.keptRange('gh'), range);
+    const window = { before: range!.newest + 1, floor: range!.oldest };
+    assert.equal(await p.webhookRequests.newestFirst('gh', window, 1000), await f.webhookRequests.newestFirst('gh', window, 1000));
+    await p.webhookRequests.record('gh', (await f.webhookRequests.newestFirst('gh', window, 1))[0]!.entry);
+    assert.equal(
+      await p.webhookRequests.keptRange('gh'),
+      { oldest: range!.oldest + 1, newest: range!.newest + 1 },
+      'the next call is numbered after the imported ones',
+    );
+  } finally {
+    await files.close();
+    await postgres.close();
+  }
+});
+
+test('db import refuses a database that already holds data, and writes nothing', async () => {
+  const url = await freshDatabase();
+  assert.is((await importInto(url)).code, 0);
+  const before = await rowCounts(url);
+  const again = await importInto(url);
+  assert.is(again.code, 1);
+  assert.is(again.stdout, '');
+  assert.is(again.stderr.trim().split('\n').length, 1, again.stderr);
+  assert.match(again.stderr, /already holds data \(rows in [a-z_, ]*users[a-z_, ]*\); db import copies into an empty schema only; nothing was written/);
+  assert.equal(await rowCounts(url), before);
+
+  // One row in any table is enough.
+  const other = await freshDatabase();
+  assert.is((await runCli(['db', 'migrate', '--database-url', other])).code, 0);
+  const client = new pg.Client({ connectionString: other });
+  await client.connect();
+  await client.query(`INSERT INTO ${SCHEMA}.revoked_tokens (jti, expires_at) VALUES ('left-over', 1)`);
+  await client.end();
+  const refused = await importInto(other);
+  assert.is(refused.code, 1);
+  assert.match(refused.stderr, '(rows in revoked_tokens)');
+  assert.equal(Object.values(await rowCounts(other)).reduce((sum, count) => sum + count, 0), 1 + (await rowCounts(other)).schema_migrations!);
+});
+
+test('db import that fails part-way leaves the database empty', async () => {
+  const dir = await tempDir();
+  cpSync(dataDir, dir, { recursive: true });
+  // A line that is not JSON in chat.log, read after users, the catalog and workspaces were written.
+  writeFileSync(join(dir, 'chat.log'), `not json\n${readFileSync(join(dir, 'chat.log'), 'utf8')}`);
+  const url = await freshDatabase();
+  const failed = await importInto(url, dir);
+  assert.is(failed.code, 1);
+  assert.match(failed.stderr, /chat\.log is corrupt at line 1; nothing was imported/);
+  const counts = await rowCounts(url);
+  delete counts.schema_migrations;
+  assert.ok(Object.keys(counts).length >= 10, Object.keys(counts).join(', '));
+  assert.equal(Object.values(counts).filter((count) => count > 0), [], JSON.stringify(counts));
+});
+
+test('keys rotate on PostgreSQL with the key file: every sealed value opens with the new key and not with the old', async () => {
+  const dir = await tempDir();
+  cpSync(dataDir, dir, { recursive: true });
+  const url = await freshDatabase();
+  assert.is((await importInto(url, dir)).code, 0);
+  const old = await SecretBox.open(dir, null);
+  const before = await sealedValues(url);
+  assert.is(before.length, 4, 'two signing secrets, a URL, a SECRET field');
+  const clear = before.map((sealed) => old.open(sealed));
+
+  const rotated = await runCli(['keys', 'rotate', '--data-dir', dir, '--database-url', url]);
+  assert.is(rotated.code, 0, rotated.stderr);
+  assert.match(rotated.stdout, `re-encrypted 4 secrets in schema ${SCHEMA} under a new master key in ${dir}/master.key`);
+  const current = await SecretBox.open(dir, null);
+  assert.is(current.keys.length, 1, 'the keyring is cut to the new key');
+  assert.not.equal(current.keys[0], old.keys[0]);
+  const after = await sealedValues(url);
+  assert.equal(after.map((sealed) => current.open(sealed)), clear);
+  assert.equal(after.map((sealed) => opensWith(old, sealed)), after.map(() => null));
+});
+
+test('keys rotate on PostgreSQL with PLATFORM_MASTER_KEY re-seals under its first key', async () => {
+  const url = await freshDatabase();
+  assert.is((await importInto(url)).code, 0);
+  const old = await SecretBox.open(dataDir, null);
+  const clear = (await sealedValues(url)).map((sealed) => old.open(sealed));
+  const next = old.withNewKey();
+  const [newKey, oldKey] = next.keys.map((key) => key.toString('base64'));
+
+  const rotated = await runCli(['keys', 'rotate', '--database-url', url], { env: { PLATFORM_MASTER_KEY: `${newKey},${oldKey}` } });
+  assert.is(rotated.code, 0, rotated.stderr);
+  assert.match(rotated.stdout, 're-encrypted 4 secrets in schema platform under the first key of PLATFORM_MASTER_KEY');
+  const after = await sealedValues(url);
+  assert.equal(after.map((sealed) => next.currentOnly().open(sealed)), clear);
+  assert.equal(after.map((sealed) => opensWith(old, sealed)), after.map(() => null));
+  assert.equal(readFileSync(join(dataDir, 'master.key'), 'utf8').trim(), oldKey, 'the data directory is not touched');
+
+  const again = await runCli(['keys', 'rotate', '--database-url', url], { env: { PLATFORM_MASTER_KEY: newKey! } });
+  assert.is(again.code, 0, again.stderr);
+  assert.equal(await sealedValues(url), after, 'values already under the current key are left as they are');
+});
+
+test.run();
