@@ -181,6 +181,25 @@ conformance('deliveries page newest first by cursor, filtered by status', (site)
   }),
 );
 
+// Files never compact the segment being written (decisions: "The event log"): this case needs a sealed segment there.
+conformance(
+  'retention removes expired events and the records of their deliveries, and keeps the rest',
+  (site) =>
+  using(site, async ({ stores: { events, deliveries } }) => {
+    const old = eventIn('ws-a');
+    old.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const fresh = eventIn('ws-a');
+    await events.publish(old, [deliveryOf(old)]);
+    await events.publish(fresh, [deliveryOf(fresh)]);
+    const removed = await events.applyRetention({ maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
+    assert.equal(removed, { removedEvents: 1, removedDeliveries: 1 });
+    assert.is(await events.find('ws-a', old.id), undefined);
+    assert.equal(await deliveries.ofEvent('ws-a', old.id), []);
+    assert.equal((await deliveries.ofEvent('ws-a', fresh.id)).length, 1);
+  }),
+  { shared: true },
+);
+
 // Several daemons on one queue (PostgreSQL)
 
 /** Publishes `count` events with a delivery each, left to the shared queue (the publisher keeps none). */
