@@ -44,7 +44,11 @@ export interface DeliveryStore {
   dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void>;
   /** Shutdown aborted an attempt: not counted, and free for the next start (or another daemon). */
   released(delivery: Delivery): void;
-  /** Resolves once every result handed over so far is durable. */
+  /**
+   * Resolves once every result handed over so far is durable; the dispatcher
+   * calls it as it stops, so a shared store also releases the leases of what
+   * it still holds (other daemons take it at once instead of after the lease).
+   */
   settled(): Promise<void>;
   /** The pending queue (every daemon's on a shared store; read at most about once a second there). */
   pending(): { count: number; oldestEnqueuedAt: number | null };
