@@ -121,7 +121,7 @@ function httpMetrics(registry: Registry) {
  * daemons in one process keep their own figures. Gauges read live values at
  * scrape time; counters cost a map lookup per request.
  */
-export function createMetrics(live: { pendingDeliveries: () => number; deadLetters: () => number }): Metrics {
+export function createMetrics(live: { pendingDeliveries: () => number; deadLetters: () => Promise<number> }): Metrics {
   const registers = [new Registry()];
   const [registry] = registers as [Registry];
   collectDefaultMetrics({ register: registry });
@@ -156,8 +156,8 @@ export function createMetrics(live: { pendingDeliveries: () => number; deadLette
     name: 'platform_dead_letters',
     help: 'Dead letters stored',
     registers,
-    collect() {
-      this.set(live.deadLetters());
+    async collect() {
+      this.set(await live.deadLetters());
     },
   });
   const webhooks = new Counter({

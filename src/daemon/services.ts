@@ -7,12 +7,8 @@ import { TokenService } from './auth/tokens.js';
 import { UserNames } from './auth/names.js';
 import { CatalogService } from './catalog/service.js';
 import { ChatService, postChatMessage } from './chat/service.js';
-import { DeadLetterStore } from './dispatch/dead-letters.js';
-import { DeliveryRecords } from './dispatch/delivery-records.js';
-import { Outbox } from './dispatch/outbox.js';
-import { describeFault } from './errors.js';
+import type { DeadLetterStore } from './dispatch/store.js';
 import { ActivityFeed } from './events/activity.js';
-import { EventLog } from './events/event-log.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
 import type { ScheduledJob } from './jobs.js';
@@ -64,7 +60,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       ? Buffer.from(config.jwtSecret)
       : await readOrCreateSecret(join(config.dataDir, 'jwt-secret'), 32);
     // The one place the backend is chosen; PostgreSQL (config.database) is refused at start until every domain is converted.
-    const stores = await openFileStores(config.dataDir, { logError: (message) => logger.error(message) });
+    const stores = await openFileStores(config.dataDir, {
+      logError: (message) => logger.error(message),
+      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries },
+    });
     closers.push(() => stores.close());
     const { users } = stores;
     const tokens = new TokenService(jwtSecret, config.tokenTtlSeconds, stores.revocations);
@@ -86,32 +85,18 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
-    const eventLog = await EventLog.open(join(config.dataDir, 'events'), {
-      segmentMaxEvents: 100_000,
-      recent: { perWorkspace: 1_000, ...config.recentEventsMemory },
-    });
-    closers.push(() => eventLog.close());
-    const reportError = (error: unknown) => logger.error(describeFault(error));
-    const outbox = await Outbox.open(join(config.dataDir, 'outbox.log'), reportError);
-    closers.push(() => outbox.close());
-    const deadLetters = await DeadLetterStore.open(config.dataDir);
-    closers.push(() => deadLetters.flush());
-    const records = await DeliveryRecords.open(join(config.dataDir, 'deliveries.log'), reportError, config.recordDeliveries);
-    closers.push(() => records.close());
-    const deadIds = new Set(deadLetters.matching({}).map((letter) => letter.deliveryId));
-    records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+    const { deadLetters } = stores;
     workspaces.onWorkspaceDeleted(async (workspaceId) => {
-      await deadLetters.remove(deadLetters.matching({ workspaceId }).map((letter) => letter.id));
-      await records.removeWorkspace(workspaceId);
+      await deadLetters.removeWorkspace(workspaceId);
+      await stores.deliveries.removeWorkspace(workspaceId);
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
-    const metrics = createMetrics({ pendingDeliveries: () => outbox.size, deadLetters: () => deadLetters.size });
+    const metrics = createMetrics({ pendingDeliveries: () => stores.deliveries.pending().count, deadLetters: () => deadLetters.count() });
     const activity = new ActivityFeed();
     const events = new EventService({
-      log: eventLog,
-      outbox,
+      events: stores.events,
+      deliveries: stores.deliveries,
       deadLetters,
-      records,
       workspaces,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),

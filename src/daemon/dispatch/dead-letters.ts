@@ -23,7 +23,7 @@ const matches = (filter: DeadLetterFilter) => (letter: StoredDeadLetter) =>
   (filter.extensionKey === undefined || letter.subscriber.extensionKey === filter.extensionKey);
 
 /** dead-letters.json: deliveries that failed for good, until replayed or discarded. */
-export class DeadLetterStore {
+export class DeadLetterFile {
   private byId = new Map<string, StoredDeadLetter>();
   private byDelivery = new Map<string, StoredDeadLetter>();
 
@@ -32,13 +32,13 @@ export class DeadLetterStore {
     collection.onReset(() => this.reindex());
   }
 
-  static async open(dataDir: string): Promise<DeadLetterStore> {
+  static async open(dataDir: string): Promise<DeadLetterFile> {
     const collection = await Collection.open<DeadLettersDocument>({
       file: join(dataDir, 'dead-letters.json'),
       schemaVersion: 1,
       create: () => ({ schemaVersion: 1, deadLetters: [] }),
     });
-    const store = new DeadLetterStore(collection);
+    const store = new DeadLetterFile(collection);
     await store.maskClearCredentials();
     return store;
   }

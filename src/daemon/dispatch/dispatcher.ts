@@ -5,10 +5,10 @@ import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { DisabledSubscription, Inactivity } from '../workspaces/service.js';
-import type { DeadLetterStore, StoredDeadLetter } from './dead-letters.js';
-import type { DeliveryAttempt, DeliveryRecords, DeliveryStatus } from './delivery-records.js';
+import type { StoredDeadLetter } from './dead-letters.js';
+import type { DeliveryAttempt } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
-import type { Outbox } from './outbox.js';
+import type { DeliveryStore, NewAttempt } from './store.js';
 import { FairQueue } from './fair-queue.js';
 import { withJitter } from './retry.js';
 import { Schedule } from './schedule.js';
@@ -37,9 +37,7 @@ export interface HandlerRun {
 }
 
 export interface DispatcherDependencies {
-  outbox: Outbox;
-  deadLetters: DeadLetterStore;
-  records: DeliveryRecords;
+  deliveries: DeliveryStore;
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
     signingKeys(subscriptionId: string, now: number): Buffer[];
@@ -63,6 +61,9 @@ export interface DispatcherDependencies {
 
 type Lane = 'external' | 'handler';
 
+/** A shared queue is also looked at this often, should a notification of new work be lost. */
+const CLAIM_POLL_MS = 2_000;
+
 /**
  * Takes deliveries from the outbox and runs them: external services over HTTP
  * and asynchronous in-process handlers, each lane with its own concurrency.
@@ -81,6 +82,11 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
   private started = false;
+  private claiming = false;
+  private claimAgain = false;
+  /** The last claim got all it asked for: there may be more due work, claimed as slots free up. */
+  private backlog = false;
+  private poll: NodeJS.Timeout | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -90,6 +96,7 @@ export class Dispatcher {
     this.limits = { external: deps.settings.deliveryConcurrency, handler: deps.settings.handlerConcurrency };
     this.ready = { external: new FairQueue(this.limits.external), handler: new FairQueue(this.limits.handler) };
     this.transport = createDeliveryTransport(deps.settings);
+    deps.deliveries.onWork(() => this.claim());
   }
 
   /** Between start() and stop(): for the readiness check. */
@@ -97,12 +104,47 @@ export class Dispatcher {
     return this.started;
   }
 
-  /** Resumes every delivery the outbox holds. */
+  /** Resumes every delivery the outbox holds, or (a shared queue) starts claiming due ones. */
   start(): void {
     this.started = true;
-    const pending = [...this.deps.outbox.values()].sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
-    for (const delivery of pending) this.schedule(delivery);
+    for (const delivery of this.deps.deliveries.resumable()) this.schedule(delivery);
     this.pump();
+    if (this.deps.deliveries.shared) {
+      this.poll = setInterval(() => this.claim(), CLAIM_POLL_MS);
+      this.poll.unref();
+      this.claim();
+    }
+  }
+
+  /**
+   * Takes due deliveries from a shared queue, as many as this daemon has
+   * free slots for (claimed deliveries are leased to it and wait for nothing
+   * but a slot), through the same fair queues as its own.
+   */
+  private claim(): void {
+    if (!this.deps.deliveries.shared || !this.started) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    const room = this.limits.external + this.limits.handler - this.inFlight.external - this.inFlight.handler - this.ready.external.length - this.ready.handler.length;
+    if (room <= 0) return;
+    this.claiming = true;
+    this.claimAgain = false;
+    void this.deps.deliveries
+      .claim(room)
+      .then(
+        (claimed) => {
+          this.backlog = claimed.length === room;
+          for (const delivery of claimed) this.schedule(delivery);
+          this.pump();
+        },
+        (error: unknown) => this.deps.logger.error(`could not claim deliveries: ${describeFault(error)}`),
+      )
+      .finally(() => {
+        this.claiming = false;
+        if (this.claimAgain || this.backlog) this.claim();
+      });
   }
 
   /** Queues deliveries that are already in the outbox. */
@@ -117,12 +159,11 @@ export class Dispatcher {
   }
 
   stats(): { pending: number; inFlight: number; oldestPendingAgeMs: number | null } {
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const delivery of this.deps.outbox.values()) oldest = Math.min(oldest, Date.parse(delivery.enqueuedAt));
+    const { count, oldestEnqueuedAt } = this.deps.deliveries.pending();
     return {
-      pending: this.deps.outbox.size,
+      pending: count,
       inFlight: this.inFlight.external + this.inFlight.handler,
-      oldestPendingAgeMs: Number.isFinite(oldest) ? Math.max(0, this.now() - oldest) : null,
+      oldestPendingAgeMs: oldestEnqueuedAt === null ? null : Math.max(0, this.now() - oldestEnqueuedAt),
     };
   }
 
@@ -135,6 +176,7 @@ export class Dispatcher {
     this.started = false;
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.poll) clearInterval(this.poll);
     this.transport.close();
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -142,6 +184,7 @@ export class Dispatcher {
       new Promise((resolve) => (timeout = setTimeout(resolve, graceMs))),
     ]);
     clearTimeout(timeout);
+    await this.deps.deliveries.settled();
   }
 
   // The loop
@@ -185,8 +228,10 @@ export class Dispatcher {
         const next = ready.take();
         if (!next) break;
         const { key, delivery } = next;
-        if (!this.deps.outbox.holds(delivery)) {
+        if (!this.deps.deliveries.holds(delivery)) {
+          // Finished or replaced meanwhile; on a shared queue, a retry released to it and now due.
           ready.finished(key);
+          this.claim();
           continue;
         }
         this.inFlight[lane] += 1;
@@ -195,6 +240,7 @@ export class Dispatcher {
           ready.finished(key);
           this.running.delete(run);
           this.pump();
+          if (this.backlog) this.claim();
         });
         this.running.add(run);
       }
@@ -215,8 +261,6 @@ export class Dispatcher {
     }
     delivery.firstAttemptAt ??= new Date(now).toISOString();
     delivery.attempts += 1;
-    const record = this.deps.records.get(delivery.id);
-    const number = (record?.attempts.at(-1)?.number ?? 0) + 1;
     const handler =
       delivery.subscriber.kind === 'IN_PROCESS'
         ? this.deps.handlerFor(delivery.subscriber.extensionKey, delivery.event.eventKey)
@@ -235,12 +279,15 @@ export class Dispatcher {
 
     if ('aborted' in outcome) {
       delivery.attempts -= 1;
+      this.deps.deliveries.released(delivery);
       return;
     }
     const seconds = (performance.now() - attemptStarted) / 1000;
-    const finished = (result: DeliveryAttempt['outcome'], status: DeliveryStatus, nextAttemptAt: number | null) => {
-      const attempt: DeliveryAttempt = {
-        number,
+    const finished = (result: DeliveryAttempt['outcome']): NewAttempt => {
+      if (delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
+        void this.trackHealth(delivery.subscriber.subscriptionId, result === 'SUCCESS');
+      }
+      return {
         startedAt: new Date(now).toISOString(),
         durationMs: Math.max(0, this.now() - now),
         outcome: result,
@@ -248,16 +295,11 @@ export class Dispatcher {
         ...(outcome.ok ? {} : { error: outcome.error.message }),
         ...(outcome.responseExcerpt === undefined ? {} : { responseExcerpt: outcome.responseExcerpt }),
       };
-      this.deps.records.attempted(delivery.id, attempt, nextAttemptAt, status);
-      if (delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
-        void this.trackHealth(delivery.subscriber.subscriptionId, result === 'SUCCESS');
-      }
     };
     if (outcome.ok) {
       this.deps.metrics.deliveryAttempted('delivered', seconds);
-      finished('SUCCESS', 'SUCCEEDED', null);
+      this.deps.deliveries.succeeded(delivery, finished('SUCCESS'));
       this.deps.activity.delivery('delivery.succeeded', delivery, outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus });
-      this.doneOnceRecorded(delivery);
       return;
     }
     // Whatever failed may quote the URL it was sending to: never with its credentials.
@@ -268,14 +310,13 @@ export class Dispatcher {
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
     if (!retryable || delay === undefined) {
       this.deps.metrics.deliveryAttempted('dead_lettered', seconds);
-      finished('FAILED', 'PENDING', null);
-      await this.deadLetter(delivery, outcome.error);
+      await this.deadLetter(delivery, outcome.error, finished('FAILED'));
       return;
     }
     this.deps.metrics.deliveryAttempted('retried', seconds);
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
-    finished('RETRY', 'PENDING', delivery.nextAttemptAt);
-    this.deps.outbox.rescheduled(delivery);
+    this.deps.deliveries.retrying(delivery, finished('RETRY'));
+    // On a shared queue the delivery is released to it: at its time this daemon claims what is due.
     this.schedule(delivery);
     this.deps.activity.delivery('delivery.retrying', delivery, {
       ...errorSummary(outcome.error),
@@ -331,7 +372,7 @@ export class Dispatcher {
     return cut ? { ok: false, retryable: false, error: { message: cut, status: null } } : { ok: true };
   }
 
-  private async deadLetter(delivery: Delivery, error: DeliveryError): Promise<void> {
+  private async deadLetter(delivery: Delivery, error: DeliveryError, attempt: NewAttempt | null = null): Promise<void> {
     const letter: StoredDeadLetter = {
       id: delivery.deadLetterId ?? randomUUID(),
       deliveryId: delivery.id,
@@ -345,7 +386,7 @@ export class Dispatcher {
       depth: delivery.depth,
     };
     try {
-      await this.deps.deadLetters.add(letter);
+      await this.deps.deliveries.dead(delivery, attempt, letter);
     } catch (failure) {
       // Storage refused the dead letter: keep the delivery pending and try again later.
       this.deps.logger.error(`could not store the dead letter of delivery ${delivery.id}: ${describeFault(failure)}`);
@@ -353,24 +394,7 @@ export class Dispatcher {
       this.schedule(delivery);
       return;
     }
-    this.deps.records.moved(delivery.id, 'DEAD', this.now());
     this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
-    this.doneOnceRecorded(delivery);
-  }
-
-  /**
-   * The outbox forgets a delivery only once its record is on disk (else a
-   * crash could lose the record). That wait does not hold the delivery's slot:
-   * records are written in groups some milliseconds later.
-   */
-  private doneOnceRecorded(delivery: Delivery): void {
-    const recorded = this.deps.records.durable(delivery.id);
-    if (!recorded) return this.deps.outbox.done(delivery);
-    void recorded.then(() => this.deps.outbox.done(delivery));
-    // Records are written in groups: shutdown waits for each group once.
-    if (this.running.has(recorded)) return;
-    this.running.add(recorded);
-    void recorded.finally(() => this.running.delete(recorded));
   }
 }
 

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
-import type { DeadLetterStore } from '../dispatch/dead-letters.js';
 import { DeadLetterAdmin } from '../dispatch/dead-letter-admin.js';
-import type { DeliveryQuery, DeliveryRecord, DeliveryRecords } from '../dispatch/delivery-records.js';
+import type { DeliveryQuery, DeliveryRecord } from '../dispatch/delivery-records.js';
 import { notFound } from '../errors.js';
 import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
-import type { Outbox } from '../dispatch/outbox.js';
+import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
@@ -13,17 +12,17 @@ import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
 import type { ActivityFeed } from './activity.js';
-import type { EventLog, EventPageQuery, RetentionPolicy } from './event-log.js';
+import type { EventPageQuery, RetentionPolicy } from './event-log.js';
+import type { EventPage, EventStore } from './store.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
 const MAX_CHAIN_DEPTH = 8;
 
 export interface EventServiceDependencies {
-  log: EventLog;
-  outbox: Outbox;
+  events: EventStore;
+  deliveries: DeliveryStore;
   deadLetters: DeadLetterStore;
-  records: DeliveryRecords;
   workspaces: WorkspaceService;
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
@@ -65,9 +64,7 @@ export class EventService {
   constructor(private readonly deps: EventServiceDependencies) {
     this.now = deps.now ?? Date.now;
     this.dispatcher = new Dispatcher({
-      outbox: deps.outbox,
-      deadLetters: deps.deadLetters,
-      records: deps.records,
+      deliveries: deps.deliveries,
       subscribers: deps.workspaces,
       handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
       onSubscriptionDisabled: async ({ workspaceId, subscriptionId, extensionKey, reason }) => {
@@ -84,8 +81,6 @@ export class EventService {
     });
     this.deadLetterAdmin = new DeadLetterAdmin({
       deadLetters: deps.deadLetters,
-      outbox: deps.outbox,
-      records: deps.records,
       inactivity: (subscriptionId) => this.dispatcher.inactivity(subscriptionId),
       enqueue: (deliveries) => this.dispatcher.enqueue(deliveries),
       now: this.now,
@@ -111,10 +106,9 @@ export class EventService {
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const deliveries = (await this.subscribersOf(event)).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
-    await Promise.all([this.deps.log.append(event), this.deps.outbox.add(deliveries)]);
+    await this.deps.events.publish(event, deliveries);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
-    this.deps.records.created(deliveries);
 
     const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
     this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
@@ -122,10 +116,10 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  /** Newest first, every retained event; see EventLog.page. */
-  async list(workspaceId: string, query: EventPageQuery): Promise<ReturnType<EventLog['page']>> {
+  /** Newest first, every retained event; see EventStore.page. */
+  async list(workspaceId: string, query: EventPageQuery): Promise<EventPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.log.page(workspaceId, query, this.deps.retention, this.now());
+    return this.deps.events.page(workspaceId, query, this.deps.retention, this.now());
   }
 
   /**
@@ -148,8 +142,7 @@ export class EventService {
     };
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
     const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
-    await Promise.all([this.deps.log.append(event), this.deps.outbox.add([delivery])]);
-    this.deps.records.created([delivery]);
+    await this.deps.events.publish(event, [delivery]);
     if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
     else this.dispatcher.enqueue([delivery]);
     return { deliveryId: delivery.id };
@@ -158,30 +151,28 @@ export class EventService {
   /** The event with the record of every delivery it caused. */
   async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
     await this.deps.workspaces.assertExists(workspaceId);
-    const event = await this.deps.log.find(workspaceId, eventId);
+    const event = await this.deps.events.find(workspaceId, eventId);
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
-    return { ...event, deliveries: this.deps.records.ofEvent(workspaceId, eventId) };
+    return { ...event, deliveries: await this.deps.deliveries.ofEvent(workspaceId, eventId) };
   }
 
-  async deliveries(workspaceId: string, query: DeliveryQuery): Promise<ReturnType<DeliveryRecords['list']>> {
+  async deliveries(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.records.list(workspaceId, query);
+    return this.deps.deliveries.list(workspaceId, query);
   }
 
   /** Expired events go, and the records of their deliveries with them. */
   async applyRetention(): Promise<{ removedEvents: number; removedDeliveries: number }> {
-    const { removedEvents, removedIds } = await this.deps.log.applyRetention(this.deps.retention, this.now());
-    const removedDeliveries = await this.deps.records.removeEvents(removedIds);
-    return { removedEvents, removedDeliveries };
+    return this.deps.events.applyRetention(this.deps.retention, this.now());
   }
 
-  get storedEvents(): number {
-    return this.deps.log.storedCount;
+  storedEvents(): Promise<number> {
+    return this.deps.events.storedCount();
   }
 
   /** Bytes of event JSON kept in memory for listing: bounded by the recent-events budget. */
   get recentEventBytes(): number {
-    return this.deps.log.recentBytes;
+    return this.deps.events.recentBytes;
   }
 
   /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */

@@ -3,12 +3,16 @@ import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
+import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
+import { describeFault } from '../errors.js';
+import type { EventStore } from '../events/store.js';
 import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import type { WorkspaceStore } from '../workspaces/store.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
+import { openFileDispatch, type FileDispatchOptions } from './file/dispatch.js';
 import { FileExtensionConfigStore } from './file/extension-config.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
@@ -19,6 +23,7 @@ import { FileWorkspaceStore } from './file/workspaces.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
 import type { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
+import { PostgresDispatch } from './postgres/dispatch.js';
 import type { Database } from './postgres/database.js';
 import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
@@ -43,6 +48,11 @@ export interface Stores {
   webhookReplays: WebhookReplayStore;
   workspaces: WorkspaceStore;
   extensionConfig: ExtensionConfigStore;
+  /** The event log; publishing makes an event and its pending deliveries durable together. */
+  events: EventStore;
+  /** Pending deliveries (the outbox) and every delivery's record. */
+  deliveries: DeliveryStore;
+  deadLetters: DeadLetterStore;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -52,6 +62,12 @@ export interface StoreOptions {
   now?: () => number;
   /** Where a store reports a write that failed with no request waiting for it (a webhook request log entry); the daemon logs it. */
   logError?: (message: string) => void;
+  /** Files: what the event log keeps in memory, and whether deliveries are recorded (the bench turns it off). */
+  events?: Omit<FileDispatchOptions, 'reportError'>;
+  /** PostgreSQL: PLATFORM_DELIVERY_LEASE in ms (default 30 s). */
+  deliveryLeaseMs?: number;
+  /** PostgreSQL: external deliveries a daemon keeps for itself as it publishes them (default 256); more go to the shared queue for any daemon. */
+  holdDeliveriesAtMost?: number;
 }
 
 /** The data directory's stores (the default backend). */
@@ -63,6 +79,8 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
   const workspaces = await FileWorkspaceStore.open(dataDir);
   const extensionConfig = await FileExtensionConfigStore.open(dataDir);
+  const logError = options.logError ?? console.error;
+  const dispatch = await openFileDispatch(dataDir, { ...options.events, reportError: (error) => logError(describeFault(error)) });
   return {
     users,
     revocations,
@@ -73,7 +91,9 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     webhookReplays: new MemoryWebhookReplayStore(options.now),
     workspaces,
     extensionConfig,
+    ...dispatch,
     async close() {
+      await dispatch.events.close();
       await users.close();
       await revocations.close();
       await catalog.close();
@@ -87,6 +107,11 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
 
 /** The stores of a migrated PostgreSQL schema; closing them leaves the database and its feed open. */
 export function postgresStores(database: Database, feed: ChangeFeed, options: StoreOptions = {}): Stores {
+  const dispatch = new PostgresDispatch(database, feed, {
+    leaseMs: options.deliveryLeaseMs ?? 30_000,
+    holdAtMost: options.holdDeliveriesAtMost ?? 256,
+    logError: options.logError ?? console.error,
+  });
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
@@ -97,6 +122,9 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     webhookReplays: new PostgresWebhookReplayStore(database, options.now),
     workspaces: new PostgresWorkspaceStore(database, feed),
     extensionConfig: new PostgresExtensionConfigStore(database, feed),
-    close: async () => undefined,
+    events: dispatch.events,
+    deliveries: dispatch.deliveries,
+    deadLetters: dispatch.deadLetters,
+    close: () => dispatch.events.close(),
   };
 }

@@ -32,7 +32,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       query: ListQuery,
       handle: async ({ query: { limit, offset, ...filter } }) => {
-        const { items, total } = deadLetters.list(await known(filter), { limit, offset });
+        const { items, total } = await deadLetters.list(await known(filter), { limit, offset });
         return new Reply(items.map(toPublicDeadLetter), { total, limit, offset });
       },
     }),
@@ -52,7 +52,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
   );
   routes.get(
     '/api/admin/dead-letters/:id',
-    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => toPublicDeadLetter(deadLetters.get(params.id)) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, handle: async ({ params }) => toPublicDeadLetter(await deadLetters.get(params.id)) }),
   );
   routes.get(
     '/api/admin/dead-letters/:id/state',

@@ -6,7 +6,7 @@ export const statusRoutes: RouteModule = (routes, { endpoint, services: { events
     '/api/admin/status',
     endpoint({
       access: 'admin',
-      handle: () => {
+      handle: async () => {
         const dispatch = events.dispatcher.stats();
         return {
           version: PLATFORM_VERSION,
@@ -14,8 +14,8 @@ export const statusRoutes: RouteModule = (routes, { endpoint, services: { events
           pendingDeliveries: dispatch.pending,
           inFlightDeliveries: dispatch.inFlight,
           oldestPendingAgeMs: dispatch.oldestPendingAgeMs,
-          deadLetters: deadLetters.size,
-          eventsStored: events.storedEvents,
+          deadLetters: await deadLetters.count(),
+          eventsStored: await events.storedEvents(),
         };
       },
     }),

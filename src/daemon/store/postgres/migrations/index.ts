@@ -4,6 +4,7 @@ import { sql as workspaces } from './0003-workspaces.js';
 import { sql as extensionConfig } from './0004-extension-config.js';
 import { sql as chat } from './0005-chat.js';
 import { sql as webhooks } from './0006-webhooks.js';
+import { sql as events } from './0007-events.js';
 
 export interface Migration {
   version: number;
@@ -23,4 +24,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'extension-config', sql: extensionConfig },
   { version: 5, name: 'chat', sql: chat },
   { version: 6, name: 'webhooks', sql: webhooks },
+  { version: 7, name: 'events', sql: events },
 ];

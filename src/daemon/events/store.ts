@@ -1,0 +1,30 @@
+import type { PlatformEvent } from '../../handlers/sdk.js';
+import type { Delivery } from '../dispatch/types.js';
+import type { EventPageQuery, EventPosition, RetentionPolicy } from './event-log.js';
+
+export interface EventPage {
+  items: PlatformEvent[];
+  more: boolean;
+  /** Where the next page starts (present when there is one). */
+  last?: EventPosition;
+}
+
+/**
+ * The event log, with the deliveries an event causes: `publish` makes the
+ * event and its pending deliveries durable together before it resolves (the
+ * publisher is answered only then). Pages are newest first, by a position
+ * that stays correct while events keep arriving.
+ */
+export interface EventStore {
+  publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void>;
+  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage>;
+  /** Undefined when the workspace holds no such event (any more). */
+  find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined>;
+  /** Removes expired events and the records of their deliveries. */
+  applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedDeliveries: number }>;
+  /** Events stored, expired ones not yet removed included. */
+  storedCount(): Promise<number>;
+  /** Bytes of event JSON this daemon keeps in memory for listing. */
+  readonly recentBytes: number;
+  close(): Promise<void>;
+}

@@ -1,0 +1,263 @@
+import { join } from 'node:path';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
+import { DeadLetterFile, type StoredDeadLetter } from '../../dispatch/dead-letters.js';
+import { DeliveryRecords, type DeliveryQuery, type DeliveryRecord } from '../../dispatch/delivery-records.js';
+import { Outbox } from '../../dispatch/outbox.js';
+import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt } from '../../dispatch/store.js';
+import type { DeadLetterFilter, Delivery } from '../../dispatch/types.js';
+import { EventLog, type EventPageQuery, type RetentionPolicy } from '../../events/event-log.js';
+import type { RecentLimits } from '../../events/recent.js';
+import type { EventPage, EventStore } from '../../events/store.js';
+
+export interface FileDispatchOptions {
+  /** What the event log keeps in memory for listing, beyond each workspace's latest 1,000 (byte budgets). */
+  recentMemory?: Omit<RecentLimits, 'perWorkspace'>;
+  /** False (the bench's comparison only) keeps no delivery records. */
+  recordDeliveries?: boolean;
+  reportError: (error: unknown) => void;
+}
+
+/**
+ * The events domain on files, as it was before the stores: the segmented
+ * event log (events/), the outbox journal (outbox.log), the delivery records
+ * (deliveries.log) and dead-letters.json. The classes stay in events/ and
+ * dispatch/ (moving them gains nothing yet); these adapters put them behind
+ * EventStore, DeliveryStore and DeadLetterStore.
+ */
+export async function openFileDispatch(dataDir: string, options: FileDispatchOptions): Promise<{
+  events: EventStore;
+  deliveries: DeliveryStore;
+  deadLetters: DeadLetterStore;
+}> {
+  const log = await EventLog.open(join(dataDir, 'events'), {
+    segmentMaxEvents: 100_000,
+    recent: { perWorkspace: 1_000, ...(options.recentMemory ?? DEFAULT_RECENT_MEMORY) },
+  });
+  const outbox = await Outbox.open(join(dataDir, 'outbox.log'), options.reportError);
+  const letters = await DeadLetterFile.open(dataDir);
+  const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), options.reportError, options.recordDeliveries ?? true);
+  const deadIds = new Set(letters.matching({}).map((letter) => letter.deliveryId));
+  records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+  const deliveries = new FileDeliveryStore(outbox, records, letters);
+  return {
+    events: new FileEventStore(log, outbox, records, deliveries),
+    deliveries,
+    deadLetters: new FileDeadLetterStore(letters, outbox, records),
+  };
+}
+
+const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 16 * 1024 * 1024, bytesTotal: 64 * 1024 * 1024 };
+
+class FileEventStore implements EventStore {
+  constructor(
+    private readonly log: EventLog,
+    private readonly outbox: Outbox,
+    private readonly records: DeliveryRecords,
+    private readonly deliveries: FileDeliveryStore,
+  ) {}
+
+  /** Two files written at once; answered when both are on disk (see decisions: "Durability of a publish"). */
+  async publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void> {
+    await Promise.all([this.log.append(event), this.outbox.add(deliveries)]);
+    this.records.created(deliveries);
+  }
+
+  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage> {
+    return this.log.page(workspaceId, query, policy, now);
+  }
+
+  async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
+    return this.log.find(workspaceId, eventId);
+  }
+
+  async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedDeliveries: number }> {
+    const { removedEvents, removedIds } = await this.log.applyRetention(policy, now);
+    const removedDeliveries = await this.records.removeEvents(removedIds);
+    return { removedEvents, removedDeliveries };
+  }
+
+  async storedCount(): Promise<number> {
+    return this.log.storedCount;
+  }
+
+  get recentBytes(): number {
+    return this.log.recentBytes;
+  }
+
+  /** The event log closes last: the deliveries' files first, as before. */
+  async close(): Promise<void> {
+    await this.deliveries.close();
+    await this.log.close();
+  }
+}
+
+class FileDeliveryStore implements DeliveryStore {
+  readonly shared = false;
+  /** Outbox forgets waiting for their record to be on disk. */
+  private readonly writes = new Set<Promise<void>>();
+
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly records: DeliveryRecords,
+    private readonly letters: DeadLetterFile,
+  ) {}
+
+  onWork(): void {}
+
+  resumable(): Delivery[] {
+    return [...this.outbox.values()].sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
+  }
+
+  async claim(): Promise<Delivery[]> {
+    return [];
+  }
+
+  holds(delivery: Delivery): boolean {
+    return this.outbox.holds(delivery);
+  }
+
+  succeeded(delivery: Delivery, attempt: NewAttempt): void {
+    this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'SUCCEEDED');
+    this.doneOnceRecorded(delivery);
+  }
+
+  retrying(delivery: Delivery, attempt: NewAttempt): void {
+    this.records.attempted(delivery.id, this.numbered(delivery, attempt), delivery.nextAttemptAt, 'PENDING');
+    this.outbox.rescheduled(delivery);
+  }
+
+  async dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void> {
+    if (attempt) this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'PENDING');
+    await this.letters.add(letter);
+    this.records.moved(delivery.id, 'DEAD', Date.parse(letter.deadAt));
+    this.doneOnceRecorded(delivery);
+  }
+
+  /** The delivery stays in the outbox: the next start runs it. */
+  released(): void {}
+
+  async settled(): Promise<void> {
+    await Promise.all([...this.writes]);
+  }
+
+  pending(): { count: number; oldestEnqueuedAt: number | null } {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const delivery of this.outbox.values()) oldest = Math.min(oldest, Date.parse(delivery.enqueuedAt));
+    return { count: this.outbox.size, oldestEnqueuedAt: Number.isFinite(oldest) ? oldest : null };
+  }
+
+  async ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]> {
+    return this.records.ofEvent(workspaceId, eventId);
+  }
+
+  async list(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
+    return this.records.list(workspaceId, query);
+  }
+
+  async removeWorkspace(workspaceId: string): Promise<void> {
+    await this.records.removeWorkspace(workspaceId);
+  }
+
+  async close(): Promise<void> {
+    await this.settled();
+    await this.outbox.close();
+    await this.letters.flush();
+    await this.records.close();
+  }
+
+  private numbered(delivery: Delivery, attempt: NewAttempt) {
+    return { number: (this.records.get(delivery.id)?.attempts.at(-1)?.number ?? 0) + 1, ...attempt };
+  }
+
+  /**
+   * The outbox forgets a delivery only once its record is on disk (else a
+   * crash could lose the record). That wait does not hold the delivery's slot:
+   * records are written in groups some milliseconds later.
+   */
+  private doneOnceRecorded(delivery: Delivery): void {
+    const recorded = this.records.durable(delivery.id);
+    if (!recorded) return this.outbox.done(delivery);
+    void recorded.then(() => this.outbox.done(delivery));
+    // Records are written in groups: closing waits for each group once.
+    if (this.writes.has(recorded)) return;
+    this.writes.add(recorded);
+    void recorded.finally(() => this.writes.delete(recorded));
+  }
+}
+
+class FileDeadLetterStore implements DeadLetterStore {
+  /** Letters being replayed now: a second replay of one at the same moment leaves it out. */
+  private readonly replaying = new Set<string>();
+
+  constructor(
+    private readonly letters: DeadLetterFile,
+    private readonly outbox: Outbox,
+    private readonly records: DeliveryRecords,
+  ) {}
+
+  async count(): Promise<number> {
+    return this.letters.size;
+  }
+
+  async get(id: string): Promise<StoredDeadLetter> {
+    return this.letters.get(id);
+  }
+
+  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }): Promise<{ items: StoredDeadLetter[]; total: number }> {
+    return this.letters.list(filter, page);
+  }
+
+  async matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]> {
+    return this.letters.matching(filter);
+  }
+
+  async replay(ids: readonly string[], now: number): Promise<Delivery[]> {
+    const letters = ids.filter((id) => this.letters.has(id) && !this.replaying.has(id)).map((id) => this.letters.get(id));
+    if (letters.length === 0) return [];
+    for (const letter of letters) this.replaying.add(letter.id);
+    try {
+      const deliveries = letters.map((letter) => replayOf(letter, now));
+      // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
+      await this.outbox.add(deliveries);
+      await this.records.movedDurably(deliveries.map((delivery) => delivery.id), 'PENDING', now);
+      await this.letters.remove(letters.map((letter) => letter.id));
+      return deliveries;
+    } finally {
+      for (const letter of letters) this.replaying.delete(letter.id);
+    }
+  }
+
+  async discard(ids: readonly string[], now: number): Promise<number> {
+    const letters = ids.filter((id) => this.letters.has(id) && !this.replaying.has(id)).map((id) => this.letters.get(id));
+    await this.letters.remove(letters.map((letter) => letter.id));
+    await this.records.movedDurably(letters.map((letter) => letter.deliveryId), 'DISCARDED', now);
+    return letters.length;
+  }
+
+  async state(id: string): Promise<'dead' | 'queued' | 'gone'> {
+    if (this.letters.has(id)) return 'dead';
+    for (const delivery of this.outbox.values()) if (delivery.deadLetterId === id) return 'queued';
+    return 'gone';
+  }
+
+  async removeWorkspace(workspaceId: string): Promise<void> {
+    await this.letters.remove(this.letters.matching({ workspaceId }).map((letter) => letter.id));
+  }
+}
+
+/** A dead letter queued again to its one subscriber, under its delivery id, with a fresh attempt count. */
+export function replayOf(letter: StoredDeadLetter, now: number): Delivery {
+  return {
+    id: letter.deliveryId,
+    event: letter.event,
+    depth: letter.depth,
+    subscriber: letter.subscriber,
+    attempts: 0,
+    nextAttemptAt: now,
+    enqueuedAt: new Date(now).toISOString(),
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: letter.replayCount + 1,
+    deadLetterId: letter.id,
+  };
+}

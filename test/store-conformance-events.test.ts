@@ -1,0 +1,345 @@
+import { randomUUID } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { PlatformEvent } from '../src/handlers/sdk.js';
+import type { StoredDeadLetter } from '../src/daemon/dispatch/dead-letters.js';
+import type { NewAttempt } from '../src/daemon/dispatch/store.js';
+import type { Delivery } from '../src/daemon/dispatch/types.js';
+import type { StoreOptions } from '../src/daemon/store/stores.js';
+import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { waitFor } from './helpers/wait.js';
+
+/**
+ * The events domain's stores (event log, deliveries with their records, dead
+ * letters), held to one contract on both backends; the cases marked shared
+ * run several daemons on one PostgreSQL queue.
+ */
+
+const RETENTION = { maxAgeMs: 7 * 86_400_000, maxPerWorkspace: 10_000 };
+
+function eventIn(workspaceId: string, eventKey = 'order.created', payload: Record<string, unknown> = { n: 1 }): PlatformEvent {
+  return {
+    id: randomUUID(),
+    eventKey,
+    tenantId: workspaceId,
+    actor: 'ana@example.com',
+    publishedBy: 'user-1',
+    payload,
+    schemaVersion: null,
+    occurredAt: new Date().toISOString(),
+  };
+}
+
+function deliveryOf(event: PlatformEvent, subscriptionId = 'sub-1'): Delivery {
+  const now = Date.now();
+  return {
+    id: `msg_${randomUUID().replaceAll('-', '')}`,
+    event,
+    depth: 1,
+    subscriber: { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
+    attempts: 0,
+    nextAttemptAt: now,
+    enqueuedAt: new Date(now).toISOString(),
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: 0,
+  };
+}
+
+const attempt = (outcome: NewAttempt['outcome'], httpStatus: number): NewAttempt => ({
+  startedAt: new Date().toISOString(),
+  durationMs: 3,
+  outcome,
+  httpStatus,
+  ...(outcome === 'SUCCESS' ? {} : { error: `status ${httpStatus}` }),
+  responseExcerpt: `answer \u0000 ${httpStatus}`,
+});
+
+/** Runs the delivery's failed attempt as the dispatcher does, and makes it a dead letter. */
+async function killed(opened: OpenedStores, delivery: Delivery): Promise<StoredDeadLetter> {
+  delivery.attempts += 1;
+  delivery.firstAttemptAt ??= new Date().toISOString();
+  delivery.lastError = { message: 'status 400', status: 400 };
+  const letter: StoredDeadLetter = {
+    id: delivery.deadLetterId ?? randomUUID(),
+    deliveryId: delivery.id,
+    event: delivery.event,
+    subscriber: delivery.subscriber,
+    attempts: delivery.attempts,
+    lastError: delivery.lastError,
+    firstAttemptAt: delivery.firstAttemptAt,
+    deadAt: new Date().toISOString(),
+    replayCount: delivery.replayCount,
+    depth: delivery.depth,
+  };
+  await opened.stores.deliveries.dead(delivery, attempt('FAILED', 400), letter);
+  return letter;
+}
+
+async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, options: StoreOptions = {}): Promise<T> {
+  const opened = await site.open(options);
+  try {
+    return await run(opened);
+  } finally {
+    await opened.close();
+  }
+}
+
+conformance('a published event is found and listed newest first, its deliveries pending with their records', (site) =>
+  using(site, async ({ stores: { events, deliveries } }) => {
+    const first = eventIn('ws-a', 'order.created', { text: 'nul \u0000 kept', z: 1, a: 2 });
+    const second = eventIn('ws-a', 'order.paid');
+    const other = eventIn('ws-b');
+    const delivery = deliveryOf(first);
+    await events.publish(first, [delivery]);
+    await Promise.all([events.publish(second, []), events.publish(other, [])]);
+
+    assert.equal(await events.find('ws-a', first.id), first);
+    assert.is(await events.find('ws-b', first.id), undefined, 'another workspace does not see it');
+    assert.equal(Object.keys((await events.find('ws-a', first.id))!.payload), ['text', 'z', 'a'], 'the payload keeps its key order');
+    const page = await events.page('ws-a', { limit: 1 }, RETENTION, Date.now());
+    assert.equal(page.items.map((event) => event.id), [second.id]);
+    assert.ok(page.more && page.last);
+    const next = await events.page('ws-a', { limit: 1, before: page.last }, RETENTION, Date.now());
+    assert.equal(next.items.map((event) => event.id), [first.id]);
+    assert.is(next.more, false);
+    assert.equal((await events.page('ws-a', { limit: 10, eventKey: 'order.paid' }, RETENTION, Date.now())).items.map((e) => e.id), [second.id]);
+    assert.is(await events.storedCount(), 3);
+
+    const [record] = await deliveries.ofEvent('ws-a', first.id);
+    assert.equal([record?.id, record?.status, record?.attempts], [delivery.id, 'PENDING', []]);
+  }),
+);
+
+conformance('attempts are numbered across a replay; replay and discard move the record and the dead letter together', (site) =>
+  using(site, async (opened) => {
+    const { events, deliveries, deadLetters } = opened.stores;
+    const event = eventIn('ws-a');
+    const delivery = deliveryOf(event);
+    await events.publish(event, [delivery]);
+    assert.ok(deliveries.holds(delivery), 'the publishing daemon holds its new delivery');
+    delivery.attempts = 1;
+    delivery.nextAttemptAt = Date.now();
+    delivery.lastError = { message: 'status 503', status: 503 };
+    deliveries.retrying(delivery, attempt('RETRY', 503));
+    await deliveries.settled();
+    // A shared queue got the retry back: it is claimed again when due (files keep it with this daemon).
+    const retried = deliveries.shared ? (await deliveries.claim(5))[0]! : delivery;
+    assert.equal([retried.id, retried.attempts, retried.lastError], [delivery.id, 1, { message: 'status 503', status: 503 }]);
+    const letter = await killed(opened, retried);
+    await deliveries.settled();
+
+    assert.is(await deadLetters.count(), 1);
+    assert.equal((await deadLetters.get(letter.id)).lastError, { message: 'status 400', status: 400 });
+    assert.is(await deadLetters.state(letter.id), 'dead');
+    let [record] = await deliveries.ofEvent('ws-a', event.id);
+    assert.equal([record?.status, record?.attempts.map((a) => [a.number, a.outcome, a.responseExcerpt])], [
+      'DEAD',
+      [
+        [1, 'RETRY', 'answer \u0000 503'],
+        [2, 'FAILED', 'answer \u0000 400'],
+      ],
+    ]);
+
+    const [replayed] = await deadLetters.replay([letter.id], Date.now());
+    assert.ok(replayed);
+    assert.equal([replayed.id, replayed.attempts, replayed.replayCount, replayed.deadLetterId], [delivery.id, 0, 1, letter.id]);
+    assert.is(await deadLetters.state(letter.id), 'queued');
+    assert.equal(await deadLetters.replay([letter.id], Date.now()), [], 'a letter is replayed once');
+    assert.is((await deliveries.ofEvent('ws-a', event.id))[0]?.status, 'PENDING');
+
+    const again = await killed(opened, replayed);
+    assert.is(again.id, letter.id, 'a replay that fails comes back under the same id');
+    assert.is((await deadLetters.get(letter.id)).replayCount, 1);
+    assert.is(await deadLetters.discard([letter.id], Date.now()), 1);
+    assert.is(await deadLetters.state(letter.id), 'gone');
+    assert.is((await rejection(deadLetters.get(letter.id))).code, 'NOT_FOUND');
+    [record] = await deliveries.ofEvent('ws-a', event.id);
+    assert.equal([record?.status, record?.attempts.map((a) => a.number)], ['DISCARDED', [1, 2, 3]]);
+  }),
+);
+
+conformance('deliveries page newest first by cursor, filtered by status', (site) =>
+  using(site, async (opened) => {
+    const { events, deliveries } = opened.stores;
+    const published: Delivery[] = [];
+    for (let n = 0; n < 5; n += 1) {
+      const event = eventIn('ws-a');
+      const delivery = deliveryOf(event, `sub-${n % 2}`);
+      await events.publish(event, [delivery]);
+      published.push(delivery);
+    }
+    const first = await deliveries.list('ws-a', { limit: 2 });
+    assert.equal(first.items.map((r) => r.id), [published[4]!.id, published[3]!.id]);
+    assert.ok(first.more && first.lastSeq !== null);
+    const rest = await deliveries.list('ws-a', { limit: 10, before: first.lastSeq! });
+    assert.equal(rest.items.map((r) => r.id), [published[2]!.id, published[1]!.id, published[0]!.id]);
+    assert.equal((await deliveries.list('ws-a', { limit: 10, subscriptionId: 'sub-1' })).items.map((r) => r.id), [published[3]!.id, published[1]!.id]);
+    deliveries.succeeded(published[0]!, attempt('SUCCESS', 200));
+    await deliveries.settled();
+    assert.equal((await deliveries.list('ws-a', { limit: 10, status: 'SUCCEEDED' })).items.map((r) => r.id), [published[0]!.id]);
+  }),
+);
+
+// Files never compact the segment being written (decisions: "The event log"): this case needs a sealed segment there.
+conformance(
+  'retention removes expired events and the records of their deliveries, and keeps the rest',
+  (site) =>
+  using(site, async ({ stores: { events, deliveries } }) => {
+    const old = eventIn('ws-a');
+    old.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const fresh = eventIn('ws-a');
+    await events.publish(old, [deliveryOf(old)]);
+    await events.publish(fresh, [deliveryOf(fresh)]);
+    const removed = await events.applyRetention({ maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
+    assert.equal(removed, { removedEvents: 1, removedDeliveries: 1 });
+    assert.is(await events.find('ws-a', old.id), undefined);
+    assert.equal(await deliveries.ofEvent('ws-a', old.id), []);
+    assert.equal((await deliveries.ofEvent('ws-a', fresh.id)).length, 1);
+  }),
+  { shared: true },
+);
+
+// Several daemons on one queue (PostgreSQL)
+
+/** Publishes `count` events with a delivery each, left to the shared queue (the publisher keeps none). */
+async function queue(site: StoreSite, count: number): Promise<string[]> {
+  return using(
+    site,
+    async ({ stores: { events } }) => {
+      const ids: string[] = [];
+      await Promise.all(
+        Array.from({ length: count }, async () => {
+          const event = eventIn('ws-a');
+          const delivery = deliveryOf(event);
+          ids.push(delivery.id);
+          await events.publish(event, [delivery]);
+        }),
+      );
+      return ids;
+    },
+    { holdDeliveriesAtMost: 0 },
+  );
+}
+
+conformance(
+  'two daemons claiming from one queue at once never get the same delivery',
+  async (site) => {
+    const ids = await queue(site, 60);
+    const a = await site.open();
+    const b = await site.open();
+    try {
+      const claimed: string[][] = [[], []];
+      for (let round = 0; round < 10; round += 1) {
+        const [fromA, fromB] = await Promise.all([a.stores.deliveries.claim(4), b.stores.deliveries.claim(4)]);
+        claimed[0]!.push(...fromA.map((d) => d.id));
+        claimed[1]!.push(...fromB.map((d) => d.id));
+      }
+      const all = [...claimed[0]!, ...claimed[1]!];
+      assert.is(new Set(all).size, all.length, 'no delivery claimed twice');
+      assert.is(all.length, 60);
+      assert.equal(new Set(all), new Set(ids));
+      assert.ok(claimed[0]!.length > 0 && claimed[1]!.length > 0, 'both daemons got work');
+      assert.equal(await a.stores.deliveries.claim(10), [], 'every one is leased');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'a lease that lapses is taken over; the first daemon’s late result is not written over the second’s',
+  async (site) => {
+    const [id] = await queue(site, 1);
+    const a = await site.open({ deliveryLeaseMs: 300 });
+    const b = await site.open({ deliveryLeaseMs: 300 });
+    try {
+      const [held] = await a.stores.deliveries.claim(1);
+      assert.is(held?.id, id);
+      assert.equal(await b.stores.deliveries.claim(1), [], 'leased while a renews it');
+      // A stops renewing without releasing anything, as a killed daemon would.
+      await a.database!.query(`UPDATE deliveries SET lease_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const [taken] = await b.stores.deliveries.claim(1);
+      assert.is(taken?.id, id, 'the lapsed lease is taken over');
+      b.stores.deliveries.succeeded(taken!, attempt('SUCCESS', 200));
+      await b.stores.deliveries.settled();
+      held!.attempts = 1;
+      held!.nextAttemptAt = Date.now() + 1_000;
+      a.stores.deliveries.retrying(held!, attempt('RETRY', 503));
+      await a.stores.deliveries.settled();
+      const [record] = await b.stores.deliveries.ofEvent('ws-a', taken!.event.id);
+      assert.equal([record?.status, record?.attempts.map((x) => x.outcome)], ['SUCCEEDED', ['SUCCESS']]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'a stalled daemon’s lease lapses by itself and another daemon claims the delivery',
+  async (site) => {
+    const [id] = await queue(site, 1);
+    const a = await site.open({ deliveryLeaseMs: 200 });
+    const b = await site.open({ deliveryLeaseMs: 200 });
+    try {
+      assert.is((await a.stores.deliveries.claim(1))[0]?.id, id);
+      // A's renewals stop (its stores closed without releasing: the process died).
+      await a.close();
+      const taken = await waitFor('the lease to lapse', async () => (await b.stores.deliveries.claim(1))[0]);
+      assert.is(taken.id, id);
+    } finally {
+      await b.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'a claimed delivery is renewed while held, so no other daemon takes it',
+  async (site) => {
+    await queue(site, 1);
+    const a = await site.open({ deliveryLeaseMs: 300 });
+    const b = await site.open({ deliveryLeaseMs: 300 });
+    try {
+      assert.is((await a.stores.deliveries.claim(1)).length, 1);
+      const renewedPast = Date.now() + 900;
+      while (Date.now() < renewedPast) {
+        assert.equal(await b.stores.deliveries.claim(1), [], 'still leased to a');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'a dead letter replayed by two daemons at once is replayed once',
+  async (site) => {
+    const a = await site.open();
+    const b = await site.open();
+    try {
+      const event = eventIn('ws-a');
+      const delivery = deliveryOf(event);
+      await a.stores.events.publish(event, [delivery]);
+      const letter = await killed(a, delivery);
+      const [fromA, fromB] = await Promise.all([a.stores.deadLetters.replay([letter.id], Date.now()), b.stores.deadLetters.replay([letter.id], Date.now())]);
+      assert.is(fromA.length + fromB.length, 1);
+      const [record] = await a.stores.deliveries.ofEvent('ws-a', event.id);
+      assert.is(record?.status, 'PENDING');
+      assert.is((fromA[0] ?? fromB[0])!.replayCount, 1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+  { shared: true },
+);
+
+test.run();
