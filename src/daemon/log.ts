@@ -11,22 +11,19 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 /** Extra fields of a line. Callers pass identifiers and counts only: never a body, header value or secret. */
 export type LogFields = Record<string, string | number | boolean | null>;
 
-export interface AccessRecord {
-  method: string;
-  /** The route pattern (`/api/workspaces/:id`), never the raw path: ids and query strings stay out. */
-  route: string;
-  status: number;
-  durationMs: number;
-  requestId: string;
-}
-
 export interface Logger {
   debug(message: string, fields?: LogFields): void;
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
-  /** One line per request, when access lines are on (see LoggerOptions.access). */
-  access(record: AccessRecord): void;
+  /**
+   * One line per request, when access lines are on (see LoggerOptions.access).
+   * `route` is the route pattern (`/api/workspaces/:id`), never the raw path:
+   * ids and query strings stay out. `requestId` is one the server made or
+   * found sane: it needs no escaping. Positional, so that no object is made
+   * per request.
+   */
+  access(method: string, route: string, status: number, durationMs: number, requestId: string): void;
   flush(): void;
 }
 
@@ -94,6 +91,25 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     return stamp;
   };
 
+  // Methods and route patterns are a small set repeated on every access line: each is quoted once.
+  const quotedNames = new Map<string, string>();
+  const quoted = (name: string) => {
+    let literal = quotedNames.get(name);
+    if (literal === undefined) {
+      literal = JSON.stringify(name);
+      if (quotedNames.size < 1024) quotedNames.set(name, literal);
+    }
+    return literal;
+  };
+  // Built by hand rather than by JSON.stringify of an object: this runs on every request.
+  const jsonAccess = (method: string, route: string, status: number, durationMs: number, requestId: string) =>
+    write(
+      `{"time":"${timestamp()}","level":"info","msg":"request","method":${quoted(method)},"route":${quoted(route)},` +
+        `"status":${status},"durationMs":${Math.round(durationMs * 10) / 10},"requestId":"${requestId}"}\n`,
+    );
+  const textAccess = (method: string, route: string, status: number, durationMs: number, requestId: string) =>
+    write(`${timestamp()} ${method} ${route} ${status} ${durationMs.toFixed(1)}ms ${requestId}\n`);
+
   const formatLine = format === 'json' ? jsonLine : textLine;
   const emit = (level: LogLevel) => (message: string, fields?: LogFields) => {
     if (RANK[level] < threshold) return;
@@ -111,19 +127,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     info: emit('info'),
     warn: emit('warn'),
     error: emit('error'),
-    access: accessOn
-      ? format === 'json'
-        ? (record) =>
-            write(
-              `{"time":"${timestamp()}","level":"info","msg":"request","method":${JSON.stringify(record.method)},` +
-                `"route":${JSON.stringify(record.route)},"status":${record.status},` +
-                `"durationMs":${Math.round(record.durationMs * 10) / 10},"requestId":"${record.requestId}"}\n`,
-            )
-        : (record) =>
-            write(
-              `${timestamp()} ${record.method} ${record.route} ${record.status} ${record.durationMs.toFixed(1)}ms ${record.requestId}\n`,
-            )
-      : () => undefined,
+    access: accessOn ? (format === 'json' ? jsonAccess : textAccess) : () => undefined,
     flush,
   };
 }
