@@ -5,6 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { paths } from '../src/contract/paths.js';
 import { successShapes } from '../src/contract/responses.js';
 import { buildRoutes } from '../src/daemon/http/index.js';
 import { runCli } from './helpers/cli.js';
@@ -59,6 +60,17 @@ test('the document has exactly the routes the router serves, each with its path 
     const declared = operation.parameters.filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name);
     assert.equal(declared.sort(), names.sort(), `${method} ${path}`);
   }
+});
+
+test('the contract has a path builder for every route the router serves, and none for another', () => {
+  const shapeOf = (path: string) => path.replace(/:\w+/g, '{}');
+  const built = Object.values(paths).map((entry) =>
+    typeof entry === 'string' ? entry : entry(...(Array.from({ length: entry.length }, () => '{}') as [string, string])).replaceAll('%7B%7D', '{}'),
+  );
+  const served = new Set(buildRoutes(t.daemon.services, t.daemon.config).list().map((route) => shapeOf(route.split(' ')[1]!)));
+  assert.equal([...served].filter((path) => !built.includes(path)), [], 'routes without a path builder');
+  assert.equal(built.filter((path) => !served.has(path)), [], 'path builders of no route');
+  assert.is(paths.installation('a b', 'c/d'), '/api/workspaces/a%20b/extensions/c%2Fd', 'each segment is encoded');
 });
 
 test('parameters, bodies and error codes come from the endpoint specs', () => {

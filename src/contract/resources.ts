@@ -283,6 +283,10 @@ export type CursorMeta = v.InferOutput<typeof CursorMeta>;
 export const PublishedMeta = v.strictObject({ eventId: v.string() });
 export type PublishedMeta = v.InferOutput<typeof PublishedMeta>;
 
+/** `meta` of a subscription made for an extension that is not installed: nothing is delivered until it is. */
+export const WarningsMeta = v.strictObject({ warnings: v.array(v.string()) });
+export type WarningsMeta = v.InferOutput<typeof WarningsMeta>;
+
 /**
  * The resources the API document names (components.schemas), by name: a
  * route's schema refers to them rather than repeating them.
@@ -319,4 +323,5 @@ export const namedResources = {
   PageMeta,
   CursorMeta,
   PublishedMeta,
+  WarningsMeta,
 };

@@ -28,6 +28,7 @@ import {
   User,
   VersionRecord,
   WebhookRequestEntry,
+  WarningsMeta,
   Workspace,
 } from './resources.js';
 
@@ -83,10 +84,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'GET /api/workspaces/:id/extensions': answers(v.array(Installation)),
   'PATCH /api/workspaces/:id/extensions/:key': answers(Installation),
 
-  'POST /api/workspaces/:id/subscriptions': answers(
-    CreatedSubscription,
-    v.nullable(v.strictObject({ warnings: v.array(v.string()) })),
-  ),
+  'POST /api/workspaces/:id/subscriptions': answers(CreatedSubscription, v.nullable(WarningsMeta)),
   'GET /api/workspaces/:id/subscriptions': answers(v.array(Subscription)),
   'PATCH /api/workspaces/:id/subscriptions/:subscriptionId': answers(Subscription),
   'POST /api/workspaces/:id/subscriptions/:subscriptionId/rotate-secret': answers(RotatedSecret),

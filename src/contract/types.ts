@@ -48,6 +48,7 @@ export type {
   TestDelivery,
   User,
   VersionRecord,
+  WarningsMeta,
   WebhookRequestEntry,
   Workspace,
 } from './resources.js';
