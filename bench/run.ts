@@ -458,7 +458,7 @@ function cpuSeconds(pid: number): number {
  * 12a and 12b: what metrics and access lines cost scenario 1. The same catalog
  * detail GET against three daemons: one as deployed, one that counts nothing
  * (PLATFORM_BENCH_METRICS=off) and one with `--quiet` (no access lines). Each
- * of five rounds starts three fresh daemons and measures them in an order that
+ * of six rounds starts three fresh daemons and measures them in an order that
  * alternates, so that neither drift in the machine's load nor one process's
  * luck (its memory layout, what the JIT made of it) falls on one of them only.
  * Besides throughput, each daemon's CPU time per request: on a shared machine,
@@ -474,7 +474,8 @@ async function measureMetricsCost(base: Load): Promise<void> {
   type Variant = keyof typeof variants;
   const names = Object.keys(variants) as Variant[];
   const totals = Object.fromEntries(names.map((name) => [name, { rps: 0, requests: 0, cpu: 0 }])) as Record<Variant, { rps: number; requests: number; cpu: number }>;
-  const rounds = 5;
+  // Even, so that each variant is measured as often first as last.
+  const rounds = 6;
   const path = '/api/marketplace/extensions/ext-00042';
   for (let round = 0; round < rounds; round += 1) {
     const order = round % 2 === 0 ? names : [...names].reverse();
