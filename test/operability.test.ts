@@ -112,9 +112,11 @@ test('every answer carries X-Request-Id: a sane incoming one is kept, anything e
   // Answers that set their headers other ways than the envelope does: an object to writeHead, none at all (204), text.
   const admin = await t.admin();
   await admin.post('/api/admin/workspaces', { id: 'request-ids', name: 'Request ids' });
+  // Bodies read to the end, so that no connection is left open.
+  const answered = async (response: Response) => ({ status: response.status, headers: response.headers, text: await response.text() });
   const others = [
-    await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}`, 'x-request-id': 'trace-metrics' } }),
-    await fetch(`${t.url}/api/openapi.json`, { headers: { 'x-request-id': 'trace-openapi' } }),
+    await answered(await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}`, 'x-request-id': 'trace-metrics' } })),
+    await answered(await fetch(`${t.url}/api/openapi.json`, { headers: { 'x-request-id': 'trace-openapi' } })),
     await admin.delete('/api/admin/workspaces/request-ids', { headers: { 'x-request-id': 'trace-204' } }),
   ];
   assert.equal(
