@@ -1,6 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnDaemon } from './helpers/cli.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { createLogger } from '../src/daemon/log.js';
 import { ADMIN, createUser, startTestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { call } from './helpers/http.js';
@@ -122,6 +124,30 @@ test('platform serve: JSON lines off a terminal, with an access line per request
     text.child.kill('SIGTERM');
     await text.exited;
   }
+});
+
+test('access lines of consecutive event-loop turns share one write; other lines go out on the next turn', async () => {
+  const writes: string[] = [];
+  const logger = createLogger({ sink: { out: (text) => writes.push(text), err: (text) => writes.push(text) }, format: 'json', access: true });
+  for (let request = 0; request < 20; request += 1) {
+    logger.access('GET', '/api/health', 200, 0.4, `batched-${request}`);
+    await nextTurn();
+  }
+  // One write for the twenty, unless the machine stalled past the wait more than once.
+  assert.ok(writes.length <= 2, `${writes.length} writes for 20 access lines`);
+  logger.flush();
+  assert.is(writes.join('').split('\n').filter((line) => line.includes('batched-')).length, 20);
+
+  writes.length = 0;
+  logger.info('started');
+  await nextTurn();
+  assert.equal(writes.length, 1, 'an ordinary line is out after one turn');
+
+  writes.length = 0;
+  const many = Math.ceil((64 * 1024) / 100);
+  for (let request = 0; request < many; request += 1) logger.access('GET', '/api/marketplace/extensions/:key', 200, 1, `full-${request}`);
+  assert.ok(writes.length >= 1, '64 KiB of access lines are written without waiting');
+  logger.flush();
 });
 
 test('a log level drops the lines below it: at warn, no access or info lines; errors stay', async () => {

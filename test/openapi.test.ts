@@ -1,11 +1,18 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { paths } from '../src/contract/paths.js';
+import { successShapes } from '../src/contract/responses.js';
 import { buildRoutes } from '../src/daemon/http/index.js';
 import { runCli } from './helpers/cli.js';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { FAST_DISPATCH } from './helpers/fixtures.js';
+import { call, type HttpResult } from './helpers/http.js';
+import { startSubscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 
 interface Operation {
@@ -14,13 +21,14 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema: { properties?: { code?: { enum?: string[] } } } }> }>;
   security?: unknown[];
 }
-type OpenApi = { openapi: string; paths: Record<string, Record<string, Operation>> };
+type OpenApi = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, object> } };
 
 let t: TestDaemon;
 let document: OpenApi;
 
 test.before(async () => {
-  t = await startTestDaemon();
+  // No retries: a failed delivery is a dead letter at once, so that the answers below can show one.
+  t = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } });
   const answer = await t.anon.get('/api/openapi.json');
   assert.is(answer.status, 200, answer.text);
   assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
@@ -45,11 +53,24 @@ test('the document has exactly the routes the router serves, each with its path 
     .sort();
   assert.equal(documented, served);
   assert.ok(served.includes('GET /api/openapi.json'));
+  const routes = new Set(buildRoutes(t.daemon.services, t.daemon.config).list());
+  assert.equal(Object.keys(successShapes).filter((route) => !routes.has(route)), [], 'success shapes of routes that do not exist');
   for (const { method, path, operation } of operations()) {
     const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
     const declared = operation.parameters.filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name);
     assert.equal(declared.sort(), names.sort(), `${method} ${path}`);
   }
+});
+
+test('the contract has a path builder for every route the router serves, and none for another', () => {
+  const shapeOf = (path: string) => path.replace(/:\w+/g, '{}');
+  const built = Object.values(paths).map((entry) =>
+    typeof entry === 'string' ? entry : entry(...(Array.from({ length: entry.length }, () => '{}') as [string, string])).replaceAll('%7B%7D', '{}'),
+  );
+  const served = new Set(buildRoutes(t.daemon.services, t.daemon.config).list().map((route) => shapeOf(route.split(' ')[1]!)));
+  assert.equal([...served].filter((path) => !built.includes(path)), [], 'routes without a path builder');
+  assert.equal(built.filter((path) => !served.has(path)), [], 'path builders of no route');
+  assert.is(paths.installation('a b', 'c/d'), '/api/workspaces/a%20b/extensions/c%2Fd', 'each segment is encoded');
 });
 
 test('parameters, bodies and error codes come from the endpoint specs', () => {
@@ -102,6 +123,186 @@ test('`platform openapi` prints the same document, or writes it with --out', asy
   assert.is(written.code, 0, written.stderr);
   assert.is(written.stdout, '');
   assert.equal(JSON.parse(await readFile(out, 'utf8')), document);
+});
+
+test('the contract imports nothing but valibot and itself (the console bundles it for the browser)', async () => {
+  const dir = join(import.meta.dirname, '..', 'src', 'contract');
+  for (const file of await readdir(dir)) {
+    const source = await readFile(join(dir, file), 'utf8');
+    const imported = [...source.matchAll(/\bfrom '([^']+)'/g)].map((match) => match[1]!);
+    assert.equal(imported.filter((name) => name !== 'valibot' && !name.startsWith('./')), [], file);
+  }
+});
+
+/** Validators of the document's success schemas, its components as $defs (what Ajv resolves by itself). */
+function successValidator(): (method: string, path: string, answer: HttpResult) => string | null {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+  const local = (schema: object) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"#/$defs/'));
+  const $defs = local(document.components.schemas);
+  const compiled = new Map<string, ValidateFunction>();
+  return (method, path, answer) => {
+    const key = `${method} ${path} ${answer.status}`;
+    let validate = compiled.get(key);
+    if (!validate) {
+      const schema = (document.paths[path]?.[method.toLowerCase()]?.responses[String(answer.status)]?.content?.['application/json'] as { schema?: object } | undefined)?.schema;
+      if (!schema) return `${key}: the document has no JSON answer for it`;
+      validate = ajv.compile({ ...local(schema), $defs });
+      compiled.set(key, validate);
+    }
+    return validate(answer.body) ? null : `${key}: ${ajv.errorsText(validate.errors)}\n${answer.text.slice(0, 500)}`;
+  };
+}
+
+test('real answers validate against the document: every resource kind, strictly', async () => {
+  const admin = await t.admin();
+  const failing = await startSubscriber(() => ({ status: 500 }));
+  const check = successValidator();
+  const answered: { method: string; path: string; answer: HttpResult }[] = [];
+  /** One call, its route's pattern as the document writes it, and its expected success status. */
+  const sample = async (method: string, path: string, url: string, status: number, options: { json?: unknown; token?: string; headers?: Record<string, string>; raw?: string } = {}) => {
+    const answer = await call(t.url, method, url, { token: admin.token, ...options });
+    assert.is(answer.status, status, `${method} ${url}: ${answer.text.slice(0, 300)}`);
+    answered.push({ method, path, answer });
+    return answer.body;
+  };
+  try {
+    await sample('GET', '/api/health', '/api/health', 200);
+    await sample('GET', '/api/health/ready', '/api/health/ready', 200);
+    await sample('GET', '/api/auth/me', '/api/auth/me', 200);
+
+    const dana = await createUser(t, 'dana@example.test');
+    const user = (await sample('GET', '/api/admin/users', '/api/admin/users', 200)).data.find((u: { email: string }) => u.email === 'dana@example.test');
+    await sample('POST', '/api/admin/users', '/api/admin/users', 201, { json: { email: 'erin@example.test', fullName: 'Erin', password: 'erin-password-1' } });
+    await sample('PATCH', '/api/admin/users/{id}', `/api/admin/users/${user.id}`, 200, { json: { fullName: 'Dana D.' } });
+    await sample('POST', '/api/auth/login', '/api/auth/login', 200, { json: { email: 'dana@example.test', password: dana.password } });
+    await sample('PUT', '/api/auth/me/password', '/api/auth/me/password', 200, {
+      token: dana.token,
+      json: { currentPassword: dana.password, newPassword: 'dana-password-2' },
+    });
+    await sample('POST', '/api/admin/users/{id}/password', `/api/admin/users/${user.id}/password`, 200, { json: { password: 'dana-password-3' } });
+
+    await sample('POST', '/api/admin/marketplace/extensions', '/api/admin/marketplace/extensions', 201, {
+      json: { extensionKey: 'crm', name: 'CRM', category: 'sales', permissions: ['crm.deals.read'] },
+    });
+    await sample('PUT', '/api/admin/marketplace/extensions/{key}', '/api/admin/marketplace/extensions/crm', 200, { json: { description: 'Deals' } });
+    await sample('POST', '/api/admin/marketplace/extensions/{key}/versions', '/api/admin/marketplace/extensions/crm/versions', 201, {
+      json: { version: '1.0.0', artifactUrl: 'https://artifacts.example.test/crm-1.0.0.jar', requiresPlatform: '0.1.0', changelog: 'First' },
+    });
+    await sample('POST', '/api/admin/marketplace/extensions/{key}/versions', '/api/admin/marketplace/extensions/crm/versions', 201, {
+      json: { version: '1.1.0', artifactUrl: 'https://artifacts.example.test/crm-1.1.0.jar' },
+    });
+    assert.is((await admin.delete('/api/admin/marketplace/extensions/crm/versions/1.1.0?reason=broken')).status, 204);
+    await sample('PUT', '/api/admin/marketplace/extensions/{key}/versions/{version}/unyank', '/api/admin/marketplace/extensions/crm/versions/1.1.0/unyank', 200);
+    await sample('GET', '/api/marketplace/extensions', '/api/marketplace/extensions?limit=5', 200);
+    await sample('GET', '/api/marketplace/extensions/{key}', '/api/marketplace/extensions/crm', 200);
+    await sample('GET', '/api/marketplace/extensions/{key}/versions/{version}', '/api/marketplace/extensions/crm/versions/1.0.0', 200);
+    await sample('GET', '/api/marketplace/categories', '/api/marketplace/categories', 200);
+    await sample('GET', '/api/admin/audit', '/api/admin/audit', 200);
+
+    await sample('POST', '/api/admin/workspaces', '/api/admin/workspaces', 201, { json: { id: 'acme', name: 'Acme' } });
+    await sample('PATCH', '/api/admin/workspaces/{id}', '/api/admin/workspaces/acme', 200, { json: { name: 'Acme Inc' } });
+    await sample('PUT', '/api/admin/workspaces/{id}/members/{userId}', `/api/admin/workspaces/acme/members/${user.id}`, 200);
+    await sample('GET', '/api/workspaces', '/api/workspaces', 200);
+    await sample('GET', '/api/workspaces/{id}', '/api/workspaces/acme', 200);
+    await sample('POST', '/api/workspaces/{id}/extensions', '/api/workspaces/acme/extensions', 201, { json: { extensionKey: 'crm', version: '1.0.0' } });
+    await sample('PATCH', '/api/workspaces/{id}/extensions/{key}', '/api/workspaces/acme/extensions/crm', 200, { json: { version: '1.1.0' } });
+    await sample('GET', '/api/workspaces/{id}/extensions', '/api/workspaces/acme/extensions', 200);
+
+    const subscription = (
+      await sample('POST', '/api/workspaces/{id}/subscriptions', '/api/workspaces/acme/subscriptions', 201, {
+        json: { eventKey: 'deal.won', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: `${failing.url}/hooks` },
+      })
+    ).data;
+    const subscriptionPath = `/api/workspaces/acme/subscriptions/${subscription.id}`;
+    await sample('PATCH', '/api/workspaces/{id}/subscriptions/{subscriptionId}', subscriptionPath, 200, { json: { serviceBaseUrl: `${failing.url}/other` } });
+    await sample('POST', '/api/workspaces/{id}/subscriptions/{subscriptionId}/rotate-secret', `${subscriptionPath}/rotate-secret`, 200);
+    await sample('GET', '/api/workspaces/{id}/subscriptions', '/api/workspaces/acme/subscriptions', 200);
+
+    for (const deal of [1, 2]) {
+      await sample('POST', '/api/workspaces/{id}/events/publish', '/api/workspaces/acme/events/publish', 200, {
+        json: { eventKey: 'deal.won', payload: { deal }, schemaVersion: '2' },
+      });
+    }
+    await sample('POST', '/api/workspaces/{id}/subscriptions/{subscriptionId}/test', `${subscriptionPath}/test`, 202, { json: { payload: { ping: true } } });
+    await sample('POST', '/api/workspaces/{id}/events/publish', '/api/workspaces/acme/events/publish', 200, {
+      json: { eventKey: 'platform.notification', payload: { channel: 'deals', message: 'Deal 1 won' } },
+    });
+    await failing.waitForCount(3);
+    const deadLetters = async () => (await admin.get('/api/admin/dead-letters')).body.meta.total as number;
+    for (let tries = 0; (await deadLetters()) < 3 && tries < 200; tries += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    // A signed GitHub call publishes an event that carries the provider's delivery id (sourceId).
+    await sample('PUT', '/api/admin/marketplace/extensions/{key}/config', '/api/admin/marketplace/extensions/crm/config', 200, {
+      json: { fields: [{ name: 'webhook.scheme', type: 'STRING', value: 'github' }, { name: 'webhook.secret', type: 'SECRET', value: 'hook-secret' }, { name: 'webhook.workspaceId', type: 'STRING', value: 'acme' }] },
+    });
+    await sample('GET', '/api/admin/marketplace/extensions/{key}/config', '/api/admin/marketplace/extensions/crm/config', 200);
+    const hook = JSON.stringify({ action: 'opened' });
+    const signature = `sha256=${createHmac('sha256', 'hook-secret').update(hook).digest('hex')}`;
+    for (const delivery of ['gh-1', 'gh-1']) {
+      await sample('POST', '/api/webhooks/{extensionKey}', '/api/webhooks/crm', 200, {
+        token: '',
+        raw: hook,
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': delivery, 'x-hub-signature-256': signature },
+      });
+    }
+    await sample('GET', '/api/admin/webhooks/{extensionKey}/requests', '/api/admin/webhooks/crm/requests?limit=1', 200);
+
+    const events = await sample('GET', '/api/workspaces/{id}/events', '/api/workspaces/acme/events?limit=2', 200);
+    assert.ok(events.meta.nextCursor, 'a page with a cursor after it');
+    const all = await sample('GET', '/api/workspaces/{id}/events', '/api/workspaces/acme/events', 200);
+    assert.ok(all.data.some((event: { sourceId?: string }) => event.sourceId === 'gh-1'), 'an event from a webhook, with its sourceId');
+    const won = all.data.find((event: { eventKey: string }) => event.eventKey === 'deal.won');
+    await sample('GET', '/api/workspaces/{id}/events/{eventId}', `/api/workspaces/acme/events/${won.id}`, 200);
+    await sample('GET', '/api/workspaces/{id}/deliveries', '/api/workspaces/acme/deliveries', 200);
+    await sample('GET', '/api/workspaces/{id}/chat/channels', '/api/workspaces/acme/chat/channels', 200);
+    await sample('GET', '/api/workspaces/{id}/chat/channels/{channel}/messages', '/api/workspaces/acme/chat/channels/deals/messages', 200);
+
+    const letters = await sample('GET', '/api/admin/dead-letters', '/api/admin/dead-letters', 200);
+    const letter = letters.data[0];
+    await sample('GET', '/api/admin/dead-letters/{id}', `/api/admin/dead-letters/${letter.id}`, 200);
+    await sample('GET', '/api/admin/dead-letters/{id}/state', `/api/admin/dead-letters/${letter.id}/state`, 200);
+    await sample('POST', '/api/admin/dead-letters/{id}/replay', `/api/admin/dead-letters/${letter.id}/replay`, 202);
+    await sample('POST', '/api/admin/dead-letters/replay', '/api/admin/dead-letters/replay', 202, { json: { workspaceId: 'acme', limit: 1 } });
+    await sample('POST', '/api/admin/dead-letters/discard', '/api/admin/dead-letters/discard', 200, { json: { eventKey: 'platform.test' } });
+    await sample('GET', '/api/admin/status', '/api/admin/status', 200);
+    const danaAgain = await t.as('dana@example.test', 'dana-password-3');
+    await sample('POST', '/api/auth/logout', '/api/auth/logout', 200, { token: danaAgain.token });
+  } finally {
+    await failing.close();
+  }
+
+  const problems = answered.map(({ method, path, answer }) => check(method, path, answer)).filter((problem) => problem !== null);
+  assert.equal(problems, []);
+
+  // Every resource kind was answered, and not as an empty list.
+  const kinds: Record<string, string> = {
+    user: 'GET /api/admin/users',
+    'extension summary': 'GET /api/marketplace/extensions',
+    'extension detail': 'GET /api/marketplace/extensions/{key}',
+    version: 'GET /api/marketplace/extensions/{key}/versions/{version}',
+    workspace: 'GET /api/workspaces',
+    installation: 'GET /api/workspaces/{id}/extensions',
+    subscription: 'GET /api/workspaces/{id}/subscriptions',
+    event: 'GET /api/workspaces/{id}/events',
+    'delivery record': 'GET /api/workspaces/{id}/deliveries',
+    'dead letter': 'GET /api/admin/dead-letters',
+    'webhook log entry': 'GET /api/admin/webhooks/{extensionKey}/requests',
+    'audit record': 'GET /api/admin/audit',
+    'chat message': 'GET /api/workspaces/{id}/chat/channels/{channel}/messages',
+  };
+  for (const [kind, route] of Object.entries(kinds)) {
+    const data = answered.find(({ method, path }) => `${method} ${path}` === route)?.answer.body.data;
+    assert.ok(data !== undefined && (!Array.isArray(data) || data.length > 0), `${kind}: ${route} answered ${JSON.stringify(data)}`);
+  }
+  const detail = answered.find(({ path }) => path === '/api/workspaces/{id}/events/{eventId}')!.answer.body.data;
+  assert.ok(detail.deliveries.some((record: { attempts: unknown[] }) => record.attempts.length > 0), 'an event with an attempted delivery');
+
+  // The schemas are strict: a field the contract does not name, or one missing, fails.
+  const me = answered.find(({ path }) => path === '/api/auth/me')!.answer;
+  const tampered = (data: Record<string, unknown>) => ({ ...me, body: { ...me.body, data } });
+  assert.ok(check('GET', '/api/auth/me', tampered({ ...me.body.data, passwordHash: 'x' })), 'an extra field is refused');
+  const { active: _, ...withoutActive } = me.body.data;
+  assert.ok(check('GET', '/api/auth/me', tampered(withoutActive)), 'a missing field is refused');
 });
 
 test.run();

@@ -88,6 +88,11 @@ test('/metrics refuses anything else with 401, and counts the refusals', async (
   }
   const { text } = await scrape(METRICS_TOKEN);
   assert.is(sample(text, 'platform_metrics_refused_total'), 4);
+  // One route answered with two statuses: a series per status, one histogram for the route.
+  assert.is(sample(text, 'platform_http_requests_total{method="GET",route="/metrics",status="401"}'), 4);
+  const answered = sample(text, 'platform_http_requests_total{method="GET",route="/metrics",status="200"}')!;
+  assert.ok(answered >= 1);
+  assert.is(sample(text, 'platform_http_request_duration_seconds_count{method="GET",route="/metrics"}'), answered + 4);
 });
 
 test('every answer carries X-Request-Id: a sane incoming one is kept, anything else replaced; errors name it in meta', async () => {
@@ -103,6 +108,21 @@ test('every answer carries X-Request-Id: a sane incoming one is kept, anything e
   assert.is(failed.body.meta.requestId, 'trace-1');
   const access = t.logs.join('').split('\n').find((line) => line.includes('trace-1'));
   assert.match(access ?? '', /GET \/api\/admin\/users 401 \d+\.\dms trace-1$/);
+
+  // Answers that set their headers other ways than the envelope does: an object to writeHead, none at all (204), text.
+  const admin = await t.admin();
+  await admin.post('/api/admin/workspaces', { id: 'request-ids', name: 'Request ids' });
+  // Bodies read to the end, so that no connection is left open.
+  const answered = async (response: Response) => ({ status: response.status, headers: response.headers, text: await response.text() });
+  const others = [
+    await answered(await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}`, 'x-request-id': 'trace-metrics' } })),
+    await answered(await fetch(`${t.url}/api/openapi.json`, { headers: { 'x-request-id': 'trace-openapi' } })),
+    await admin.delete('/api/admin/workspaces/request-ids', { headers: { 'x-request-id': 'trace-204' } }),
+  ];
+  assert.equal(
+    others.map((answer) => [answer.status, answer.headers.get('x-request-id')]),
+    [[200, 'trace-metrics'], [200, 'trace-openapi'], [204, 'trace-204']],
+  );
 });
 
 test('/api/health/ready: 503 with the reason on a full disk or without a dispatcher; liveness stays 200', async () => {

@@ -1,19 +1,13 @@
 import type { Command } from 'commander';
 import { ofetch, type FetchOptions } from 'ofetch';
+import type { Envelope } from '../contract/types.js';
 import { ApiError, CliError, EXIT } from './errors.js';
 import { resolveToken, resolveUrl } from './session.js';
 
-export interface Envelope<T> {
-  code: string;
-  message: string | null;
+/** `data` and `meta` of a success envelope, typed by the caller from the contract (src/contract/types.ts). */
+export interface ApiResponse<T, M = Record<string, unknown> | null> {
   data: T;
-  meta: Record<string, unknown> | null;
-  timestamp: string;
-}
-
-export interface ApiResponse<T> {
-  data: T;
-  meta: Record<string, unknown> | null;
+  meta: M;
   headers: Headers;
 }
 
@@ -21,11 +15,11 @@ type Query = Record<string, string | number | boolean | undefined>;
 
 export interface Client {
   readonly url: string;
-  request<T = unknown>(
+  request<T = unknown, M = Record<string, unknown> | null>(
     method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     options?: { body?: unknown; query?: Query },
-  ): Promise<ApiResponse<T>>;
+  ): Promise<ApiResponse<T, M>>;
   get<T = unknown>(path: string, query?: Query): Promise<T>;
   post<T = unknown>(path: string, body?: unknown): Promise<T>;
   put<T = unknown>(path: string, body?: unknown): Promise<T>;
@@ -96,6 +90,3 @@ export const clientFor = (command: Command, options: { token?: null } = {}): Cli
   const globals = command.optsWithGlobals<{ url?: string; timeout?: number }>();
   return createClient({ url: resolveUrl(globals.url), timeoutSeconds: globals.timeout, ...options });
 };
-
-/** URL path segments, each encoded: a workspace or key can never change the path's shape. */
-export const urlPath = (...segments: string[]): string => segments.map(encodeURIComponent).join('/');

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { CursorMeta, PageMeta } from '../contract/types.js';
 import type { Client } from './client.js';
 import { usageError } from './errors.js';
 import { integerFlag } from './flags.js';
@@ -45,15 +46,16 @@ export async function fetchListing<T>(
 ): Promise<Listing<T>> {
   if (flags.all && (flags.limit !== undefined || flags.offset !== undefined)) throw usageError('give --all or --limit/--offset, not both');
   if (!flags.all) {
-    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
-    const total = typeof meta?.total === 'number' ? meta.total : null;
+    // Listings paged by offset answer PageMeta; the audit trail answers no meta.
+    const { data, meta } = await client.request<T[], PageMeta | null>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
+    const total = meta?.total ?? null;
     return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? DEFAULT_LIMIT };
   }
   const items: T[] = [];
   for (;;) {
-    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
+    const { data, meta } = await client.request<T[], PageMeta | null>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
     items.push(...data);
-    const total = typeof meta?.total === 'number' ? meta.total : null;
+    const total = meta?.total ?? null;
     if (data.length < maxLimit || (total !== null && items.length >= total)) return { items, offset: 0, total: items.length, pageSize: maxLimit };
   }
 }
@@ -82,9 +84,9 @@ export async function fetchCursorListing<T>(
   const items: T[] = [];
   let cursor: string | undefined;
   do {
-    const { data, meta } = await client.request<T[]>('GET', path, { query: { ...query, limit: options.limit, cursor } });
+    const { data, meta } = await client.request<T[], CursorMeta>('GET', path, { query: { ...query, limit: options.limit, cursor } });
     items.push(...data);
-    cursor = typeof meta?.nextCursor === 'string' ? meta.nextCursor : undefined;
+    cursor = meta.nextCursor;
   } while (options.all && cursor);
   return { items, more: cursor !== undefined };
 }

@@ -22,7 +22,7 @@ const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 /** Deliveries wait on subscribers over the network: up to the delivery timeout. */
 const DELIVERY_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** Per (method, route): the histogram of durations, counted by hand (see httpMetrics). */
+/** Per (method, route): the histogram of durations, counted by hand (see httpMetrics), and its statuses. */
 interface DurationSeries {
   method: string;
   route: string;
@@ -30,33 +30,35 @@ interface DurationSeries {
   buckets: Float64Array;
   sum: number;
   count: number;
-}
-
-interface RequestSeries {
-  method: string;
-  route: string;
-  status: string;
-  count: number;
-  duration: DurationSeries;
+  /** Requests answered, by status. */
+  statuses: Map<number, number>;
 }
 
 type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
 
 /**
- * HTTP requests are counted on every answer, so this path is kept to a map
- * lookup and a few additions: prom-client's labelled children hash their
- * labels on every call, which showed in the benchmark. The figures are turned
- * into prom-client's metric shape only when scraped.
+ * HTTP requests are counted on every answer, so this path is kept to three
+ * map lookups and a few additions: prom-client's labelled children hash their
+ * labels on every call (a child from labels() too), which showed in the
+ * benchmark. The lookups go route, method, status: the route pattern and the
+ * method are the same string objects on every request (the route table's
+ * constants, Node's method names), whose hashes V8 keeps, so no key is built
+ * per request. The figures are turned into prom-client's metric shape only
+ * when scraped.
  */
 function httpMetrics(registry: Registry) {
-  const requests = new Map<string, RequestSeries>();
-  const durations = new Map<string, DurationSeries>();
-  const durationOf = (method: string, route: string) => {
-    const key = `${method} ${route}`;
-    let series = durations.get(key);
+  const byRoute = new Map<string, Map<string, DurationSeries>>();
+  const allSeries = () => [...byRoute.values()].flatMap((byMethod) => [...byMethod.values()]);
+  const seriesOf = (method: string, route: string): DurationSeries => {
+    let byMethod = byRoute.get(route);
+    if (byMethod === undefined) {
+      byMethod = new Map();
+      byRoute.set(route, byMethod);
+    }
+    let series = byMethod.get(method);
     if (series === undefined) {
-      series = { method, route, buckets: new Float64Array(HTTP_BUCKETS.length + 1), sum: 0, count: 0 };
-      durations.set(key, series);
+      series = { method, route, buckets: new Float64Array(HTTP_BUCKETS.length + 1), sum: 0, count: 0, statuses: new Map() };
+      byMethod.set(method, series);
     }
     return series;
   };
@@ -69,8 +71,10 @@ function httpMetrics(registry: Registry) {
       help: 'HTTP requests answered, by method, route pattern and status',
       type: 'counter',
       aggregator: 'sum',
-      values: [...requests.values()].map(
-        (series): MetricValue => ({ labels: { method: series.method, route: series.route, status: series.status }, value: series.count }),
+      values: allSeries().flatMap((series) =>
+        [...series.statuses].map(
+          ([status, count]): MetricValue => ({ labels: { method: series.method, route: series.route, status: String(status) }, value: count }),
+        ),
       ),
     }),
   } as never);
@@ -83,7 +87,7 @@ function httpMetrics(registry: Registry) {
       help: 'Time from the request to the end of the answer, by method and route pattern',
       type: 'histogram',
       aggregator: 'sum',
-      values: [...durations.values()].flatMap((series): MetricValue[] => {
+      values: allSeries().flatMap((series): MetricValue[] => {
         const labels = { method: series.method, route: series.route };
         let cumulative = 0;
         const buckets = [...HTTP_BUCKETS, '+Inf' as const].map((bound, index): MetricValue => {
@@ -100,19 +104,13 @@ function httpMetrics(registry: Registry) {
   } as never);
 
   return (method: string, route: string, status: number, seconds: number) => {
-    const key = `${method} ${route} ${status}`;
-    let series = requests.get(key);
-    if (series === undefined) {
-      series = { method, route, status: String(status), count: 0, duration: durationOf(method, route) };
-      requests.set(key, series);
-    }
-    series.count += 1;
-    const duration = series.duration;
+    const series = seriesOf(method, route);
+    series.statuses.set(status, (series.statuses.get(status) ?? 0) + 1);
     let bucket = 0;
     while (bucket < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[bucket]!) bucket += 1;
-    duration.buckets[bucket] = duration.buckets[bucket]! + 1;
-    duration.sum += seconds;
-    duration.count += 1;
+    series.buckets[bucket] = series.buckets[bucket]! + 1;
+    series.sum += seconds;
+    series.count += 1;
   };
 }
 

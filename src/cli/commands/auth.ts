@@ -5,6 +5,7 @@ import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
+import { paths } from '../../contract/paths.js';
 import type { User } from '../../contract/types.js';
 
 /** The login answer carries the token only in its Set-Cookie header, as the contract says. */
@@ -31,7 +32,7 @@ export function registerAuth(program: Command): void {
       const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
       const client = clientFor(command, { token: null });
-      const response = await client.request<User>('POST', '/api/auth/login', { body: { email, password } });
+      const response = await client.request<User>('POST', paths.login, { body: { email, password } });
       saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
       printLine(`logged in to ${url} as ${describe(response.data)}`);
     });
@@ -43,7 +44,7 @@ export function registerAuth(program: Command): void {
     .action(async (_flags, command: Command) => {
       const session = readSession();
       try {
-        await clientFor(command).post('/api/auth/logout');
+        await clientFor(command).post<null>(paths.logout);
       } catch (error) {
         // An expired or revoked session is as logged out as it gets; anything else is reported.
         if (!(error instanceof CliError && error.exitCode === EXIT.daemonError)) throw error;
@@ -58,7 +59,7 @@ export function registerAuth(program: Command): void {
     .addHelpText('after', examples('platform whoami --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const user = await clientFor(command).get<User>('/api/auth/me');
+      const user = await clientFor(command).get<User>(paths.me);
       if (flags.json) printJson(user);
       else printLine(`${describe(user)}${user.active ? '' : ' [disabled]'}`);
     });
@@ -81,7 +82,7 @@ export function registerAuth(program: Command): void {
           throw usageError('the new passwords do not match');
         }
       }
-      const response = await clientFor(command).request('PUT', '/api/auth/me/password', {
+      const response = await clientFor(command).request<null>('PUT', paths.myPassword, {
         body: { currentPassword, newPassword },
       });
       const session = readSession();

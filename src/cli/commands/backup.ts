@@ -7,6 +7,7 @@ import { withExample } from '../help.js';
 import { ApiError, CliError, EXIT, usageError } from '../errors.js';
 import { printLine } from '../output.js';
 import { resolveToken, resolveUrl } from '../session.js';
+import { paths } from '../../contract/paths.js';
 
 /** A progress line on a terminal (stderr), nothing otherwise. */
 export function progressLine(): { show(text: string): void; end(): void } {
@@ -39,7 +40,7 @@ export function registerBackup(program: Command): void {
       const token = resolveToken(url);
       let response: Response;
       try {
-        response = await fetch(`${url}/api/admin/backup?includeKeys=${flags.includeKeys === true}`, {
+        response = await fetch(`${url}${paths.backup}?includeKeys=${flags.includeKeys === true}`, {
           headers: token ? { authorization: `Bearer ${token}` } : {},
         });
       } catch (error) {

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { clientFor, urlPath } from '../client.js';
+import { clientFor } from '../client.js';
 import { choiceFlag, integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { fetchCursorListing } from '../paging.js';
 import { printJson, printLine, printTable } from '../output.js';
-import type { DeliveryAttempt, DeliveryRecord, EventWithDeliveries, Subscription } from '../../contract/types.js';
+import { paths } from '../../contract/paths.js';
+import type { DeliveryAttempt, DeliveryRecord, EventWithDeliveries, RotatedSecret, Subscription, TestDelivery } from '../../contract/types.js';
 
 const when = (iso: string) => iso.slice(0, 23).replace('T', ' ');
 const byName = (program: Command, name: string) => {
@@ -35,7 +36,7 @@ export function registerDeliveries(program: Command): void {
   )
     .option('--json', 'print JSON')
     .action(async (workspace: string, eventId: string, flags: { json?: boolean }, command: Command) => {
-      const event = await clientFor(command).get<EventWithDeliveries>(`/api/workspaces/${urlPath(workspace, 'events', eventId)}`);
+      const event = await clientFor(command).get<EventWithDeliveries>(paths.event(workspace, eventId));
       if (flags.json) return printJson(event);
       printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publishedBy ?? '-'})`);
       printLine(`payload: ${JSON.stringify(event.payload)}`);
@@ -63,7 +64,7 @@ export function registerDeliveries(program: Command): void {
       ) => {
         const { items: deliveries, more } = await fetchCursorListing<DeliveryRecord>(
           clientFor(command),
-          `/api/workspaces/${urlPath(workspace, 'deliveries')}`,
+          paths.deliveries(workspace),
           { status: flags.status, subscriptionId: flags.subscription, eventKey: flags.event, since: flags.since, until: flags.until },
           flags,
         );
@@ -96,7 +97,7 @@ export function registerDeliveries(program: Command): void {
       .option('--json', 'print JSON')
       .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
         const subscription = await clientFor(command).patch<Subscription>(
-          `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId)}`,
+          paths.subscription(workspace, subscriptionId),
           { enabled },
         );
         if (flags.json) return printJson(subscription);
@@ -111,8 +112,8 @@ export function registerDeliveries(program: Command): void {
   )
     .option('--json', 'print JSON')
     .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
-      const { signingSecret } = await clientFor(command).post<{ signingSecret: string }>(
-        `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId, 'rotate-secret')}`,
+      const { signingSecret } = await clientFor(command).post<RotatedSecret>(
+        paths.rotateSecret(workspace, subscriptionId),
       );
       if (flags.json) return printJson({ signingSecret });
       printLine(`new signing secret (shown only now; deliveries carry both signatures during the overlap): ${signingSecret}`);
@@ -125,8 +126,8 @@ export function registerDeliveries(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (workspace: string, subscriptionId: string, flags: { payload?: Record<string, unknown>; json?: boolean }, command: Command) => {
       const payload = flags.payload;
-      const { deliveryId } = await clientFor(command).post<{ deliveryId: string }>(
-        `/api/workspaces/${urlPath(workspace, 'subscriptions', subscriptionId, 'test')}`,
+      const { deliveryId } = await clientFor(command).post<TestDelivery>(
+        paths.testSubscription(workspace, subscriptionId),
         payload === undefined ? {} : { payload },
       );
       if (flags.json) return printJson({ deliveryId });

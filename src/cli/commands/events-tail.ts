@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { withExample } from '../help.js';
-import { urlPath } from '../client.js';
+import type { Envelope } from '../../contract/types.js';
 import { ApiError, CliError, EXIT } from '../errors.js';
 import { printLine } from '../output.js';
 import { resolveToken, resolveUrl } from '../session.js';
+import { paths } from '../../contract/paths.js';
 
 interface StreamItem {
   id: string;
@@ -38,7 +39,7 @@ export function registerEventsTail(events: Command): void {
         if (flags.json) printLine(JSON.stringify(item));
         else printLine(describe(item));
       };
-      await follow(`${url}/api/workspaces/${urlPath(workspace, 'stream')}`, token, stop.signal, print);
+      await follow(url + paths.workspaceStream(workspace), token, stop.signal, print);
     });
 }
 
@@ -74,7 +75,7 @@ async function follow(streamUrl: string, token: string | null, signal: AbortSign
 async function refusal(response: Response): Promise<CliError> {
   const text = await response.text().catch(() => '');
   try {
-    const envelope = JSON.parse(text) as { code: string; message: string | null; meta: Record<string, unknown> | null };
+    const envelope = JSON.parse(text) as Envelope<null>;
     return new ApiError(envelope.message ?? envelope.code, envelope.code, response.status, envelope.meta);
   } catch {
     return new CliError(`the daemon answered ${response.status} without a platform envelope`, EXIT.daemonError);

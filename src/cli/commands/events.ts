@@ -1,13 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { clientFor, urlPath } from '../client.js';
+import { clientFor } from '../client.js';
 import { usageError } from '../errors.js';
 import { integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchCursorListing } from '../paging.js';
 import { askText, isInteractive, readStdin } from '../prompt.js';
-import type { ChatMessage, PlatformEvent } from '../../contract/types.js';
+import { paths } from '../../contract/paths.js';
+import type { ChatMessage, PlatformEvent, PublishedMeta } from '../../contract/types.js';
 import { registerEventsTail } from './events-tail.js';
 
 
@@ -72,7 +73,7 @@ export function registerEvents(program: Command): void {
         command: Command,
       ) => {
         const payload = await readPayload(flags);
-        const response = await clientFor(command).request('POST', `/api/workspaces/${urlPath(workspace, 'events', 'publish')}`, {
+        const response = await clientFor(command).request<null, PublishedMeta>('POST', paths.publish(workspace), {
           body: {
             eventKey,
             payload,
@@ -80,7 +81,7 @@ export function registerEvents(program: Command): void {
             ...(flags.schemaVersion ? { schemaVersion: flags.schemaVersion } : {}),
           },
         });
-        const eventId = response.meta?.eventId as string;
+        const eventId = response.meta.eventId;
         if (flags.json) printJson({ eventId });
         else printLine(`published ${eventKey} to ${workspace}: event ${eventId}`);
       },
@@ -106,7 +107,7 @@ export function registerEvents(program: Command): void {
       ) => {
         const listing = await fetchCursorListing<PlatformEvent>(
           clientFor(command),
-          `/api/workspaces/${urlPath(workspace, 'events')}`,
+          paths.events(workspace),
           { eventKey: flags.event, since: flags.since, until: flags.until },
           flags,
         );
@@ -136,7 +137,7 @@ export function registerEvents(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (workspace: string, channel: string, flags: { limit?: number; json?: boolean }, command: Command) => {
       const messages = await clientFor(command).get<ChatMessage[]>(
-        `/api/workspaces/${urlPath(workspace, 'chat', 'channels', channel, 'messages')}`,
+        paths.chatMessages(workspace, channel),
         { limit: flags.limit },
       );
       if (flags.json) return printJson(messages);

@@ -5,9 +5,9 @@ import { choiceFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, isInteractive, readStdin } from '../prompt.js';
-import type { ConfigField, ConfigFieldType } from '../../contract/types.js';
+import { paths } from '../../contract/paths.js';
+import type { ConfigFieldType, ExtensionConfig } from '../../contract/types.js';
 
-const configPath = (key: string) => `/api/admin/marketplace/extensions/${encodeURIComponent(key)}/config`;
 
 function parseValue(type: ConfigFieldType, text: string): string | number | boolean {
   if (type === 'NUMBER') {
@@ -29,7 +29,7 @@ export function registerExtConfig(ext: Command): void {
   withExample(config.command('get <key>').description('every field, SECRET values masked'), 'platform ext config get weather')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
-      const { fields } = await clientFor(command).get<{ fields: ConfigField[] }>(configPath(key));
+      const { fields } = await clientFor(command).get<ExtensionConfig>(paths.extensionConfig(key));
       if (flags.json) return printJson({ fields });
       printTable(
         fields,
@@ -52,10 +52,10 @@ export function registerExtConfig(ext: Command): void {
       const client = clientFor(command);
       const requested = flags.type;
       if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
-      const current = (await client.get<{ fields: ConfigField[] }>(configPath(key))).fields.find((field) => field.name === name);
+      const current = (await client.get<ExtensionConfig>(paths.extensionConfig(key))).fields.find((field) => field.name === name);
       if (!requested && current?.type === 'SECRET') throw usageError(`${name} is a SECRET: use \`platform ext config set-secret\``);
       const type = (requested ?? current?.type ?? 'STRING') as ConfigFieldType;
-      await client.put(configPath(key), { fields: [{ name, type, value: parseValue(type, text) }] });
+      await client.put<ExtensionConfig>(paths.extensionConfig(key), { fields: [{ name, type, value: parseValue(type, text) }] });
       printLine(`set ${key} ${name} (${type})`);
     });
 
@@ -65,7 +65,7 @@ export function registerExtConfig(ext: Command): void {
   ).action(async (key: string, name: string, _flags, command: Command) => {
     const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin('the secret');
     if (!value) throw usageError('the secret is empty');
-    await clientFor(command).put(configPath(key), { fields: [{ name, type: 'SECRET', value }] });
+    await clientFor(command).put<ExtensionConfig>(paths.extensionConfig(key), { fields: [{ name, type: 'SECRET', value }] });
     printLine(`set ${key} ${name} (SECRET)`);
   });
 
@@ -73,7 +73,7 @@ export function registerExtConfig(ext: Command): void {
     config.command('unset <key> <name>').description('remove a field, SECRET or not'),
     'platform ext config unset weather units',
   ).action(async (key: string, name: string, _flags, command: Command) => {
-    await clientFor(command).delete(`${configPath(key)}/${encodeURIComponent(name)}`);
+    await clientFor(command).delete(paths.extensionConfigField(key, name));
     printLine(`unset ${key} ${name}`);
   });
 }

@@ -8,6 +8,7 @@ import type {
   ExtensionSummary,
   VersionRecord,
 } from '../../contract/types.js';
+import { paths } from '../../contract/paths.js';
 import { type Client, clientFor } from '../client.js';
 import { ApiError, usageError } from '../errors.js';
 import { withYes } from '../flags.js';
@@ -16,11 +17,6 @@ import { printJson, printLine, printTable } from '../output.js';
 import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
 import { askText, confirmOrStop } from '../prompt.js';
 
-
-const browsePath = (key: string) => `/api/marketplace/extensions/${encodeURIComponent(key)}`;
-const ADMIN_PATH = '/api/admin/marketplace/extensions';
-const adminPath = (key: string) => `${ADMIN_PATH}/${encodeURIComponent(key)}`;
-const versionPath = (key: string, version: string) => `${adminPath(key)}/versions/${encodeURIComponent(version)}`;
 
 /** What `ext publish` sends, from a file, flags and prompts: the API's own field names. */
 interface PublishFields {
@@ -166,13 +162,13 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
     requiresSdk: fields.requiresSdk,
     changelog: fields.changelog,
   };
-  const publishVersion = () => client.post<VersionRecord>(`${adminPath(key)}/versions`, versionBody);
+  const publishVersion = () => client.post<VersionRecord>(paths.extensionVersions(key), versionBody);
   try {
     return { key, record: await publishVersion(), created: false };
   } catch (error) {
     if (!(error instanceof ApiError && error.code === 'NOT_FOUND')) throw error;
   }
-  await client.post(ADMIN_PATH, {
+  await client.post<ExtensionDetail>(paths.adminExtensions, {
     extensionKey: key,
     name: await required(fields.name, `Display name of the new extension ${key}`, '--name'),
     description: fields.description,
@@ -190,12 +186,12 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
 async function updateChangedFields(client: Client, key: string, fields: PublishFields): Promise<string[]> {
   const given = { name: fields.name, description: fields.description, category: fields.category, permissions: fields.permissions };
   if (Object.values(given).every((value) => value === undefined)) return [];
-  const current = await client.get<ExtensionDetail>(browsePath(key));
+  const current = await client.get<ExtensionDetail>(paths.extension(key));
   const changes = Object.fromEntries(
     Object.entries(given).filter(([name, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(current[name as keyof typeof given])),
   );
   if (Object.keys(changes).length === 0) return [];
-  await client.put(adminPath(key), changes);
+  await client.put<ExtensionDetail>(paths.adminExtension(key), changes);
   return Object.keys(changes);
 }
 
@@ -252,7 +248,7 @@ export function registerExt(program: Command): Command {
     .option('--json', 'print JSON')
     .action(async (flags: ListFlags, command: Command) => {
       const query = { search: flags.search, category: flags.category };
-      const listing = await fetchListing<ExtensionSummary>(clientFor(command), '/api/marketplace/extensions', query, flags, 500);
+      const listing = await fetchListing<ExtensionSummary>(clientFor(command), paths.extensions, query, flags, 500);
       if (flags.json) return printJson(listing.items);
       printTable(
         listing.items,
@@ -278,12 +274,12 @@ export function registerExt(program: Command): Command {
     .option('--json', 'print JSON')
     .action(async (key: string, version: string | undefined, flags: { json?: boolean }, command: Command) => {
       if (version !== undefined) {
-        const record = await clientFor(command).get<VersionRecord>(`${browsePath(key)}/versions/${encodeURIComponent(version)}`);
+        const record = await clientFor(command).get<VersionRecord>(paths.versionRecord(key, version));
         if (flags.json) printJson(record);
         else printVersion(key, record);
         return;
       }
-      const detail = await clientFor(command).get<ExtensionDetail>(browsePath(key));
+      const detail = await clientFor(command).get<ExtensionDetail>(paths.extension(key));
       if (flags.json) printJson(detail);
       else printDetail(detail);
     });
@@ -345,7 +341,7 @@ export function registerExt(program: Command): Command {
         if (Object.values(body).every((value) => value === undefined)) {
           throw usageError('nothing to update: pass --name, --description, --category or --permission');
         }
-        const detail = await clientFor(command).put<ExtensionDetail>(adminPath(key), body);
+        const detail = await clientFor(command).put<ExtensionDetail>(paths.adminExtension(key), body);
         if (flags.json) printJson(detail);
         else printLine(`updated ${detail.extensionKey}`);
       },
@@ -362,13 +358,13 @@ export function registerExt(program: Command): Command {
   )
     .action(async (key: string, version: string, flags: { reason?: string; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Yank ${key} ${version}? New installations will refuse it.`, flags);
-      await clientFor(command).delete(versionPath(key, version), { reason: flags.reason });
+      await clientFor(command).delete(paths.extensionVersion(key, version), { reason: flags.reason });
       printLine(`yanked ${key} ${version}`);
     });
 
   withExample(ext.command('unyank <key> <version>').description('make a yanked version installable again'), 'platform ext unyank weather 1.0.0')
     .action(async (key: string, version: string, _flags, command: Command) => {
-      const record = await clientFor(command).put<VersionRecord>(`${versionPath(key, version)}/unyank`);
+      const record = await clientFor(command).put<VersionRecord>(paths.unyank(key, version));
       printLine(`${key} ${record.version} is available`);
     });
 
@@ -378,7 +374,7 @@ export function registerExt(program: Command): Command {
   )
     .option('--json', 'print JSON')
     .action(async (key: string | undefined, flags: PageFlags & { json?: boolean }, command: Command) => {
-      const listing = await fetchListing<AuditRecord>(clientFor(command), '/api/admin/audit', { extensionKey: key }, flags, 1000);
+      const listing = await fetchListing<AuditRecord>(clientFor(command), paths.audit, { extensionKey: key }, flags, 1000);
       if (flags.json) return printJson(listing.items);
       printTable(
         listing.items,
@@ -401,7 +397,7 @@ export function registerExt(program: Command): Command {
   )
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const categories = await clientFor(command).get<CategoryCount[]>('/api/marketplace/categories');
+      const categories = await clientFor(command).get<CategoryCount[]>(paths.categories);
       if (flags.json) return printJson(categories);
       printTable(
         categories,

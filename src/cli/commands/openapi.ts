@@ -4,6 +4,7 @@ import { ApiError, CliError, EXIT } from '../errors.js';
 import { withExample } from '../help.js';
 import { resolveUrl } from '../session.js';
 import { DEFAULT_TIMEOUT_SECONDS } from '../client.js';
+import { paths } from '../../contract/paths.js';
 
 export function registerOpenApi(program: Command): void {
   withExample(
@@ -16,7 +17,7 @@ export function registerOpenApi(program: Command): void {
       const url = resolveUrl(globals.url);
       let response: Response;
       try {
-        response = await fetch(`${url}/api/openapi.json`, {
+        response = await fetch(url + paths.openapi, {
           signal: AbortSignal.timeout((globals.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
         });
       } catch (error) {

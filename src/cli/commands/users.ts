@@ -6,12 +6,13 @@ import { choiceFlag, eachOf, withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, confirmOrStop, readStdin } from '../prompt.js';
+import { paths } from '../../contract/paths.js';
 import type { User } from '../../contract/types.js';
 
 
 /** Accepts an e-mail (case-insensitive) or a user id. */
 export async function findUser(client: Client, who: string): Promise<User> {
-  const users = await client.get<User[]>('/api/admin/users');
+  const users = await client.get<User[]>(paths.users);
   const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
   if (!match) throw new CliError(`user ${who} not found`, EXIT.daemonError);
   return match;
@@ -36,7 +37,7 @@ export function registerUsers(program: Command): void {
         if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
       }
       const roles = flags.role;
-      const user = await clientFor(command).post<User>('/api/admin/users', {
+      const user = await clientFor(command).post<User>(paths.users, {
         email: flags.email,
         fullName: flags.fullName,
         password,
@@ -48,7 +49,7 @@ export function registerUsers(program: Command): void {
   withExample(users.command('list').description('list users'), 'platform users list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<User[]>('/api/admin/users');
+      const list = await clientFor(command).get<User[]>(paths.users);
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'EMAIL', value: (user) => user.email },
@@ -74,7 +75,7 @@ export function registerUsers(program: Command): void {
       const client = clientFor(command);
       const user = await findUser(client, who);
       if (!active) await confirmOrStop(`Disable ${user.email}? Their sessions stop working.`, flags);
-      await client.patch(`/api/admin/users/${user.id}`, { active });
+      await client.patch<User>(paths.user(user.id), { active });
       printLine(`${name}d ${user.email}`);
     });
   }
@@ -87,7 +88,7 @@ export function registerUsers(program: Command): void {
     .action(async (who: string, flags: { role: string[] }, command: Command) => {
       const client = clientFor(command);
       const user = await findUser(client, who);
-      const updated = await client.patch<User>(`/api/admin/users/${user.id}`, { roles: flags.role });
+      const updated = await client.patch<User>(paths.user(user.id), { roles: flags.role });
       printLine(`${updated.email} now has ${updated.roles.join(', ')}`);
     });
 
@@ -99,7 +100,7 @@ export function registerUsers(program: Command): void {
       const client = clientFor(command);
       const user = await findUser(client, who);
       await confirmOrStop(`Delete the account ${user.email}?`, flags);
-      await client.delete(`/api/admin/users/${user.id}`);
+      await client.delete(paths.user(user.id));
       printLine(`deleted ${user.email}`);
     });
 
@@ -123,7 +124,7 @@ export function registerUsers(program: Command): void {
       }
       const client = clientFor(command);
       const user = await findUser(client, who);
-      await client.post(`/api/admin/users/${user.id}/password`, { password });
+      await client.post<User>(paths.userPassword(user.id), { password });
       printLine(`reset the password of ${user.email}; its sessions have ended`);
     });
 }

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import { clientFor, urlPath } from '../client.js';
+import { clientFor } from '../client.js';
 import { integerFlag } from '../flags.js';
 import { fetchCursorListing } from '../paging.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
+import { paths } from '../../contract/paths.js';
 import type { WebhookRequestEntry } from '../../contract/types.js';
 
 /** With --all, pages are as large as the daemon allows: the log holds at most 1,000 calls. */
@@ -23,7 +24,7 @@ export function registerWebhooks(program: Command): void {
     .action(async (extensionKey: string, flags: { limit?: number; all?: boolean; json?: boolean }, command: Command) => {
       const { items: entries, more } = await fetchCursorListing<WebhookRequestEntry>(
         clientFor(command),
-        `/api/admin/webhooks/${urlPath(extensionKey)}/requests`,
+        paths.webhookRequests(extensionKey),
         {},
         { limit: flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined), all: flags.all },
       );

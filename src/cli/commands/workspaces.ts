@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
-import { clientFor, urlPath } from '../client.js';
+import { clientFor } from '../client.js';
 import { ApiError, CliError, EXIT, usageError } from '../errors.js';
 import { withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
 import { confirmOrStop } from '../prompt.js';
-import type { CreatedSubscription, Installation, Subscription, User, Workspace } from '../../contract/types.js';
+import { paths } from '../../contract/paths.js';
+import type { CreatedSubscription, Installation, Subscription, User, WarningsMeta, Workspace } from '../../contract/types.js';
 import { findUser } from './users.js';
 
 
@@ -37,14 +38,14 @@ export function registerWorkspaces(program: Command): void {
   withExample(workspaces.command('create <id>').description('create a workspace (ADMIN)'), 'platform workspaces create acme --name "Acme Inc"')
     .requiredOption('--name <name>', 'display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
-      const workspace = await clientFor(command).post<Workspace>('/api/admin/workspaces', { id, name: flags.name });
+      const workspace = await clientFor(command).post<Workspace>(paths.adminWorkspaces, { id, name: flags.name });
       printLine(`created workspace ${workspace.id} (${workspace.name})`);
     });
 
   withExample(workspaces.command('list').description('your workspaces (ADMIN: all)'), 'platform workspaces list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Workspace[]>('/api/workspaces');
+      const list = await clientFor(command).get<Workspace[]>(paths.workspaces);
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'ID', value: (workspace) => workspace.id },
@@ -62,14 +63,14 @@ export function registerWorkspaces(program: Command): void {
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
       const client = clientFor(command);
       const [workspace, installations, subscriptions] = await Promise.all([
-        client.get<Workspace>(`/api/workspaces/${urlPath(id)}`),
-        client.get<Installation[]>(`/api/workspaces/${urlPath(id, 'extensions')}`),
-        client.get<Subscription[]>(`/api/workspaces/${urlPath(id, 'subscriptions')}`),
+        client.get<Workspace>(paths.workspace(id)),
+        client.get<Installation[]>(paths.installations(id)),
+        client.get<Subscription[]>(paths.subscriptions(id)),
       ]);
       if (flags.json) return printJson({ ...workspace, installations, subscriptions });
       // Member e-mails need the user list, which only an ADMIN may read; others see ids.
       const emails = await client
-        .get<User[]>('/api/admin/users')
+        .get<User[]>(paths.users)
         .then((users) => new Map(users.map((user) => [user.id, user.email])))
         .catch((error: unknown) => {
           if (error instanceof ApiError && error.status === 403) return new Map<string, string>();
@@ -89,7 +90,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .requiredOption('--name <name>', 'the new display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
-      const workspace = await clientFor(command).patch<Workspace>(`/api/admin/workspaces/${urlPath(id)}`, { name: flags.name });
+      const workspace = await clientFor(command).patch<Workspace>(paths.adminWorkspace(id), { name: flags.name });
       printLine(`renamed workspace ${workspace.id} to ${workspace.name}`);
     });
 
@@ -100,7 +101,7 @@ export function registerWorkspaces(program: Command): void {
     .option('--force', 'also remove its installations, subscriptions and dead letters')
     .action(async (id: string, flags: { force?: boolean; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Delete workspace ${id}${flags.force ? ' with everything in it' : ''}?`, flags);
-      await clientFor(command).delete(`/api/admin/workspaces/${urlPath(id)}`, flags.force ? { force: true } : undefined);
+      await clientFor(command).delete(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
       printLine(`deleted workspace ${id}`);
     });
 
@@ -119,10 +120,10 @@ export function registerWorkspaces(program: Command): void {
         const user = await findUser(client, who);
         if (method === 'DELETE') {
           // The route answers 204 for a non-member too; a typo must not pass as a removal.
-          const { members } = await client.get<Workspace>(`/api/workspaces/${urlPath(workspace)}`);
+          const { members } = await client.get<Workspace>(paths.workspace(workspace));
           if (!members.includes(user.id)) throw new CliError(`${user.email} is not a member of ${workspace}: membership not found`, EXIT.daemonError);
         }
-        await client.request(method, `/api/admin/workspaces/${urlPath(workspace, 'members', user.id)}`);
+        await client.request<Workspace | null>(method, paths.member(workspace, user.id));
         printLine(`${name === 'add-member' ? 'added' : 'removed'} ${user.email} ${name === 'add-member' ? 'to' : 'from'} ${workspace}`);
       });
   }
@@ -135,7 +136,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
       const installation = await clientFor(command).post<Installation>(
-        `/api/workspaces/${urlPath(workspace, 'extensions')}`,
+        paths.installations(workspace),
         parseReference(reference),
       );
       printLine(`installed ${installation.extensionKey}@${installation.version} in ${workspace}`);
@@ -146,7 +147,7 @@ export function registerWorkspaces(program: Command): void {
   withExample(extensions.command('list <workspace>').description('installed extensions'), 'platform extensions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Installation[]>(`/api/workspaces/${urlPath(workspace, 'extensions')}`);
+      const list = await clientFor(command).get<Installation[]>(paths.installations(workspace));
       if (flags.json) return printJson(list);
       printTable(list, installationColumns);
     });
@@ -160,7 +161,7 @@ export function registerWorkspaces(program: Command): void {
       `platform extensions ${name} acme crm`,
     )
       .action(async (workspace: string, key: string, _flags, command: Command) => {
-        await clientFor(command).patch(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`, { enabled });
+        await clientFor(command).patch<Installation>(paths.installation(workspace, key), { enabled });
         printLine(`${name}d ${key} in ${workspace}`);
       });
   }
@@ -176,7 +177,7 @@ export function registerWorkspaces(program: Command): void {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
       // The daemon resolves `latest` and ranges to the highest version it can run.
-      const installation = await client.patch<Installation>(`/api/workspaces/${urlPath(workspace, 'extensions', extensionKey)}`, {
+      const installation = await client.patch<Installation>(paths.installation(workspace, extensionKey), {
         version: version ?? 'latest',
         ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
       });
@@ -189,7 +190,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .action(async (workspace: string, key: string, flags: { yes?: boolean }, command: Command) => {
       await confirmOrStop(`Uninstall ${key} from ${workspace}?`, flags);
-      await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'extensions', key)}`);
+      await clientFor(command).delete(paths.installation(workspace, key));
       printLine(`uninstalled ${key} from ${workspace}`);
     });
 
@@ -211,9 +212,9 @@ export function registerWorkspaces(program: Command): void {
         command: Command,
       ) => {
         if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
-        const { data: subscription, meta } = await clientFor(command).request<CreatedSubscription>(
+        const { data: subscription, meta } = await clientFor(command).request<CreatedSubscription, WarningsMeta | null>(
           'POST',
-          `/api/workspaces/${urlPath(workspace, 'subscriptions')}`,
+          paths.subscriptions(workspace),
           {
             body: {
               eventKey: flags.event,
@@ -223,7 +224,7 @@ export function registerWorkspaces(program: Command): void {
             },
           },
         );
-        const warnings = Array.isArray(meta?.warnings) ? (meta.warnings as string[]) : [];
+        const warnings = meta?.warnings ?? [];
         for (const warning of warnings) process.stderr.write(`platform: warning: ${warning}\n`);
         if (flags.json) return printJson(subscription);
         printLine(`subscribed ${subscription.extensionKey} to ${subscription.eventKey} in ${workspace} (id ${subscription.id})`);
@@ -237,7 +238,7 @@ export function registerWorkspaces(program: Command): void {
   withExample(subscriptions.command('list <workspace>').description('subscriptions of a workspace'), 'platform subscriptions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Subscription[]>(`/api/workspaces/${urlPath(workspace, 'subscriptions')}`);
+      const list = await clientFor(command).get<Subscription[]>(paths.subscriptions(workspace));
       if (flags.json) return printJson(list);
       printTable(list, subscriptionColumns);
     });
@@ -248,7 +249,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .action(async (workspace: string, id: string, flags: { yes?: boolean }, command: Command) => {
       await confirmOrStop(`Remove subscription ${id} from ${workspace}?`, flags);
-      await clientFor(command).delete(`/api/workspaces/${urlPath(workspace, 'subscriptions', id)}`);
+      await clientFor(command).delete(paths.subscription(workspace, id));
       printLine(`removed subscription ${id}`);
     });
 }

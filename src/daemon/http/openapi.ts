@@ -1,5 +1,7 @@
-import { toJsonSchema, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import { namedResources } from '../../contract/resources.js';
+import { successShapes } from '../../contract/responses.js';
 import type { ErrorCode } from '../errors.js';
 import { PLATFORM_VERSION } from '../version.js';
 import { statusOf } from './envelope.js';
@@ -22,6 +24,18 @@ const schemaOf = (schema: v.GenericSchema): Json => {
   return rest;
 };
 
+/** Answers refer to the contract's named resources in components.schemas rather than repeating them. */
+const RESOURCE_CONVERSION: ConversionConfig = {
+  ...CONVERSION,
+  errorMode: 'throw',
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+};
+
+const answerSchemaOf = (schema: v.GenericSchema): Json => {
+  const { $schema: _, $defs: __, ...rest } = toJsonSchema(schema, { ...RESOURCE_CONVERSION, definitions: namedResources }) as JsonSchema & Json;
+  return rest;
+};
+
 const ENVELOPE: Json = {
   type: 'object',
   required: ['code', 'message', 'data', 'meta', 'timestamp'],
@@ -36,6 +50,29 @@ const ENVELOPE: Json = {
 
 /** The shared envelope, with the codes this answer can carry (2020-12 allows keywords beside $ref). */
 const envelopeWith = (code: Json): Json => ({ $ref: '#/components/schemas/Envelope', properties: { code } });
+
+/**
+ * The success envelope of a route, with its `data` and `meta` from the
+ * contract (src/contract/responses.ts). Written out rather than as the shared
+ * envelope plus keywords: references inside keywords beside a $ref trip some
+ * OpenAPI tools (the validator of test/openapi.test.ts among them).
+ */
+function successEnvelopeOf(method: string, path: string): Json {
+  const shape = successShapes[`${method.toUpperCase()} ${path}`];
+  if (!shape) throw new Error(`route ${method.toUpperCase()} ${path} has no success shape in src/contract/responses.ts: it cannot be documented`);
+  return {
+    type: 'object',
+    required: ['code', 'message', 'data', 'meta', 'timestamp'],
+    additionalProperties: false,
+    properties: {
+      code: { const: 'SUCCESS' },
+      message: { type: 'null' },
+      data: answerSchemaOf(shape.data),
+      meta: answerSchemaOf(shape.meta),
+      timestamp: { type: 'string', format: 'date-time' },
+    },
+  };
+}
 
 const errorAnswer = (codes: ErrorCode[]): Json => ({
   description: codes.join(', '),
@@ -73,17 +110,18 @@ function parametersOf(spec: AnyEndpointSpec): Json[] {
   return parameters;
 }
 
-function operationOf(method: string, path: string, spec: AnyEndpointSpec): Json {
+function operationOf(method: string, routePath: string, path: string, spec: AnyEndpointSpec): Json {
   const status = String(spec.status ?? 200);
   const success: Json =
     status === '204'
       ? { description: 'done; no body' }
       : spec.answers
         ? { description: spec.answers.description, content: { [spec.answers.contentType]: { schema: {} } } }
-        : {
-            description: 'the envelope; `data` is not described here (see docs/api.md)',
-            content: { 'application/json': { schema: envelopeWith({ const: 'SUCCESS' }) } },
-          };
+        : { description: 'the envelope', content: { 'application/json': { schema: successEnvelopeOf(method, routePath) } } };
+  if (spec.readsOwnBody && success.content) {
+    // A provider's handshake (Slack's url_verification) is answered with the challenge as plain text.
+    (success.content as Json)['text/plain'] = { schema: { type: 'string' } };
+  }
   const responses: Json = { [status]: success };
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(spec, method, path).sort()) {
@@ -118,7 +156,7 @@ export function openApiDocument(routes: RouteTable): Json {
     const spec = specOf(handler);
     if (!spec) throw new Error(`route ${method.toUpperCase()} ${path} is not an endpoint(): it cannot be documented`);
     const openApiPath = path.replace(/:(\w+)/g, '{$1}');
-    (paths[openApiPath] ??= {})[method] = operationOf(method, openApiPath, spec);
+    (paths[openApiPath] ??= {})[method] = operationOf(method, path, openApiPath, spec);
   }
   return {
     openapi: '3.1.0',
@@ -126,10 +164,10 @@ export function openApiDocument(routes: RouteTable): Json {
       title: 'platform',
       version: PLATFORM_VERSION,
       description:
-        'Every answer with a body is the envelope {code, message, data, meta, timestamp}. Request parameters and bodies are generated from the schemas that validate them; docs/api.md describes `data`.',
+        'Every answer with a body is the envelope {code, message, data, meta, timestamp}. Request parameters and bodies are generated from the schemas that validate them, success `data` and `meta` from the API contract (src/contract); docs/api.md is the guide.',
     },
     components: {
-      schemas: { Envelope: ENVELOPE },
+      schemas: { Envelope: ENVELOPE, ...toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION) },
       securitySchemes: {
         cookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

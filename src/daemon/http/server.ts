@@ -1,4 +1,4 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
@@ -7,7 +7,7 @@ import { DomainError, describeFault, StartupError } from '../errors.js';
 import { sendDomainError, sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
 import { hostCheck } from './hosts.js';
-import type { RequestObserver } from './observe.js';
+import { ObservedRequest, ObservedResponse, type RequestObserver } from './observe.js';
 
 export interface HttpServer {
   url: string;
@@ -28,12 +28,12 @@ export async function startHttpServer(
   let hostAccepted: ((host: string | undefined) => boolean) | null = null;
 
   // One shared listener rather than a closure (and a once wrapper) per request.
-  function finished(this: ServerResponse) {
+  function finished(this: ObservedResponse) {
     observer.finished(this.req, this.statusCode);
   }
 
-  const listener = (req: IncomingMessage, res: ServerResponse) => {
-    observer.started(req, res);
+  const listener = (req: ObservedRequest, res: ObservedResponse) => {
+    observer.started(req);
     res.on('close', finished);
     if (draining) {
       res.setHeader('connection', 'close');
@@ -58,6 +58,8 @@ export async function startHttpServer(
       keepAliveTimeout: 5_000,
       // Node checks the two timeouts above only this often: every 30 s unless told, which let a slow client overrun them by as much.
       connectionsCheckingInterval: Math.ceil(headersTimeoutMs / 10),
+      IncomingMessage: ObservedRequest,
+      ServerResponse: ObservedResponse,
     },
     listener,
   );

@@ -1,0 +1,327 @@
+import * as v from 'valibot';
+
+/**
+ * What the HTTP API answers (CONTRACT §§1-12), as valibot schemas: the
+ * OpenAPI document describes each route's `data` and `meta` from them
+ * (responses.ts), and the types the CLI, the console and the daemon share are
+ * inferred from them (types.ts). Objects are strict: an answer has exactly
+ * these fields, and test/openapi.test.ts checks real answers against them.
+ * Node-free, so that the console can import it.
+ */
+
+const Instant = v.pipe(v.string(), v.isoTimestamp());
+const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+export const Role = v.picklist(['ADMIN', 'USER']);
+export type Role = v.InferOutput<typeof Role>;
+
+export const User = v.strictObject({
+  id: v.string(),
+  email: v.string(),
+  fullName: v.string(),
+  roles: v.array(Role),
+  active: v.boolean(),
+});
+export type User = v.InferOutput<typeof User>;
+
+export const ExtensionSummary = v.strictObject({
+  extensionKey: v.string(),
+  name: v.string(),
+  description: v.string(),
+  category: v.string(),
+  latestVersion: v.nullable(v.string()),
+  /** The current full name of the user who created the extension. */
+  author: v.string(),
+});
+export type ExtensionSummary = v.InferOutput<typeof ExtensionSummary>;
+
+export const VersionRecord = v.strictObject({
+  version: v.string(),
+  /** UTC calendar date of publication, YYYY-MM-DD. */
+  releaseDate: v.pipe(v.string(), v.isoDate()),
+  yanked: v.boolean(),
+  artifactUrl: v.string(),
+  manifestUrl: v.nullable(v.string()),
+  requiresPlatform: v.nullable(v.string()),
+  requiresSdk: v.nullable(v.string()),
+  changelog: v.nullable(v.string()),
+});
+export type VersionRecord = v.InferOutput<typeof VersionRecord>;
+
+export const ExtensionDetail = v.strictObject({
+  extensionKey: v.string(),
+  name: v.string(),
+  description: v.string(),
+  category: v.string(),
+  latestVersion: v.nullable(v.string()),
+  /** Newest first, by semver precedence. */
+  versions: v.array(v.strictObject({ version: v.string(), releaseDate: v.pipe(v.string(), v.isoDate()), yanked: v.boolean() })),
+  permissions: v.array(v.string()),
+});
+export type ExtensionDetail = v.InferOutput<typeof ExtensionDetail>;
+
+export const CategoryCount = v.strictObject({ category: v.string(), count: Count });
+export type CategoryCount = v.InferOutput<typeof CategoryCount>;
+
+export const AuditAction = v.picklist(['create', 'update', 'publish', 'yank', 'unyank']);
+export type AuditAction = v.InferOutput<typeof AuditAction>;
+
+export const AuditRecord = v.strictObject({
+  id: v.string(),
+  at: Instant,
+  actor: v.strictObject({ id: v.string(), email: v.string() }),
+  action: AuditAction,
+  extensionKey: v.string(),
+  version: v.optional(v.string()),
+  reason: v.optional(v.string()),
+  /** create and update: each field set or changed, with its value before and after. */
+  changes: v.optional(v.record(v.string(), v.strictObject({ from: v.unknown(), to: v.unknown() }))),
+});
+export type AuditRecord = v.InferOutput<typeof AuditRecord>;
+
+export const Workspace = v.strictObject({
+  id: v.string(),
+  name: v.string(),
+  /** User ids. */
+  members: v.array(v.string()),
+  createdAt: Instant,
+});
+export type Workspace = v.InferOutput<typeof Workspace>;
+
+export const Installation = v.strictObject({
+  workspaceId: v.string(),
+  extensionKey: v.string(),
+  version: v.string(),
+  enabled: v.boolean(),
+  installedAt: Instant,
+});
+export type Installation = v.InferOutput<typeof Installation>;
+
+export const SubscriberKind = v.picklist(['EXTERNAL_SERVICE', 'IN_PROCESS']);
+export type SubscriberKind = v.InferOutput<typeof SubscriberKind>;
+
+const subscriptionEntries = {
+  id: v.string(),
+  workspaceId: v.string(),
+  eventKey: v.string(),
+  extensionKey: v.string(),
+  kind: SubscriberKind,
+  /** With credentials masked: `https://****@host/...`. */
+  serviceBaseUrl: v.nullable(v.string()),
+  /** Where deliveries are POSTed: `{serviceBaseUrl}/events`. */
+  deliveryUrl: v.nullable(v.string()),
+  createdAt: Instant,
+  enabled: v.boolean(),
+  /** Why it is disabled (by an administrator, or after failing too long); null when enabled. */
+  disabledReason: v.nullable(v.string()),
+};
+
+export const Subscription = v.strictObject(subscriptionEntries);
+export type Subscription = v.InferOutput<typeof Subscription>;
+
+/** Answered once, at creation: the only time the signing secret is shown. */
+export const CreatedSubscription = v.strictObject({ ...subscriptionEntries, signingSecret: v.string() });
+export type CreatedSubscription = v.InferOutput<typeof CreatedSubscription>;
+
+/** A rotated signing secret, shown this once. */
+export const RotatedSecret = v.strictObject({ signingSecret: v.string() });
+export type RotatedSecret = v.InferOutput<typeof RotatedSecret>;
+
+/** The delivery a subscription test queued. */
+export const TestDelivery = v.strictObject({ deliveryId: v.string() });
+export type TestDelivery = v.InferOutput<typeof TestDelivery>;
+
+const eventEntries = {
+  id: v.string(),
+  eventKey: v.string(),
+  /** The workspace the event was published into. */
+  tenantId: v.string(),
+  actor: v.string(),
+  /** Who really published it: a user id, `webhook:<key>`, `plugin:<key>` or `platform`; absent on older events. */
+  publishedBy: v.optional(v.string()),
+  payload: v.record(v.string(), v.unknown()),
+  schemaVersion: v.nullable(v.string()),
+  occurredAt: Instant,
+  /** For an event from an inbound webhook: the provider's own delivery id. */
+  sourceId: v.optional(v.string()),
+};
+
+export const PlatformEvent = v.strictObject(eventEntries);
+export type PlatformEvent = v.InferOutput<typeof PlatformEvent>;
+
+export const DeliveryStatus = v.picklist(['PENDING', 'SUCCEEDED', 'DEAD', 'DISCARDED']);
+export type DeliveryStatus = v.InferOutput<typeof DeliveryStatus>;
+
+export const DeliveryAttempt = v.strictObject({
+  number: Count,
+  startedAt: Instant,
+  durationMs: v.number(),
+  outcome: v.picklist(['SUCCESS', 'RETRY', 'FAILED']),
+  httpStatus: v.optional(v.pipe(v.number(), v.integer())),
+  error: v.optional(v.string()),
+  /** The first bytes of the subscriber's answer. */
+  responseExcerpt: v.optional(v.string()),
+});
+export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttempt>;
+
+export const DeliveryRecord = v.strictObject({
+  id: v.string(),
+  eventId: v.string(),
+  workspaceId: v.string(),
+  /** Null for built-in plugins that receive an event without a subscription (chat). */
+  subscriptionId: v.nullable(v.string()),
+  extensionKey: v.string(),
+  kind: SubscriberKind,
+  status: DeliveryStatus,
+  attempts: v.array(DeliveryAttempt),
+  nextAttemptAt: v.optional(Instant),
+  createdAt: Instant,
+  completedAt: v.optional(Instant),
+});
+export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
+
+/** `GET /api/workspaces/{id}/events/{eventId}`: the event and the record of each delivery it caused. */
+export const EventWithDeliveries = v.strictObject({ ...eventEntries, deliveries: v.array(DeliveryRecord) });
+export type EventWithDeliveries = v.InferOutput<typeof EventWithDeliveries>;
+
+export const ChannelSummary = v.strictObject({ channel: v.string(), messageCount: Count, lastMessageAt: Instant });
+export type ChannelSummary = v.InferOutput<typeof ChannelSummary>;
+
+export const ChatMessage = v.strictObject({
+  id: v.string(),
+  channel: v.string(),
+  message: v.string(),
+  sender: v.string(),
+  /** As on the notification event. */
+  publishedBy: v.string(),
+  eventId: v.string(),
+  postedAt: Instant,
+});
+export type ChatMessage = v.InferOutput<typeof ChatMessage>;
+
+export const WebhookRequestEntry = v.strictObject({
+  id: v.string(),
+  receivedAt: Instant,
+  outcome: v.picklist(['ACCEPTED', 'REJECTED', 'FAILED', 'DUPLICATE']),
+  reason: v.string(),
+  eventId: v.optional(v.string()),
+  /** As received (names lowercased), signatures and keys as `****`. */
+  headers: v.record(v.string(), v.string()),
+  bodyExcerpt: v.string(),
+});
+export type WebhookRequestEntry = v.InferOutput<typeof WebhookRequestEntry>;
+
+export const DeadLetter = v.strictObject({
+  id: v.string(),
+  deliveryId: v.string(),
+  event: PlatformEvent,
+  subscriber: v.strictObject({
+    subscriptionId: v.nullable(v.string()),
+    extensionKey: v.string(),
+    kind: SubscriberKind,
+    serviceBaseUrl: v.nullable(v.string()),
+  }),
+  attempts: Count,
+  lastError: v.strictObject({ message: v.string(), status: v.nullable(v.pipe(v.number(), v.integer())) }),
+  firstAttemptAt: v.nullable(Instant),
+  deadAt: Instant,
+  replayCount: Count,
+});
+export type DeadLetter = v.InferOutput<typeof DeadLetter>;
+
+/** Where a dead letter stands, for following a replay. */
+export const DeadLetterState = v.strictObject({ state: v.picklist(['dead', 'queued', 'gone']) });
+export type DeadLetterState = v.InferOutput<typeof DeadLetterState>;
+
+export const ReplayedDeadLetters = v.strictObject({ replayed: Count, skipped: Count });
+export type ReplayedDeadLetters = v.InferOutput<typeof ReplayedDeadLetters>;
+
+export const DiscardedDeadLetters = v.strictObject({ discarded: Count });
+export type DiscardedDeadLetters = v.InferOutput<typeof DiscardedDeadLetters>;
+
+export const ConfigFieldType = v.picklist(['STRING', 'NUMBER', 'BOOLEAN', 'SECRET']);
+export type ConfigFieldType = v.InferOutput<typeof ConfigFieldType>;
+
+/** A SECRET's value is always `"********"` (or null while unset). */
+export const ConfigField = v.strictObject({
+  name: v.string(),
+  type: ConfigFieldType,
+  value: v.union([v.string(), v.number(), v.boolean(), v.null()]),
+  set: v.boolean(),
+});
+export type ConfigField = v.InferOutput<typeof ConfigField>;
+
+export const ExtensionConfig = v.strictObject({ fields: v.array(ConfigField) });
+export type ExtensionConfig = v.InferOutput<typeof ExtensionConfig>;
+
+export const DaemonStatus = v.strictObject({
+  version: v.string(),
+  uptimeSeconds: Count,
+  pendingDeliveries: Count,
+  inFlightDeliveries: Count,
+  oldestPendingAgeMs: v.nullable(v.number()),
+  deadLetters: Count,
+  eventsStored: Count,
+});
+export type DaemonStatus = v.InferOutput<typeof DaemonStatus>;
+
+export const Health = v.strictObject({ status: v.literal('ok'), version: v.string(), sdkVersion: v.string() });
+export type Health = v.InferOutput<typeof Health>;
+
+export const Readiness = v.strictObject({ status: v.literal('ready') });
+export type Readiness = v.InferOutput<typeof Readiness>;
+
+/** `meta` of a list paged by offset. */
+export const PageMeta = v.strictObject({ total: Count, limit: Count, offset: Count });
+export type PageMeta = v.InferOutput<typeof PageMeta>;
+
+/** `meta` of a list paged by cursor: `nextCursor` is absent on the last page. */
+export const CursorMeta = v.strictObject({ limit: Count, nextCursor: v.optional(v.string()) });
+export type CursorMeta = v.InferOutput<typeof CursorMeta>;
+
+/** `meta` of an accepted publish: the event's id. */
+export const PublishedMeta = v.strictObject({ eventId: v.string() });
+export type PublishedMeta = v.InferOutput<typeof PublishedMeta>;
+
+/** `meta` of a subscription made for an extension that is not installed: nothing is delivered until it is. */
+export const WarningsMeta = v.strictObject({ warnings: v.array(v.string()) });
+export type WarningsMeta = v.InferOutput<typeof WarningsMeta>;
+
+/**
+ * The resources the API document names (components.schemas), by name: a
+ * route's schema refers to them rather than repeating them.
+ */
+export const namedResources = {
+  User,
+  ExtensionSummary,
+  ExtensionDetail,
+  VersionRecord,
+  CategoryCount,
+  AuditRecord,
+  Workspace,
+  Installation,
+  Subscription,
+  CreatedSubscription,
+  RotatedSecret,
+  TestDelivery,
+  PlatformEvent,
+  DeliveryAttempt,
+  DeliveryRecord,
+  EventWithDeliveries,
+  ChannelSummary,
+  ChatMessage,
+  WebhookRequestEntry,
+  DeadLetter,
+  DeadLetterState,
+  ReplayedDeadLetters,
+  DiscardedDeadLetters,
+  ConfigField,
+  ExtensionConfig,
+  DaemonStatus,
+  Health,
+  Readiness,
+  PageMeta,
+  CursorMeta,
+  PublishedMeta,
+  WarningsMeta,
+};
