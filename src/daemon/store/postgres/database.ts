@@ -3,6 +3,9 @@ import pg from 'pg';
 import { unavailable } from '../../errors.js';
 import type { DatabaseSettings } from './settings.js';
 
+/** How long getting a connection may take (a new one, or a free one from the pool) before the request is answered 503. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 /** What both the pool and a transaction's client answer: parameterised SQL only. */
 export interface Queryable {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
@@ -30,6 +33,8 @@ export class Database implements Queryable {
     this.pool = new pg.Pool({
       connectionString: settings.url,
       application_name: 'platform',
+      // A database that does not answer (a host gone, a proxy half-open) becomes a 503 after this, not a request left hanging.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       onConnect: async (client) => {
         await client.query(searchPath);
       },
