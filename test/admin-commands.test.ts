@@ -9,6 +9,7 @@ import { call, type Api } from './helpers/http.js';
 import { startSubscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
+import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
 let admin: Api & { token: string };
@@ -76,7 +77,7 @@ test('users set-roles, reset-password and delete from the CLI', async () => {
   assert.match(self.stderr, 'your own account');
 });
 
-test('users reset-password --data-dir: offline, refused while the daemon runs, then works and ends sessions', async () => {
+filesOnly(test)('users reset-password --data-dir: offline, refused while the daemon runs, then works and ends sessions (files only: the offline command edits the users of the data directory)', async () => {
   const own = await startTestDaemon();
   const session = await own.admin();
   const offline = (dir: string) =>

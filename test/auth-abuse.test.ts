@@ -9,6 +9,7 @@ import { spawnDaemon } from './helpers/cli.js';
 import { ADMIN, createUser, startTestDaemon } from './helpers/daemon.js';
 import { api, call, tokenOf, type HttpResult } from './helpers/http.js';
 import { tempDir } from './helpers/temp.js';
+import { filesOnly } from './helpers/postgres.js';
 
 /**
  * Bcrypt at its real cost (10, ~70 ms a comparison), so that concurrent
@@ -123,7 +124,7 @@ test('a flood of logins with random e-mails from one address does not keep anoth
   }
 });
 
-test('revocations are appended to revocations.log, not rewritten; expired ones are compacted away', async () => {
+filesOnly(test)('revocations are appended to revocations.log, not rewritten; expired ones are compacted away (files only: reads revocations.log)', async () => {
   const t = await startTestDaemon();
   try {
     const sessions = await Promise.all([1, 2, 3].map(() => t.as(ADMIN.email, ADMIN.password)));
@@ -145,7 +146,7 @@ test('revocations are appended to revocations.log, not rewritten; expired ones a
   }
 });
 
-test('a data directory with revocations.json is migrated to the log on start, and its revocations hold', async () => {
+filesOnly(test)('a data directory with revocations.json is migrated to the log on start, and its revocations hold (files only: migrates a file of the data directory)', async () => {
   const t = await startTestDaemon();
   const revoked = await t.as(ADMIN.email, ADMIN.password);
   const kept = await t.as(ADMIN.email, ADMIN.password);

@@ -11,6 +11,7 @@ import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
+import { filesOnly } from './helpers/postgres.js';
 
 const CLIENTS = 10;
 const USER = { email: 'kept@example.test', password: 'kept-password-1' };
@@ -78,7 +79,7 @@ test.after(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-test('a backup taken while 10 clients publish restores every acknowledged event, whole records only, and the same state', async () => {
+filesOnly(test)('a backup taken while 10 clients publish restores every acknowledged event, whole records only, and the same state (files only: backs up the data directory)', async () => {
   const before = await observable(admin);
   const acknowledged: Array<{ id: string; workspace: string }> = [];
   let publishing = true;
@@ -142,7 +143,7 @@ test('a backup taken while 10 clients publish restores every acknowledged event,
   }
 });
 
-test('only an ADMIN may take a backup (403); a missing or existing --out is a usage error', async () => {
+filesOnly(test)('only an ADMIN may take a backup (403); a missing or existing --out is a usage error (files only: its existing --out is the archive of the data directory made above)', async () => {
   const user = await source.as(USER.email, USER.password);
   const refused = await user.get('/api/admin/backup');
   assert.is(refused.status, 403);
@@ -174,7 +175,7 @@ async function assertRefused(file: string, why: RegExp | string, target = join(w
   assert.equal(readdirSync(work).filter((name) => name.includes('.restore-')), [], 'no staging left behind');
 }
 
-test('restore refuses a truncated, altered or newer archive, a non-archive and a non-empty directory; it writes nothing', async () => {
+filesOnly(test)('restore refuses a truncated, altered or newer archive, a non-archive and a non-empty directory; it writes nothing (files only: restores a data directory)', async () => {
   const bytes = readFileSync(archive);
   const truncated = join(work, 'truncated.tar.gz');
   writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length * 0.6)));
@@ -215,7 +216,7 @@ test('restore refuses a truncated, altered or newer archive, a non-archive and a
   assert.is(statSync(join(occupied, 'keep.txt')).size, 4);
 });
 
-test('--include-keys puts master.key and jwt-secret in the archive, and restore says so', async () => {
+filesOnly(test)('--include-keys puts master.key and jwt-secret in the archive, and restore says so (files only: backs up the data directory)', async () => {
   const withKeys = join(work, 'with-keys.tar.gz');
   const backup = await runCli(['backup', '--out', withKeys, '--include-keys'], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
   assert.is(backup.code, 0, backup.stderr);

@@ -11,6 +11,7 @@ import { PLATFORM_VERSION } from '../src/daemon/version.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import type { Api } from './helpers/http.js';
 import { tempDir } from './helpers/temp.js';
+import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
 let admin: Api;
@@ -565,7 +566,7 @@ test('a restart keeps extensions, versions, yanks, search and the audit trail', 
   assert.is((await publish('durable', '1.2.0')).status, 201, 'and the catalog still takes changes');
 });
 
-test('one file per extension under catalog/; a corrupt one stops the start, naming it, untouched', async () => {
+filesOnly(test)('one file per extension under catalog/; a corrupt one stops the start, naming it, untouched (files only: reads and breaks the catalog files)', async () => {
   const file = join(t.dataDir, 'catalog', 'durable.json');
   const stored = JSON.parse(readFileSync(file, 'utf8'));
   assert.is(stored.schemaVersion, 1);

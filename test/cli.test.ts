@@ -8,6 +8,7 @@ import { closedPort } from './helpers/ports.js';
 import { tempDir } from './helpers/temp.js';
 import { runCli, runCliOnTty } from './helpers/cli.js';
 import { api } from './helpers/http.js';
+import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
 let config: string;
@@ -265,7 +266,7 @@ test('logout ends the session on the daemon and forgets it locally', async () =>
   assert.is(after.code, 1);
 });
 
-test('init creates the first administrator of a data directory, once', async () => {
+filesOnly(test)('init creates the first administrator of a data directory, once (files only: init writes the users of a data directory)', async () => {
   const dir = join(await tempDir(), 'data');
   const init = await runCli(['init', '--data-dir', dir, '--email', 'owner@example.test', '--password-stdin'], {
     input: 'owner-password',

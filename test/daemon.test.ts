@@ -9,6 +9,7 @@ import { ADMIN } from './helpers/daemon.js';
 import { tempDir } from './helpers/temp.js';
 import { runCli, spawnDaemon, type DaemonProcess } from './helpers/cli.js';
 import { api, call, tokenOf } from './helpers/http.js';
+import { filesOnly } from './helpers/postgres.js';
 
 const adminEnv = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password };
 
@@ -16,7 +17,7 @@ async function adminClient(daemon: DaemonProcess) {
   return api(daemon.url, tokenOf(await call(daemon.url, 'POST', '/api/auth/login', { json: ADMIN })));
 }
 
-test('serve on an empty data directory creates what it needs (0700/0600) and prints one start line', async () => {
+filesOnly(test)('serve on an empty data directory creates what it needs (0700/0600) and prints one start line (files only: checks the data files it creates)', async () => {
   const dir = join(await tempDir(), 'fresh');
   const daemon = await spawnDaemon(dir, adminEnv);
   try {

@@ -8,6 +8,7 @@ import { runCli } from './helpers/cli.js';
 import { createWorkspace, publishExtension, subscribeExternal, install } from './helpers/fixtures.js';
 import { call, type Api } from './helpers/http.js';
 import { hasValidSignature, startSubscriber } from './helpers/subscriber.js';
+import { filesOnly } from './helpers/postgres.js';
 
 const SECRET = 'sup3r-s3cret-webhook-value';
 
@@ -176,7 +177,7 @@ test('platform ext config get, set and set-secret (from stdin, never from argv)'
   assert.equal(t.daemon.services.extensionConfig.values('github')['webhook.secret'], 'rotated-secret-value');
 });
 
-test('keys rotate: every secret re-encrypted under a new key, none lost; refused while the daemon runs', async () => {
+filesOnly(test)('keys rotate: every secret re-encrypted under a new key, none lost; refused while the daemon runs (files only: the offline rotation rewrites the secrets of the data directory)', async () => {
   const subscriber = await startSubscriber();
   await createWorkspace(admin, 'rotation');
   await install(admin, 'rotation', 'github');
@@ -208,7 +209,7 @@ test('keys rotate: every secret re-encrypted under a new key, none lost; refused
   await subscriber.close();
 });
 
-test('an interrupted rotation (keyring of new and old key) still opens every secret', async () => {
+filesOnly(test)('an interrupted rotation (keyring of new and old key) still opens every secret (files only: follows the offline rotation above)', async () => {
   await t.stop();
   const { SecretBox } = await import('../src/daemon/secrets/box.js');
   const box = await SecretBox.open(t.dataDir, null);

@@ -9,6 +9,7 @@ import { call, type HttpResult } from './helpers/http.js';
 import { runCli, spawnDaemon } from './helpers/cli.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
+import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
 
@@ -365,7 +366,7 @@ test('arrays, unknown fields and missing bodies are refused where an object is e
   assertEnvelope(await call(t.url, 'POST', '/api/auth/login'), 400, 'VALIDATION_ERROR');
 });
 
-test('an unexpected fault is 500 INTERNAL_ERROR without stack, path or detail, and is logged', async () => {
+filesOnly(test)('an unexpected fault is 500 INTERNAL_ERROR without stack, path or detail, and is logged (files only: breaks a data file to cause the fault)', async () => {
   const admin = await t.admin();
   // Make the next users.json write fail: its temp file path is taken by a directory.
   const blocker = join(t.dataDir, 'users.json.tmp');

@@ -9,6 +9,7 @@ import { FAST_DISPATCH, publishExtension, subscribeExternal, workspaceWith } fro
 import { runCli, spawnDaemon } from './helpers/cli.js';
 import { startSubscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
+import { filesOnly } from './helpers/postgres.js';
 
 // Text lines, as an operator at a terminal reads them (piped stdout defaults to JSON).
 const TEXT = { PLATFORM_LOG_FORMAT: 'text' };
@@ -78,7 +79,7 @@ test("a lock naming a live process that is not this host's daemon (a copied data
   }
 });
 
-test('start-up lines: admin from the environment, torn log tail cut, data file modes tightened', async () => {
+filesOnly(test)('start-up lines: admin from the environment, torn log tail cut, data file modes tightened (files only: cuts and tightens data files)', async () => {
   const dir = join(await tempDir(), 'data');
   const first = await spawnDaemon(dir, adminEnv);
   first.child.kill('SIGTERM');

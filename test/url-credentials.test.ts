@@ -8,6 +8,7 @@ import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtu
 import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
+import { filesOnly } from './helpers/postgres.js';
 
 const USER = 'hookuser';
 const PASSWORD = 'pa55-w0rd-xyzzy';
@@ -45,7 +46,7 @@ test.after(async () => {
   await subscriber.close();
 });
 
-test('URL credentials are shown masked, stored sealed, and still used for deliveries', async () => {
+filesOnly(test)('URL credentials are shown masked, stored sealed, and still used for deliveries (files only: reads workspaces.json)', async () => {
   const created = await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', withCredentials);
   assert.is((created as any).serviceBaseUrl, masked);
   const listed = await admin.get('/api/workspaces/acme/subscriptions');
@@ -79,7 +80,7 @@ test('URL credentials are shown masked, stored sealed, and still used for delive
   assertNowhereInClear('after deliveries');
 });
 
-test('data written with clear credentials is sealed and masked when the daemon opens it', async () => {
+filesOnly(test)('data written with clear credentials is sealed and masked when the daemon opens it (files only: writes workspaces.json)', async () => {
   // A delivery left pending at the stop: the subscriber hangs until the daemon aborts it.
   subscriber.answer(() => ({ hang: true }));
   await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed' });
@@ -106,7 +107,7 @@ test('data written with clear credentials is sealed and masked when the daemon o
   assert.is((await deadLetters())[0].subscriber.serviceBaseUrl, masked);
 });
 
-test('platform keys rotate re-seals URL credentials; deliveries still use them', async () => {
+filesOnly(test)('platform keys rotate re-seals URL credentials; deliveries still use them (files only: the offline rotation rewrites workspaces.json)', async () => {
   await t.stop();
   const sealedBefore = JSON.parse(read('workspaces.json')).subscriptions[0].sealedServiceBaseUrl;
   assert.match(sealedBefore, /^enc:v1:/);

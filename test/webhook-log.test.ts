@@ -7,6 +7,7 @@ import { runCli } from './helpers/cli.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { createWorkspace, pluginsDirWith, publishExtension } from './helpers/fixtures.js';
 import { call, type Api } from './helpers/http.js';
+import { filesOnly } from './helpers/postgres.js';
 
 const GITHUB_SECRET = 'gh-secret-never-shown-7Qx';
 const HMAC_SECRET = 'hmac-secret-never-shown-3Kd';
@@ -110,7 +111,7 @@ test('every outcome is recorded with its reason and eventId, newest first', asyn
   ]);
 });
 
-test('signature and key headers are masked; no secret or signature appears in the answer or on disk', async () => {
+filesOnly(test)('signature and key headers are masked; no secret or signature appears in the answer or on disk (files only: reads webhook-requests.log)', async () => {
   await configure('partner', [
     ['webhook.scheme', 'STRING', 'api-key'],
     ['webhook.secret', 'SECRET', PARTNER_KEY],
@@ -177,7 +178,7 @@ test('the body excerpt is the first 2 KiB, cut at a character boundary; headers 
   assert.ok((entry.headers['x-big'] as string).endsWith('…'));
 });
 
-test('calls for unknown extension keys leave nothing behind', async () => {
+filesOnly(test)('calls for unknown extension keys leave nothing behind (files only: reads webhook-requests.log)', async () => {
   for (const key of ['no-such-extension', 'Not-A-Key', 'ab'.repeat(40)]) {
     assert.is((await post(key, '{"a":1}')).status, 404);
     assert.is((await requests(key)).status, 404);
@@ -236,7 +237,7 @@ test('bad limit or cursor is 400 with issues; an unknown extension 404; a member
   assert.is((await t.anon.get('/api/admin/webhooks/gh/requests')).status, 401);
 });
 
-test('each extension keeps its latest 1,000 calls, on disk too, across a restart; paging past dropped calls is 409', async () => {
+filesOnly(test)('each extension keeps its latest 1,000 calls, on disk too, across a restart; paging past dropped calls is 409 (files only: reads webhook-requests.log)', async () => {
   const total = 3200;
   for (let n = 0; n < total; n += 1) {
     const result = await postHmac(`{"n":${n}}`, false);

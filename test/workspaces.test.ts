@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { createWorkspace, install, publishExtension } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
+import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
 let admin: Api;
@@ -129,7 +130,7 @@ test('installations: members read them, only an ADMIN changes them', async () =>
   assert.is((await outsider.get('/api/workspaces/acme/extensions')).status, 403);
 });
 
-test('subscriptions: the signing secret is shown once and stored sealed', async () => {
+filesOnly(test)('subscriptions: the signing secret is shown once and stored sealed (files only: reads workspaces.json)', async () => {
   await install(admin, 'acme', 'crm', '1.1.0');
   const created = await admin.post('/api/workspaces/acme/subscriptions', {
     eventKey: 'crm.deal.closed',

@@ -41,6 +41,8 @@ export interface DaemonConfig {
     /** Refuse subscriber URLs that resolve to loopback, private or link-local addresses (`--deny-private-targets`). */
     denyPrivateTargets: boolean;
   };
+  /** PLATFORM_DELIVERY_LEASE (seconds): how long another daemon waits before taking over a delivery claimed by one that stopped answering (PostgreSQL). */
+  deliveryLeaseMs: number;
   retention: { maxAgeMs: number; maxPerWorkspace: number };
   /**
    * PLATFORM_SECRET_OVERLAP and PLATFORM_DISABLE_AFTER are seconds; kept here in
@@ -215,6 +217,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       handlerTimeoutMs: parseSetting('PLATFORM_HANDLER_TIMEOUT', Count(1, 600_000), env.PLATFORM_HANDLER_TIMEOUT, 30_000),
       denyPrivateTargets: flags.denyPrivateTargets ?? isTrue(env.PLATFORM_DENY_PRIVATE_TARGETS),
     },
+    deliveryLeaseMs: parseSetting('PLATFORM_DELIVERY_LEASE', Count(1, 3600), env.PLATFORM_DELIVERY_LEASE, 30) * 1000,
     retention: {
       maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),

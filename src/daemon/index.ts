@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
 import { removeStaleSnapshots } from './backup/snapshot.js';
 import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
-import { StartupError } from './errors.js';
 import { createApiApp } from './http/index.js';
 import { createRequestObserver } from './http/observe.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -14,6 +13,7 @@ import { openServices, type Services } from './services.js';
 import { takeTornTails } from './store/append-log.js';
 import { FILE_MODE, ensurePrivateDir } from './store/files.js';
 import { lockDataDir } from './store/lock.js';
+import { redactUrl } from './store/postgres/settings.js';
 
 export interface Daemon {
   url: string;
@@ -36,11 +36,6 @@ export interface StartOptions {
  * was started and rethrows (StartupError carries an operator-readable message).
  */
 export async function startDaemon(config: DaemonConfig, options: StartOptions = {}): Promise<Daemon> {
-  if (config.database) {
-    throw new StartupError(
-      'the PostgreSQL backend is not complete yet (only users and the catalog are stored there); run platform serve without --database-url / PLATFORM_DATABASE_URL',
-    );
-  }
   const logger = options.logger ?? createLogger();
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
@@ -77,7 +72,8 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     }
     if (leftover) logger.warn(leftover);
     if (seeded !== null) logger.info(describeSeeding(seeded, SEED_FILE));
-    logger.info(`platform listening on ${http.url} (data: ${config.dataDir})`);
+    const storage = config.database ? `database: ${redactUrl(config.database.url)}, schema ${config.database.schema}; ` : '';
+    logger.info(`platform listening on ${http.url} (${storage}data: ${config.dataDir})`);
 
     let stopping: Promise<void> | null = null;
     const ready = opened;

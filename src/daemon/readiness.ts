@@ -15,8 +15,9 @@ const REASONS: Record<string, string> = {
 
 /**
  * Ready: storage takes writes (a small file is written, synced and removed in
- * the data directory) and the dispatcher runs. Probes are shared: concurrent
- * callers wait for the same one, and a result is reused for a second.
+ * the data directory; on PostgreSQL the database also answers a query) and the
+ * dispatcher runs. Probes are shared: concurrent callers wait for the same one,
+ * and a result is reused for a second.
  */
 export class Readiness {
   private probing: Promise<string | null> | null = null;
@@ -26,6 +27,8 @@ export class Readiness {
   constructor(
     private readonly dataDir: string,
     private readonly dispatcher: { readonly isRunning: boolean },
+    /** Why the database cannot serve now; null on files. */
+    private readonly databaseFault: (() => Promise<string | null>) | null = null,
   ) {}
 
   /** Why the daemon is not ready; empty when it is. */
@@ -49,6 +52,11 @@ export class Readiness {
   }
 
   private async probe(): Promise<string | null> {
+    const [dataDir, database] = await Promise.all([this.probeDataDir(), this.databaseFault?.() ?? null]);
+    return [dataDir, database].filter((fault) => fault !== null).join('; ') || null;
+  }
+
+  private async probeDataDir(): Promise<string | null> {
     const file = join(this.dataDir, `.ready-${randomUUID()}`);
     try {
       const handle = await open(file, 'w', 0o600);

@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto';
 import { join } from 'node:path';
 import type { DaemonConfig } from './config.js';
 import { AuthService } from './auth/service.js';
@@ -17,7 +18,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { PluginRegistry } from './plugins/registry.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
-import { openFileStores } from './store/stores.js';
+import { openDatabaseStores, openFileStores, type Stores } from './store/stores.js';
 import { WebhookService } from './webhooks/service.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
@@ -36,6 +37,8 @@ export interface Services {
   metrics: Metrics;
   /** Published events and delivery outcomes as they happen, for live streams. */
   activity: ActivityFeed;
+  /** On PostgreSQL: why the database cannot serve now (null: it can), for readiness; null on files. */
+  databaseFault: (() => Promise<string | null>) | null;
   startedAt: number;
 }
 
@@ -56,15 +59,29 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     for (const closer of closers.reverse()) await closer();
   };
   try {
+    const box = await SecretBox.open(config.dataDir, config.masterKey);
+    // The one place the backend is chosen.
+    let stores: Stores;
+    let databaseFault: Services['databaseFault'] = null;
+    const storeOptions = {
+      logError: (message: string) => logger.error(message),
+      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries },
+      deliveryLeaseMs: config.deliveryLeaseMs,
+    };
+    if (config.database) {
+      const opened = await openDatabaseStores(config.database, { ...storeOptions, logWarning: (message) => logger.warn(message) });
+      closers.push(() => opened.close());
+      stores = opened.stores;
+      databaseFault = () => opened.fault();
+    } else {
+      stores = await openFileStores(config.dataDir, storeOptions);
+      closers.push(() => stores.close());
+    }
     const jwtSecret = config.jwtSecret
       ? Buffer.from(config.jwtSecret)
-      : await readOrCreateSecret(join(config.dataDir, 'jwt-secret'), 32);
-    // The one place the backend is chosen; PostgreSQL (config.database) is refused at start until every domain is converted.
-    const stores = await openFileStores(config.dataDir, {
-      logError: (message) => logger.error(message),
-      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries },
-    });
-    closers.push(() => stores.close());
+      : config.database
+        ? sessionKeyFrom(box)
+        : await readOrCreateSecret(join(config.dataDir, 'jwt-secret'), 32);
     const { users } = stores;
     const tokens = new TokenService(jwtSecret, config.tokenTtlSeconds, stores.revocations);
     const passwords = new PasswordHasher(config.bcryptCost);
@@ -74,7 +91,6 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const auth = new AuthService(users, tokens, passwords, throttle, names);
     const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
 
-    const box = await SecretBox.open(config.dataDir, config.masterKey);
     const chatPlugin = createChatPlugin({ post: (workspaceId, input) => postChatMessage(stores.chat, workspaceId, input) });
     const plugins = await PluginRegistry.load(config.pluginsDir, [chatPlugin]);
     const workspaces = await WorkspaceService.open(stores.workspaces, {
@@ -137,6 +153,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         webhooks,
         metrics,
         activity,
+        databaseFault,
         startedAt: Date.now(),
       },
       jobs,
@@ -148,4 +165,13 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     await close();
     throw error;
   }
+}
+
+/**
+ * On PostgreSQL every daemon must verify the sessions any other one signed, and
+ * they share one thing already: the master key (PLATFORM_MASTER_KEY). The
+ * signing key is derived from its current key, unless PLATFORM_JWT_SECRET is set.
+ */
+function sessionKeyFrom(box: SecretBox): Buffer {
+  return Buffer.from(hkdfSync('sha256', box.keys[0]!, Buffer.alloc(0), 'platform session signing key', 32));
 }

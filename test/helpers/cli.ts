@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { testDatabaseFor } from './postgres.js';
 import { waitFor } from './wait.js';
 
 export const PLATFORM_BIN = fileURLToPath(new URL('../../bin/platform', import.meta.url));
@@ -42,9 +43,16 @@ export interface DaemonProcess {
   exited: Promise<number | string>;
 }
 
-/** Starts `platform serve --port 0` as a process and waits for its start line. */
+/**
+ * Starts `platform serve --port 0` as a process and waits for its start line. On the
+ * PostgreSQL pass it gets `--database-url` (a database per data directory; see
+ * testDatabaseFor) unless the test gives a database itself.
+ */
 export async function spawnDaemon(dataDir: string, env: Record<string, string> = {}, extraArgs: string[] = []): Promise<DaemonProcess> {
-  const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...extraArgs], {
+  const givesDatabase = extraArgs.includes('--database-url') || env.PLATFORM_DATABASE_URL !== undefined;
+  const databaseUrl = givesDatabase ? null : await testDatabaseFor(dataDir);
+  const databaseArgs = databaseUrl ? ['--database-url', databaseUrl] : [];
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...databaseArgs, ...extraArgs], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PLATFORM_BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

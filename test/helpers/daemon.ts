@@ -3,6 +3,7 @@ import { resolveConfig, type DaemonConfig } from '../../src/daemon/config.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { createLogger, type LoggerOptions } from '../../src/daemon/log.js';
 import { api, call, tokenOf, type Api } from './http.js';
+import { testDatabaseFor } from './postgres.js';
 import { tempDir } from './temp.js';
 
 export const ADMIN = { email: 'admin@example.test', password: 'admin-password-1' };
@@ -28,6 +29,8 @@ export interface TestDaemon {
 /**
  * The real daemon, in this process, on port 0 with a fresh temp data directory
  * (or the given one). bcrypt runs at cost 4 so that tests do not wait on it.
+ * On the PostgreSQL pass (PLATFORM_TEST_BACKEND=postgres) it keeps its state in
+ * a database of its own, the same one again when it restarts on that directory.
  */
 export async function startTestDaemon(
   overrides: Partial<DaemonConfig> = {},
@@ -35,8 +38,9 @@ export async function startTestDaemon(
   loggerOptions: LoggerOptions = {},
 ): Promise<TestDaemon> {
   const dir = dataDir ?? (await tempDir());
+  const databaseUrl = 'database' in overrides ? null : await testDatabaseFor(dir);
   const config: DaemonConfig = {
-    ...resolveConfig({ port: '0', dataDir: dir }, {}),
+    ...resolveConfig({ port: '0', dataDir: dir, ...(databaseUrl ? { databaseUrl } : {}) }, {}),
     bcryptCost: 4,
     bootstrapAdmin: ADMIN,
     shutdownGraceMs: 2000,

@@ -4,6 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { Test } from 'uvu';
 import { closedPort } from './ports.js';
 
 /**
@@ -36,6 +37,30 @@ export async function freshDatabase(): Promise<string> {
     await client.end();
   }
   return `postgres://${USER}:${password}@127.0.0.1:${port}/${name}`;
+}
+
+/**
+ * Which backend daemons of this test run keep their state in: `PLATFORM_TEST_BACKEND=postgres`
+ * (the second pass of `npm test`) or the data directory. A behaviour is tested once and
+ * runs on both; tests that only make sense on one backend say so in their name.
+ */
+export const TEST_BACKEND: 'files' | 'postgres' = process.env.PLATFORM_TEST_BACKEND === 'postgres' ? 'postgres' : 'files';
+
+const databaseByDataDir = new Map<string, Promise<string>>();
+
+/**
+ * On the PostgreSQL pass, the database of the daemon that uses `dataDir`: a fresh one
+ * the first time, the same one when a daemon starts again on that directory
+ * (a restart keeps its state, as on files). Null on the file pass.
+ */
+export function testDatabaseFor(dataDir: string): Promise<string> | null {
+  if (TEST_BACKEND !== 'postgres') return null;
+  let url = databaseByDataDir.get(dataDir);
+  if (!url) {
+    url = freshDatabase();
+    databaseByDataDir.set(dataDir, url);
+  }
+  return url;
 }
 
 async function startCluster(): Promise<Cluster> {
@@ -106,4 +131,13 @@ async function startCluster(): Promise<Cluster> {
     if (!stopping) child.kill('SIGINT');
   });
   return { port, password };
+}
+
+/**
+ * `test` on the file pass, `test.skip` on the PostgreSQL pass: for a test that only
+ * makes sense on the data directory's files (it reads them, breaks them, or fills
+ * their disk). Its name says why.
+ */
+export function filesOnly(suite: Test): Test | Test['skip'] {
+  return TEST_BACKEND === 'files' ? suite : suite.skip;
 }

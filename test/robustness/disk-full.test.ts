@@ -9,6 +9,7 @@ import type { Api, HttpResult } from '../helpers/http.js';
 import { startSubscriber } from '../helpers/subscriber.js';
 import { fillDisk, withSmallDisk } from '../helpers/tmpfs.js';
 import { waitFor } from '../helpers/wait.js';
+import { filesOnly } from '../helpers/postgres.js';
 
 /**
  * Large enough that its event line and outbox record need fresh pages: tmpfs
@@ -136,7 +137,7 @@ function assertNothingDamaged(before: Map<string, Buffer>, after: Map<string, Bu
   assert.equal(added, [], 'no file appeared');
 }
 
-test('disk full: writes answer 503 UNAVAILABLE, reads keep working, nothing stored is damaged, and writes resume once space is freed', async () => {
+filesOnly(test)('disk full: writes answer 503 UNAVAILABLE, reads keep working, nothing stored is damaged, and writes resume once space is freed (files only: fills the disk of the data directory)', async () => {
   await withSmallDisk('8m', async (dataDir) => {
     const receiver = await startSubscriber();
     let daemon: TestDaemon = await startTestDaemon({ dispatch: FAST_DISPATCH }, dataDir);

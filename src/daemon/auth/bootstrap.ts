@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { StartupError } from '../errors.js';
+import { DomainError, StartupError } from '../errors.js';
 import { isMissing, writeFileDurably } from '../store/files.js';
 import type { AuthService } from './service.js';
 import { Email, Password } from './schemas.js';
@@ -33,14 +33,32 @@ export async function ensureFirstAdmin(
     if (!email.success) throw new StartupError(`PLATFORM_ADMIN_EMAIL ${email.issues[0].message}`);
     const password = v.safeParse(Password, credentials.password);
     if (!password.success) throw new StartupError(`PLATFORM_ADMIN_PASSWORD ${password.issues[0].message}`);
-    await auth.createUser({ email: email.output, fullName: 'Administrator', password: password.output, roles: ['ADMIN'] });
+    if (!(await createdUnlessTaken(auth, email.output, password.output))) return null;
     return { email: email.output, generatedPassword: null, passwordFile: null };
   }
   const generatedPassword = randomBytes(18).toString('base64url');
   const passwordFile = join(dataDir, INITIAL_PASSWORD_FILE);
   await writeFileDurably(passwordFile, `${generatedPassword}\n`);
-  await auth.createUser({ email: GENERATED_ADMIN, fullName: 'Administrator', password: generatedPassword, roles: ['ADMIN'] });
+  if (!(await createdUnlessTaken(auth, GENERATED_ADMIN, generatedPassword))) {
+    await rm(passwordFile, { force: true });
+    return null;
+  }
   return { email: GENERATED_ADMIN, generatedPassword, passwordFile };
+}
+
+/**
+ * Daemons started together on one empty database all find no users; the
+ * store's unique e-mail lets one create the administrator, and to the others
+ * it is then already there.
+ */
+async function createdUnlessTaken(auth: AuthService, email: string, password: string): Promise<boolean> {
+  try {
+    await auth.createUser({ email, fullName: 'Administrator', password, roles: ['ADMIN'] });
+    return true;
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'CONFLICT') return false;
+    throw error;
+  }
 }
 
 /**

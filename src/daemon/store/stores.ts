@@ -21,9 +21,10 @@ import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
-import type { ChangeFeed } from './postgres/change-feed.js';
+import { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
 import { PostgresDispatch } from './postgres/dispatch.js';
+import { openMigratedDatabase } from './postgres/connect.js';
 import type { Database } from './postgres/database.js';
 import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
@@ -32,6 +33,8 @@ import { PostgresUserStore } from './postgres/users.js';
 import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
 import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
 import { PostgresWorkspaceStore } from './postgres/workspaces.js';
+import { redactUrl, type DatabaseSettings } from './postgres/settings.js';
+import { StartupError } from '../errors.js';
 
 /**
  * The persistence of every converted domain, from one backend. Domain services
@@ -126,5 +129,56 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     deliveries: dispatch.deliveries,
     deadLetters: dispatch.deadLetters,
     close: () => dispatch.events.close(),
+  };
+}
+
+/** A daemon's stores on PostgreSQL, with what the daemon does with the database itself. */
+export interface DatabaseStores {
+  stores: Stores;
+  /** Why the database cannot serve now (null: it answered a query), for readiness. */
+  fault(): Promise<string | null>;
+  /** Closes the stores, the change feed and the pool. */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects, migrates (under an advisory lock: of daemons starting together one
+ * migrates, the others wait and find it done) and connects the change feed
+ * before the domains load what they keep in memory: each then LISTENs as soon
+ * as it subscribes, right after its load (see docs/decisions.md, Several daemons).
+ */
+export async function openDatabaseStores(
+  settings: DatabaseSettings,
+  options: StoreOptions & { logWarning: (message: string) => void },
+): Promise<DatabaseStores> {
+  const { database } = await openMigratedDatabase(settings, (error) =>
+    options.logWarning(`an idle database connection failed (it is replaced when next needed): ${error.message}`),
+  );
+  const feed = new ChangeFeed(database, (error) =>
+    options.logWarning(`the database change feed lost its connection (reconnecting every second): ${error.message}`),
+  );
+  try {
+    await feed.start();
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    throw new StartupError(`database ${redactUrl(settings.url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const stores = postgresStores(database, feed, options);
+  return {
+    stores,
+    async fault() {
+      try {
+        await database.query('SELECT 1');
+        return null;
+      } catch (error) {
+        const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+        return `the database cannot be reached (${cause instanceof Error ? cause.message : String(cause)})`;
+      }
+    },
+    async close() {
+      await stores.close();
+      await feed.close();
+      await database.close();
+    },
   };
 }

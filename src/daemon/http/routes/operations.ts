@@ -14,8 +14,8 @@ const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'fals
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** Readiness for load balancers and orchestrators, metrics for Prometheus, backups for the operator. */
-export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics }, config }) => {
-  const readiness = new Readiness(config.dataDir, events.dispatcher);
+export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics, databaseFault }, config }) => {
+  const readiness = new Readiness(config.dataDir, events.dispatcher, databaseFault);
   routes.get(
     '/api/health/ready',
     endpoint({

@@ -75,7 +75,7 @@ export class ChangeFeed {
       lost = true;
       if (error) this.onError(error);
       if (this.client === client) this.client = null;
-      if (!this.closed) this.retry = setTimeout(() => void this.reconnect(), RECONNECT_DELAY_MS);
+      if (!this.closed) this.scheduleReconnect();
     };
     client.on('error', onLost);
     client.on('end', () => onLost());
@@ -95,6 +95,12 @@ export class ChangeFeed {
     if (reconnecting) for (const listeners of this.listeners.values()) for (const listener of listeners) listener(null);
   }
 
+  /** Unreferenced: waiting to reconnect never keeps a process alive by itself (the daemon's server does). */
+  private scheduleReconnect(): void {
+    this.retry = setTimeout(() => void this.reconnect(), RECONNECT_DELAY_MS);
+    this.retry.unref();
+  }
+
   private async reconnect(): Promise<void> {
     this.retry = null;
     if (this.closed || !this.started) return;
@@ -102,7 +108,7 @@ export class ChangeFeed {
       await this.connect(true);
     } catch (error) {
       this.onError(error as Error);
-      if (!this.closed) this.retry = setTimeout(() => void this.reconnect(), RECONNECT_DELAY_MS);
+      if (!this.closed) this.scheduleReconnect();
     }
   }
 }

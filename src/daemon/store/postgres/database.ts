@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { unavailable } from '../../errors.js';
+import { invalid, unavailable } from '../../errors.js';
 import type { DatabaseSettings } from './settings.js';
+
+/** How long getting a connection may take (a new one, or a free one from the pool) before the request is answered 503. */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /** What both the pool and a transaction's client answer: parameterised SQL only. */
 export interface Queryable {
@@ -30,6 +33,8 @@ export class Database implements Queryable {
     this.pool = new pg.Pool({
       connectionString: settings.url,
       application_name: 'platform',
+      // A database that does not answer (a host gone, a proxy half-open) becomes a 503 after this, not a request left hanging.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       onConnect: async (client) => {
         await client.query(searchPath);
       },
@@ -93,9 +98,18 @@ export class Database implements Queryable {
 const UNAVAILABLE_CLASSES = ['08', '53', '57'];
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE']);
 
-/** A lost or refused connection is 503 UNAVAILABLE, as a full disk is on files; other errors pass through. */
+/**
+ * A lost or refused connection is 503 UNAVAILABLE, as a full disk is on files.
+ * Text holding U+0000, which PostgreSQL text cannot store or compare (22021),
+ * is the client's error (400), not a fault. Other errors pass through.
+ */
 export function asDatabaseError(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
+  if (code === '22021') {
+    const mapped = invalid('', 'text may not contain the character U+0000');
+    mapped.cause = error;
+    return mapped;
+  }
   const message = error instanceof Error ? error.message : '';
   const lost =
     (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_CLASSES.includes(code.slice(0, 2)))) ||

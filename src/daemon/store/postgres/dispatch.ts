@@ -458,8 +458,9 @@ export class PostgresDispatch {
 
   private deadLetterStore(): DeadLetterStore {
     const filtered = (filter: DeadLetterFilter, first: number): { where: string; values: unknown[] } => ({
-      where: `status = 'DEAD' AND ($${first}::text IS NULL OR workspace_id = $${first}) AND ($${first + 1}::text IS NULL OR event_key = $${first + 1})
-              AND ($${first + 2}::text IS NULL OR extension_key = $${first + 2})`,
+      // Qualified: the queries join events, which has columns of the same names.
+      where: `d.status = 'DEAD' AND ($${first}::text IS NULL OR d.workspace_id = $${first}) AND ($${first + 1}::text IS NULL OR d.event_key = $${first + 1})
+              AND ($${first + 2}::text IS NULL OR d.extension_key = $${first + 2})`,
       values: [filter.workspaceId ?? null, filter.eventKey ?? null, filter.extensionKey ?? null],
     });
     const letters = async (text: string, values: unknown[]) => {
@@ -489,7 +490,7 @@ export class PostgresDispatch {
            WHERE ${where} ORDER BY d.dead_at DESC, d.seq DESC LIMIT $4 OFFSET $5`,
           [...values, page.limit, page.offset],
         );
-        const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries WHERE ${where}`, values);
+        const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries d WHERE ${where}`, values);
         return { items: rows.map(deadLetterOf), total: Number(counted.rows[0]!.total) };
       },
       matching: async (filter) => {

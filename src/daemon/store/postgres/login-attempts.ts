@@ -12,6 +12,13 @@ const RESERVATION_MS = 2 * 60 * 1000;
 const THROTTLE_LOCK = 0x6c6f6769; // "logi"
 
 /**
+ * A throttle key as stored: keys join the e-mail and the address with U+0000,
+ * which PostgreSQL text cannot hold; JSON escapes it (and lone surrogates), one
+ * key to one text.
+ */
+const stored = (key: string) => JSON.stringify(key);
+
+/**
  * The `login_attempts` table, shared by every daemon: a row per attempt being
  * checked or failed inside the window. Times are the daemon's clock (`now`), as
  * on files; daemons are expected to keep their clocks in step (NTP).
@@ -24,12 +31,12 @@ export class PostgresLoginAttemptStore implements LoginAttemptStore {
 
   reserve(key: string, limit: number, windowMs: number): Promise<Reservation> {
     return this.database.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [THROTTLE_LOCK, key]);
+      await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [THROTTLE_LOCK, stored(key)]);
       const now = this.now();
       const { rows } = await tx.query<{ failed_at: string | null }>(
         `SELECT failed_at FROM login_attempts
          WHERE key = $1 AND (failed_at > $2 OR (failed_at IS NULL AND reserved_until > $3))`,
-        [key, now - windowMs, now],
+        [stored(key), now - windowMs, now],
       );
       if (rows.length >= limit) {
         // Attempts in flight are counted as failing now.
@@ -39,7 +46,7 @@ export class PostgresLoginAttemptStore implements LoginAttemptStore {
       const id = randomUUID();
       await tx.query('INSERT INTO login_attempts (id, key, failed_at, reserved_until) VALUES ($1, $2, NULL, $3)', [
         id,
-        key,
+        stored(key),
         now + RESERVATION_MS,
       ]);
       return { id };
@@ -51,12 +58,12 @@ export class PostgresLoginAttemptStore implements LoginAttemptStore {
     await this.database.query(
       `INSERT INTO login_attempts (id, key, failed_at, reserved_until) VALUES ($1, $2, $3, $3)
        ON CONFLICT (id) DO UPDATE SET failed_at = EXCLUDED.failed_at`,
-      [id, key, this.now()],
+      [id, stored(key), this.now()],
     );
   }
 
   async succeeded(key: string, id: string): Promise<void> {
-    await this.database.query('DELETE FROM login_attempts WHERE key = $1 AND (failed_at IS NOT NULL OR id = $2)', [key, id]);
+    await this.database.query('DELETE FROM login_attempts WHERE key = $1 AND (failed_at IS NOT NULL OR id = $2)', [stored(key), id]);
   }
 
   async abandoned(_key: string, id: string): Promise<void> {

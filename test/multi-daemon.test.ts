@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { MIGRATIONS } from '../src/daemon/store/postgres/migrations/index.js';
+import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { createWorkspace, publishExtension } from './helpers/fixtures.js';
+import { api } from './helpers/http.js';
+import { freshDatabase } from './helpers/postgres.js';
+import { waitFor } from './helpers/wait.js';
+
+// PostgreSQL only (npm test runs it on the PostgreSQL pass): several daemons share one database.
+// Each daemon has a data directory of its own and the same master key, as on several machines.
+
+const masterKey = randomBytes(32).toString('base64');
+let url: string;
+let one: TestDaemon;
+let two: TestDaemon;
+
+const onDatabase = (databaseUrl: string) => ({ database: { url: databaseUrl, schema: 'platform' }, masterKey });
+
+test.before(async () => {
+  url = await freshDatabase();
+  one = await startTestDaemon(onDatabase(url));
+  two = await startTestDaemon(onDatabase(url));
+});
+test.after(async () => {
+  await one.destroy();
+  await two.destroy();
+});
+
+test('a user created on one daemon logs in on the other, and the session of one is valid on the other', async () => {
+  const made = await createUser(one, 'across@example.test');
+  const onTwo = await two.as('across@example.test', made.password);
+  assert.is((await onTwo.get('/api/auth/me')).body.data.id, made.id);
+  assert.is((await api(two.url, made.token).get('/api/auth/me')).status, 200, 'a token signed by one verifies on two');
+});
+
+test('a token revoked on one daemon is refused by the other at once', async () => {
+  const user = await createUser(one, 'revoked@example.test');
+  assert.is((await api(two.url, user.token).get('/api/auth/me')).status, 200);
+  assert.is((await user.post('/api/auth/logout')).status, 200);
+  assert.is((await api(two.url, user.token).get('/api/auth/me')).status, 401);
+});
+
+test('a user disabled on one daemon is refused by the other at once', async () => {
+  const user = await createUser(one, 'disabled@example.test');
+  assert.is((await api(two.url, user.token).get('/api/auth/me')).status, 200);
+  assert.is((await (await one.admin()).patch(`/api/admin/users/${user.id}`, { active: false })).status, 200);
+  const refused = await api(two.url, user.token).get('/api/auth/me');
+  assert.is(refused.status, 403);
+  assert.is(refused.body.code, 'ACCOUNT_DISABLED');
+});
+
+test('a role taken on one daemon is refused by the other at once', async () => {
+  const user = await createUser(one, 'demoted@example.test', { roles: ['ADMIN', 'USER'] });
+  assert.is((await api(two.url, user.token).get('/api/admin/users')).status, 200);
+  assert.is((await (await one.admin()).patch(`/api/admin/users/${user.id}`, { roles: ['USER'] })).status, 200);
+  assert.is((await api(two.url, user.token).get('/api/admin/users')).status, 403);
+});
+
+test('an extension published on one daemon is found by search on the other within 1 s', async () => {
+  await publishExtension(await one.admin(), 'crosswind', '1.0.0');
+  const found = await waitFor(
+    'the extension in the other daemon\'s search',
+    async () => {
+      const result = await two.anon.get('/api/marketplace/extensions?search=crosswind');
+      return result.body.data.some((item: { extensionKey: string }) => item.extensionKey === 'crosswind');
+    },
+    1_000,
+  );
+  assert.ok(found);
+});
+
+test('a membership removed on one daemon is refused by the other at once', async () => {
+  const admin = await one.admin();
+  await createWorkspace(admin, 'shared');
+  const member = await createUser(one, 'member@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/shared/members/${member.id}`)).status, 200);
+  assert.is((await api(two.url, member.token).get('/api/workspaces/shared')).status, 200);
+  assert.is((await admin.delete(`/api/admin/workspaces/shared/members/${member.id}`)).status, 204);
+  assert.is((await api(two.url, member.token).get('/api/workspaces/shared')).status, 403);
+});
+
+test('two daemons started at once on an empty database both come up: migrated once, one first administrator', async () => {
+  const empty = await freshDatabase();
+  const both = await Promise.all([startTestDaemon(onDatabase(empty)), startTestDaemon(onDatabase(empty))]);
+  try {
+    const created = both.filter((daemon) => daemon.daemon.firstAdmin !== null);
+    assert.is(created.length, 1, 'one of them created the administrator');
+    for (const daemon of both) {
+      assert.is((await daemon.anon.get('/api/health/ready')).status, 200);
+      assert.is((await daemon.admin()).token.length > 0, true, 'the administrator logs in on each');
+    }
+    const users = (await (await both[1]!.admin()).get('/api/admin/users')).body.data as Array<{ email: string }>;
+    assert.equal(
+      users.map((user) => user.email),
+      [ADMIN.email],
+    );
+    const client = new pg.Client({ connectionString: empty });
+    await client.connect();
+    try {
+      const { rows } = await client.query('SELECT version FROM platform.schema_migrations ORDER BY version');
+      assert.equal(
+        rows.map((row) => Number(row.version)),
+        MIGRATIONS.map((migration) => migration.version),
+        'each migration recorded once',
+      );
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await Promise.all(both.map((daemon) => daemon.destroy()));
+  }
+});
+
+test.run();
