@@ -74,7 +74,7 @@ test('files: a pending delivery whose record never reached the disk gets it back
   const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
   const reopened = await Outbox.open(join(dir, 'outbox.log'), () => undefined);
   records.reconcile(reopened.values(), () => false, NOW);
-  await records.durable(pending.id);
+  await recorded(records, pending.id);
   const [record] = records.list('w', { limit: 10 }).items;
   assert.equal([record?.id, record?.status, record?.eventId], [pending.id, 'PENDING', 'e9']);
   await records.close();
@@ -84,6 +84,8 @@ test('files: a pending delivery whose record never reached the disk gets it back
   await again.close();
 });
 
+/** Resolves once the delivery's record is on disk. */
+const recorded = (records: DeliveryRecords, id: string) => new Promise<void>((resolve) => records.whenRecorded(id, resolve));
 const failOnError = (error: unknown) => {
   throw error;
 };
@@ -114,7 +116,7 @@ async function recordEveryState(records: DeliveryRecords): Promise<string[]> {
     records.attempted(gone.id, attempt(1, 'FAILED', 410), null, 'PENDING');
     records.moved(gone.id, 'DEAD', NOW + 10);
   }
-  for (const d of [pending, retried, succeeded, dead, discarded, replayed]) await records.durable(d!.id);
+  for (const d of [pending, retried, succeeded, dead, discarded, replayed]) await recorded(records, d!.id);
   await new Promise((resolve) => setTimeout(resolve, 50)); // the lazily journalled results reach the disk
   await records.movedDurably([discarded!.id], 'DISCARDED', NOW + 20);
   await records.movedDurably([replayed!.id], 'PENDING', NOW + 30);
@@ -173,7 +175,7 @@ test('files: compaction leaves one line per record, with results journalled whil
   const removing = records.removeEvents(new Set(['e1'])); // rewrites the journal
   records.attempted(late.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED'); // journalled while the rewrite waits
   assert.is(await removing, 1);
-  await records.durable(late.id);
+  await recorded(records, late.id);
   const now = [...expected.slice(1), `${late.id} SUCCEEDED SUCCESS:200`];
   assert.equal(summary(records), now);
   await records.close();
@@ -222,7 +224,7 @@ test('files: a delivery that ends before its record is first written is written 
   const [quick, slow] = [delivery(event(30, 0)), delivery(event(31, 0))];
   records.created([quick, slow]);
   records.attempted(quick.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
-  await records.durable(slow.id);
+  await recorded(records, slow.id);
   records.attempted(slow.id, attempt(1, 'RETRY', 500), NOW + 1000, 'PENDING');
   await records.close();
   const lines = journalLines(dir).map((line) => JSON.parse(line));
@@ -238,7 +240,7 @@ test('files: a delivery still in the outbox whose record finished on disk does n
   const done = delivery(event(8, 0));
   records.created([done]);
   records.attempted(done.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
-  await records.durable(done.id);
+  await recorded(records, done.id);
   await records.close();
   // The crash came before the outbox forgot the delivery.
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);

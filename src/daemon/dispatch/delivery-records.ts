@@ -126,6 +126,8 @@ class WorkspaceRecords {
 /** New records whose first line is still to be written, and the write that will carry them. */
 interface FirstLines {
   ids: Set<string>;
+  /** What waits for them to be on disk (see whenRecorded). */
+  then: Array<() => void>;
   written: Promise<void>;
   resolve: () => void;
   timer: NodeJS.Timeout;
@@ -165,7 +167,7 @@ export class DeliveryRecords {
   /** New records waiting for their first line (see FIRST_LINE_DELAY_MS). */
   private waiting: FirstLines | null = null;
   /** Records whose first line is not yet on disk: the write that will put it there. */
-  private readonly unsynced = new Map<string, Promise<void>>();
+  private readonly unsynced = new Map<string, FirstLines>();
 
   private constructor(
     private readonly reportError: (error: unknown) => void,
@@ -206,8 +208,8 @@ export class DeliveryRecords {
    * Records new deliveries: in memory at once, on disk with the first lines
    * written FIRST_LINE_DELAY_MS later, in their state by then. The publisher
    * need not wait for it: the outbox holds each delivery durably until
-   * `durable` resolved, and after a crash a pending delivery without a record
-   * gets one again (`reconcile`).
+   * `whenRecorded` says its record is on disk, and after a crash a pending
+   * delivery without a record gets one again (`reconcile`).
    */
   created(deliveries: readonly Delivery[]): void {
     if (!this.recording) return;
@@ -216,44 +218,61 @@ export class DeliveryRecords {
       this.add(seq, recordOf(delivery), null);
       const waiting = (this.waiting ??= this.waitForFirstLines());
       waiting.ids.add(delivery.id);
-      this.unsynced.set(delivery.id, waiting.written);
+      this.unsynced.set(delivery.id, waiting);
     }
   }
 
   private waitForFirstLines(): FirstLines {
     let resolve!: () => void;
     const written = new Promise<void>((done) => (resolve = done));
-    const waiting: FirstLines = { ids: new Set(), written, resolve, timer: setTimeout(() => this.writeFirstLines(waiting), FIRST_LINE_DELAY_MS) };
+    const waiting: FirstLines = {
+      ids: new Set(),
+      then: [],
+      written,
+      resolve,
+      timer: setTimeout(() => this.writeFirstLines(waiting), FIRST_LINE_DELAY_MS),
+    };
     return waiting;
   }
 
   private writeFirstLines(waiting: FirstLines): void {
     clearTimeout(waiting.timer);
     if (this.waiting === waiting) this.waiting = null;
-    const lines: Array<Promise<void>> = [];
+    const lines: Array<{ tracked: Tracked; record: DeliveryRecord; version: number }> = [];
     for (const id of waiting.ids) {
       const tracked = this.tracked.get(id);
       const record = tracked && this.held.get(tracked.seq);
-      if (!tracked || !record) continue; // removed with its event or workspace meanwhile
-      this.entries += 1;
-      const latest = tracked.version;
-      lines.push(this.log.append({ t: 'new', seq: tracked.seq, record }).then((span) => this.written(tracked, record, latest, span)));
+      // Gone: removed with its event or workspace meanwhile.
+      if (tracked && record) lines.push({ tracked, record, version: tracked.version });
     }
-    void Promise.all(lines)
+    this.entries += lines.length;
+    const entries = lines.map(({ tracked, record }): Entry => ({ t: 'new', seq: tracked.seq, record }));
+    void this.log
+      .appendAll(entries, (index, span) => {
+        const { tracked, record, version } = lines[index]!;
+        this.written(tracked, record, version, span);
+      })
       .catch(this.reportError)
       .finally(() => {
-        for (const id of waiting.ids) if (this.unsynced.get(id) === waiting.written) this.unsynced.delete(id);
+        for (const id of waiting.ids) if (this.unsynced.get(id) === waiting) this.unsynced.delete(id);
+        for (const then of waiting.then) then();
         waiting.resolve();
       });
   }
 
   /**
-   * The write that puts the delivery's record on disk (it resolves also if the
-   * write failed, which is reported); undefined once it is there. Only then
-   * may the outbox forget the delivery.
+   * Runs `then` once the delivery's record is on disk (at once if it is, or if
+   * there is none); returns the write it waits for. Only then may the outbox
+   * forget the delivery. A failed write is reported, and `then` runs anyway.
    */
-  durable(id: string): Promise<void> | undefined {
-    return this.unsynced.get(id);
+  whenRecorded(id: string, then: () => void): Promise<void> | undefined {
+    const waiting = this.unsynced.get(id);
+    if (!waiting) {
+      then();
+      return undefined;
+    }
+    waiting.then.push(then);
+    return waiting.written;
   }
 
   /** One attempt's result; `nextAttemptAt` when it is retried. */

@@ -22,10 +22,12 @@ export interface ActivityItem {
   id: number;
   type: ActivityType;
   workspaceId: string;
-  /** The event key, so that a stream can filter without parsing `data`. */
+  /** The event key, so that a stream can filter without parsing the data. */
   eventKey: string;
-  /** The data as JSON, serialized once for every stream. */
-  data: string;
+  /** Bytes of the item's data (JSON), for the ring's budget. */
+  size: number;
+  /** The item as a server-sent event (`id`, `event`, `data`), encoded once for every stream. */
+  readonly frame: Buffer;
 }
 
 export interface ActivityListener {
@@ -100,12 +102,30 @@ export class ActivityFeed {
   }
 
   private add(type: ActivityType, workspaceId: string, eventKey: string, data: unknown): void {
-    const item: ActivityItem = { id: this.nextId++, type, workspaceId, eventKey, data: JSON.stringify(data) };
+    const item = sseItem(this.nextId++, type, workspaceId, eventKey, JSON.stringify(data));
     this.ring.push(item);
-    this.ringBytes += item.data.length;
+    this.ringBytes += item.size;
     while (this.ring.length > RING_ITEMS || (this.ringBytes > RING_BYTES && this.ring.length > 1)) {
-      this.ringBytes -= this.ring.shift()!.data.length;
+      this.ringBytes -= this.ring.shift()!.size;
     }
     for (const listener of this.listeners) listener.item(item);
   }
+}
+
+/** An item whose frame is encoded when a stream first needs it; the JSON is let go then. */
+function sseItem(id: number, type: ActivityType, workspaceId: string, eventKey: string, json: string): ActivityItem {
+  let data: string | null = json;
+  let frame: Buffer | undefined;
+  return {
+    id,
+    type,
+    workspaceId,
+    eventKey,
+    size: json.length,
+    get frame() {
+      frame ??= Buffer.from(`id: ${id}\nevent: ${type}\ndata: ${data}\n\n`);
+      data = null;
+      return frame;
+    },
+  };
 }

@@ -102,6 +102,36 @@ export class AppendLog<R> {
     }, LAZY_FLUSH_MS);
   }
 
+  /**
+   * Many records in the next group: one promise for them all (resolved once
+   * all are on disk), each line's span to `onWritten` (null if a rewrite
+   * superseded it).
+   */
+  appendAll(records: readonly R[], onWritten: (index: number, span: LineSpan | null) => void): Promise<void> {
+    if (this.closed) return Promise.reject(new Error(`append log ${this.file} is closed`));
+    if (records.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let left = records.length;
+      let failed = false;
+      const fail = (error: unknown) => {
+        if (failed) return;
+        failed = true;
+        reject(error);
+      };
+      records.forEach((record, index) => {
+        this.lines.push(JSON.stringify(record));
+        this.waiters.push({
+          resolve: (span) => {
+            onWritten(index, span);
+            if (--left === 0) resolve();
+          },
+          reject: fail,
+        });
+      });
+      this.scheduleGroup();
+    });
+  }
+
   private scheduleGroup(): void {
     if (this.scheduled) return;
     this.scheduled = true;

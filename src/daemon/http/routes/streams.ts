@@ -21,6 +21,7 @@ const MAX_UNREAD_BYTES = 1024 * 1024;
  * more than everything else it does for them.
  */
 const FLUSH_MS = 20;
+const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 const WorkspaceParams = v.object({ id: Slug });
 const SSE = {
@@ -129,32 +130,35 @@ class LiveStreams {
     });
 
     const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
-    let unsent = '';
+    let unsent: Buffer[] = [];
+    let unsentBytes = 0;
     let flushTimer: NodeJS.Timeout | null = null;
     const flush = () => {
       if (flushTimer) clearTimeout(flushTimer);
       flushTimer = null;
-      if (res.destroyed || unsent === '') return;
-      res.write(unsent);
-      unsent = '';
+      if (res.destroyed || unsentBytes === 0) return;
+      res.write(Buffer.concat(unsent, unsentBytes));
+      unsent = [];
+      unsentBytes = 0;
       // writableLength counts what the socket has not handed to the kernel yet.
       if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
     };
-    const send = (text: string) => {
+    const send = (bytes: Buffer) => {
       if (res.destroyed) return;
-      unsent += text;
-      if (unsent.length + res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+      unsent.push(bytes);
+      unsentBytes += bytes.length;
+      if (unsentBytes + res.writableLength > MAX_UNREAD_BYTES) res.destroy();
       else flushTimer ??= setTimeout(flush, FLUSH_MS);
     };
     const sendItem = (item: ActivityItem) => {
-      if (visible(item)) send(`id: ${item.id}\nevent: ${item.type}\ndata: ${item.data}\n\n`);
+      if (visible(item)) send(item.frame);
     };
     const end = (reason: string) => {
       flush();
       if (!res.writableEnded && !res.destroyed) res.end(`: ${reason}\n\n`);
     };
 
-    send(': connected\n\n');
+    send(Buffer.from(': connected\n\n'));
     flush();
     if (lastEventId !== null) for (const item of this.deps.activity.since(lastEventId)) sendItem(item);
     const unsubscribe = this.deps.activity.subscribe({ item: sendItem, closed: () => end('the daemon is stopping') });
@@ -168,7 +172,7 @@ class LiveStreams {
     };
     this.open.add(stream);
     const heartbeat = setInterval(() => {
-      send(': keep-alive\n\n');
+      send(KEEP_ALIVE);
       stream.check();
     }, this.deps.heartbeatMs);
 

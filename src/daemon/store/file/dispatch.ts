@@ -175,11 +175,9 @@ class FileDeliveryStore implements DeliveryStore {
    * records are written in groups some milliseconds later.
    */
   private doneOnceRecorded(delivery: Delivery): void {
-    const recorded = this.records.durable(delivery.id);
-    if (!recorded) return this.outbox.done(delivery);
-    void recorded.then(() => this.outbox.done(delivery));
+    const recorded = this.records.whenRecorded(delivery.id, () => this.outbox.done(delivery));
     // Records are written in groups: closing waits for each group once.
-    if (this.writes.has(recorded)) return;
+    if (!recorded || this.writes.has(recorded)) return;
     this.writes.add(recorded);
     void recorded.finally(() => this.writes.delete(recorded));
   }
