@@ -105,7 +105,7 @@ filesOnly(test)('start-up lines: admin from the environment, torn log tail cut, 
   }
 });
 
-test('a restart says how many pending deliveries it resumed', async () => {
+filesOnly(test)('a restart says how many pending deliveries it resumed (files only: on PostgreSQL a restarted daemon claims from the shared queue as slots free up)', async () => {
   const failing = await startSubscriber(() => ({ status: 500 }));
   const t = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [3_600_000] } });
   try {
