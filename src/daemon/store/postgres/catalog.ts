@@ -121,22 +121,7 @@ export class PostgresCatalogStore implements CatalogStore {
   async create(extension: StoredExtension, record: AuditRecord): Promise<void> {
     try {
       await this.database.transaction(async (tx) => {
-        await tx.query(
-          `INSERT INTO extensions (extension_key, name, description, category, permissions, created_by, author_name, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [
-            extension.extensionKey,
-            extension.name,
-            extension.description,
-            extension.category,
-            extension.permissions,
-            extension.createdBy,
-            extension.authorName,
-            extension.createdAt,
-            extension.updatedAt,
-          ],
-        );
-        for (const version of extension.versions) await insertVersion(tx, extension.extensionKey, version);
+        await insertExtension(tx, extension);
         await insertAudit(tx, record);
         await this.feed.notify(tx, TOPIC, extension.extensionKey);
       });
@@ -189,6 +174,46 @@ export class PostgresCatalogStore implements CatalogStore {
 
   /** Each write commits before it resolves: nothing is left to flush. */
   async close(): Promise<void> {}
+}
+
+/** The extension and every version of it (also what `db import` writes). */
+export async function insertExtension(tx: Queryable, extension: StoredExtension): Promise<void> {
+  await tx.query(
+    `INSERT INTO extensions (extension_key, name, description, category, permissions, created_by, author_name, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      extension.extensionKey,
+      extension.name,
+      extension.description,
+      extension.category,
+      extension.permissions,
+      extension.createdBy,
+      extension.authorName,
+      extension.createdAt,
+      extension.updatedAt,
+    ],
+  );
+  const versions = extension.versions;
+  if (versions.length === 0) return;
+  await tx.query(
+    `INSERT INTO extension_versions (extension_key, version, precedence, release_date, yanked, artifact_url, manifest_url,
+                                     requires_platform, requires_sdk, changelog, published_at)
+     SELECT $1, v.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[],
+                                $10::text[], $11::timestamptz[]) AS v`,
+    [
+      extension.extensionKey,
+      versions.map((version) => version.version),
+      versions.map((version) => precedenceOf(version.version)),
+      versions.map((version) => version.releaseDate),
+      versions.map((version) => version.yanked),
+      versions.map((version) => version.artifactUrl),
+      versions.map((version) => version.manifestUrl),
+      versions.map((version) => version.requiresPlatform),
+      versions.map((version) => version.requiresSdk),
+      versions.map((version) => version.changelog),
+      versions.map((version) => version.publishedAt),
+    ],
+  );
 }
 
 async function insertVersion(tx: Queryable, extensionKey: string, version: StoredVersion): Promise<void> {

@@ -1,5 +1,5 @@
 import type { UserRecord } from '../../auth/users.js';
-import type { AuditRecord, StoredExtension } from '../../catalog/types.js';
+import type { AuditRecord } from '../../catalog/types.js';
 import type { NumberedRequest } from '../../webhooks/request-log.js';
 import type { Queryable } from './database.js';
 
@@ -38,47 +38,6 @@ export async function insertUsers(tx: Queryable, users: readonly UserRecord[]): 
       ],
     );
   }
-}
-
-/** The extension and every version of it. */
-export async function insertExtension(tx: Queryable, extension: StoredExtension): Promise<void> {
-  await tx.query(
-    `INSERT INTO extensions (extension_key, name, description, category, permissions, created_by, author_name, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [
-      extension.extensionKey,
-      extension.name,
-      extension.description,
-      extension.category,
-      extension.permissions,
-      extension.createdBy,
-      extension.authorName,
-      extension.createdAt,
-      extension.updatedAt,
-    ],
-  );
-  const versions = extension.versions;
-  if (versions.length === 0) return;
-  await tx.query(
-    `INSERT INTO extension_versions (extension_key, version, precedence, release_date, yanked, artifact_url, manifest_url,
-                                     requires_platform, requires_sdk, changelog, published_at)
-     SELECT $1, v.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[],
-                                $10::text[], $11::timestamptz[]) AS v`,
-    [
-      extension.extensionKey,
-      versions.map((version) => version.version),
-      // Precedence ignores build metadata, as the catalog store computes it.
-      versions.map((version) => version.version.split('+', 1)[0]!),
-      versions.map((version) => version.releaseDate),
-      versions.map((version) => version.yanked),
-      versions.map((version) => version.artifactUrl),
-      versions.map((version) => version.manifestUrl),
-      versions.map((version) => version.requiresPlatform),
-      versions.map((version) => version.requiresSdk),
-      versions.map((version) => version.changelog),
-      versions.map((version) => version.publishedAt),
-    ],
-  );
 }
 
 /** Oldest first: the trail lists them newest first by the order they are inserted in. */
