@@ -1,10 +1,4 @@
-import { sql as auth } from './0001-auth.js';
-import { sql as catalog } from './0002-catalog.js';
-import { sql as workspaces } from './0003-workspaces.js';
-import { sql as extensionConfig } from './0004-extension-config.js';
-import { sql as chat } from './0005-chat.js';
-import { sql as webhooks } from './0006-webhooks.js';
-import { sql as events } from './0007-events.js';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface Migration {
   version: number;
@@ -12,17 +6,29 @@ export interface Migration {
   sql: string;
 }
 
+const MIGRATION_FILE = /^(\d{4})-([a-z0-9-]+)\.sql$/;
+
+function readMigrations(): Migration[] {
+  const folder = new URL('.', import.meta.url);
+  const migrations = readdirSync(folder)
+    .map((file) => ({ file, match: MIGRATION_FILE.exec(file) }))
+    .filter((entry) => entry.match !== null)
+    .map(({ file, match }) => ({
+      version: Number(match![1]),
+      name: match![2]!,
+      sql: readFileSync(new URL(file, folder), 'utf8'),
+    }))
+    .sort((a, b) => a.version - b.version);
+  // A gap or a repeated number is a packaging mistake; applying around it would fork the schema.
+  migrations.forEach((migration, index) => {
+    if (migration.version !== index + 1) throw new Error(`migration files are not numbered 1..n: ${migration.version} (${migration.name}) at place ${index + 1}`);
+  });
+  return migrations;
+}
+
 /**
- * Every migration, in order. A migration is never changed once released: a
- * change of schema is a new file with the next number. (TypeScript modules
- * rather than .sql files, so that the build puts them in dist/ with the rest.)
+ * Every migration, in order: the numbered `.sql` files beside this module
+ * (the build copies them into dist/). A migration is never changed once
+ * released: a change of schema is a new file with the next number.
  */
-export const MIGRATIONS: readonly Migration[] = [
-  { version: 1, name: 'auth', sql: auth },
-  { version: 2, name: 'catalog', sql: catalog },
-  { version: 3, name: 'workspaces', sql: workspaces },
-  { version: 4, name: 'extension-config', sql: extensionConfig },
-  { version: 5, name: 'chat', sql: chat },
-  { version: 6, name: 'webhooks', sql: webhooks },
-  { version: 7, name: 'events', sql: events },
-];
+export const MIGRATIONS: readonly Migration[] = readMigrations();

@@ -1,5 +1,4 @@
-/** The marketplace catalog and its audit trail. */
-export const sql = `
+--  The marketplace catalog and its audit trail.
 CREATE TABLE extensions (
   extension_key text PRIMARY KEY,
   name text NOT NULL,
@@ -43,4 +42,3 @@ CREATE TABLE catalog_audit (
   changes json
 );
 CREATE INDEX catalog_audit_by_extension ON catalog_audit (extension_key, seq);
-`;

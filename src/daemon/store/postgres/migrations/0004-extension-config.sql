@@ -1,5 +1,4 @@
-/** Extensions' configuration: one row per field. */
-export const sql = `
+--  Extensions' configuration: one row per field.
 CREATE TABLE extension_config (
   extension_key text NOT NULL,
   name text NOT NULL,
@@ -11,4 +10,3 @@ CREATE TABLE extension_config (
   updated_at timestamptz NOT NULL,
   PRIMARY KEY (extension_key, name)
 );
-`;

@@ -1,10 +1,8 @@
-/**
- * Workspaces, their members, installed extensions and event subscriptions.
- * Deleting a workspace takes everything of it along (ON DELETE CASCADE); a
- * deleted user leaves every workspace the same way. Sealed columns hold what
- * the master key sealed, never the clear value.
- */
-export const sql = `
+-- Workspaces, their members, installed extensions and event subscriptions.
+-- Deleting a workspace takes everything of it along (ON DELETE CASCADE); a
+-- deleted user leaves every workspace the same way. Sealed columns hold what
+-- the master key sealed, never the clear value.
+--
 CREATE TABLE workspaces (
   id text PRIMARY KEY,
   -- Listings keep the order of creation, as on files.
@@ -54,4 +52,3 @@ CREATE TABLE subscriptions (
 );
 -- Publishing looks subscriptions up by (workspace, event key).
 CREATE INDEX subscriptions_by_topic ON subscriptions (workspace_id, event_key);
-`;

@@ -1,10 +1,8 @@
-/**
- * The events domain: the event log, and deliveries as both the outbox and
- * the delivery record (a dead letter is a DEAD delivery). Events and attempts
- * are `json`, not `jsonb`: delivered bodies keep their key order, and a
- * payload or response excerpt may hold U+0000, which jsonb cannot.
- */
-export const sql = `
+-- The events domain: the event log, and deliveries as both the outbox and
+-- the delivery record (a dead letter is a DEAD delivery). Events and attempts
+-- are `json`, not `jsonb`: delivered bodies keep their key order, and a
+-- payload or response excerpt may hold U+0000, which jsonb cannot.
+--
 -- seq numbers the log: pages go newest first by it.
 CREATE TABLE events (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -58,4 +56,3 @@ CREATE TABLE delivery_attempts (
   attempt json NOT NULL,
   PRIMARY KEY (delivery_id, number)
 );
-`;

@@ -1,10 +1,8 @@
-/**
- * The inbound webhook request log and the replay check. Request log entries
- * are `json`: a body excerpt may hold U+0000, which PostgreSQL text cannot.
- * Times the daemon computes with (replay windows, claims) are unix
- * milliseconds, as on files.
- */
-export const sql = `
+-- The inbound webhook request log and the replay check. Request log entries
+-- are `json`: a body excerpt may hold U+0000, which PostgreSQL text cannot.
+-- Times the daemon computes with (replay windows, claims) are unix
+-- milliseconds, as on files.
+--
 -- The number of each extension's latest call: calls are numbered 1, 2, … per extension.
 CREATE TABLE webhook_request_numbers (
   extension_key text PRIMARY KEY,
@@ -28,4 +26,3 @@ CREATE TABLE webhook_replays (
   PRIMARY KEY (extension_key, message_digest)
 );
 CREATE INDEX webhook_replays_by_expiry ON webhook_replays (expires_at);
-`;

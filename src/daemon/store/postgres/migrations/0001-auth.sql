@@ -1,9 +1,7 @@
-/**
- * Users, revoked tokens and login throttling. Times the daemon computes with
- * (token expiry, throttle windows) are plain numbers, as on files; record
- * timestamps are timestamptz.
- */
-export const sql = `
+-- Users, revoked tokens and login throttling. Times the daemon computes with
+-- (token expiry, throttle windows) are plain numbers, as on files; record
+-- timestamps are timestamptz.
+--
 CREATE TABLE users (
   id text PRIMARY KEY,
   -- Listings keep the order of creation, as on files.
@@ -37,4 +35,3 @@ CREATE TABLE login_attempts (
   reserved_until bigint NOT NULL
 );
 CREATE INDEX login_attempts_by_key ON login_attempts (key);
-`;

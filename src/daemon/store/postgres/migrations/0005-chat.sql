@@ -1,10 +1,8 @@
-/**
- * Chat channels and their messages. A channel's name is kept as JSON text:
- * PostgreSQL text cannot hold U+0000, which a notification's payload may
- * carry, and JSON text keeps every string exactly. Messages are `json` for the
- * same reason.
- */
-export const sql = `
+-- Chat channels and their messages. A channel's name is kept as JSON text:
+-- PostgreSQL text cannot hold U+0000, which a notification's payload may
+-- carry, and JSON text keeps every string exactly. Messages are `json` for the
+-- same reason.
+--
 CREATE TABLE chat_channels (
   workspace_id text NOT NULL,
   channel_name text NOT NULL,
@@ -21,4 +19,3 @@ CREATE TABLE chat_messages (
   message json NOT NULL,
   PRIMARY KEY (workspace_id, channel_name, seq)
 );
-`;
