@@ -1,8 +1,19 @@
+import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A fresh directory under the OS temp area. */
-export function tempDir(prefix = 'platform-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+const made: string[] = [];
+
+// Each test file runs in this one process; its daemons are stopped by then, so
+// the folders go when it ends rather than piling up under /tmp run after run.
+process.once('exit', () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the OS temp area, removed when the test process ends. */
+export async function tempDir(prefix = 'platform-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
 }
