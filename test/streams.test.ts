@@ -147,6 +147,34 @@ test('a workspace stream and the admin stream carry every kind of item, with inc
   adminStream.close();
 });
 
+test('enabling or disabling a subscription by hand shows on the workspace and admin streams, without its URL', async () => {
+  const workspaceStream = await openStream(t.url, '/api/workspaces/live/stream', admin.token);
+  const adminStream = await openStream(t.url, '/api/admin/stream', admin.token);
+  const otherStream = await openStream(t.url, '/api/workspaces/other/stream', admin.token);
+  const subscriptions = (await admin.get('/api/workspaces/live/subscriptions')).body.data as Array<{ id: string; eventKey: string }>;
+  const { id } = subscriptions.find((subscription) => subscription.eventKey === 'crm.ok')!;
+  const change = (enabled: boolean) => admin.patch(`/api/workspaces/live/subscriptions/${id}`, { enabled });
+  assert.is((await change(false)).status, 200);
+  assert.is((await change(false)).status, 200, 'disabling it again changes nothing');
+  assert.is((await change(true)).status, 200);
+  const base = { subscriptionId: id, workspaceId: 'live', eventKey: 'crm.ok', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE' };
+  const expected = [
+    { ...base, enabled: false, disabledReason: 'disabled by an administrator' },
+    { ...base, enabled: true, disabledReason: null },
+  ];
+  for (const stream of [workspaceStream, adminStream]) {
+    const changes = await waitFor('both changes on the stream', () => {
+      const seen = stream.items.filter((item) => item.event === 'subscription.changed');
+      return seen.length === 2 && seen;
+    });
+    assert.equal(changes.map((item) => item.data), expected);
+    assert.not.match(stream.text(), 'hook-pass');
+    assert.not.match(stream.text(), subscriber.url.replace('http://', ''));
+  }
+  assert.is(otherStream.items.length, 0, 'not on the stream of another workspace');
+  for (const stream of [workspaceStream, adminStream, otherStream]) stream.close();
+});
+
 test('streams refuse non-members (403), unknown workspaces (404), non-admins on the admin stream and bad ids', async () => {
   const outsider = await createUser(t, 'outsider@example.test');
   assert.is((await admin.put(`/api/admin/workspaces/other/members/${outsider.id}`)).status, 200);
@@ -318,6 +346,29 @@ test('CLI events tail prints events, follows a daemon restart, and exits 0 on Ct
   }
 });
 
+
+test('CLI events tail prints a subscription disabled and enabled again', async () => {
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'live'], {
+    env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: t.url, PLATFORM_TOKEN: admin.token },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  try {
+    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    const subscriptions = (await admin.get('/api/workspaces/live/subscriptions')).body.data as Array<{ id: string; eventKey: string }>;
+    const { id } = subscriptions.find((subscription) => subscription.eventKey === 'crm.ok')!;
+    for (const enabled of [false, true]) assert.is((await admin.patch(`/api/workspaces/live/subscriptions/${id}`, { enabled })).status, 200);
+    await waitFor('both changes printed', () => stdout.split('\n').filter((line) => line.includes(id)).length === 2 || undefined);
+    const lines = stdout.split('\n').filter((line) => line.includes(id));
+    assert.match(lines[0]!, new RegExp(`subscription\\s+crm\\.ok -> crm\\s+${id}\\s+disabled: disabled by an administrator$`));
+    assert.match(lines[1]!, new RegExp(`subscription\\s+crm\\.ok -> crm\\s+${id}\\s+enabled$`));
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
 
 test('CLI events tail --event --json prints only that event key, one JSON object a line; a refusal exits 1', async () => {
   const own = await startTestDaemon();

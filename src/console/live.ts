@@ -19,15 +19,29 @@ export interface StreamDelivery {
   nextAttemptAt?: string;
 }
 
+/** `data` of a `subscription.changed` item: a subscription enabled or disabled. */
+export interface StreamSubscription {
+  subscriptionId: string;
+  workspaceId: string;
+  eventKey: string;
+  extensionKey: string;
+  kind: SubscriberKind;
+  enabled: boolean;
+  disabledReason: string | null;
+}
+
 export type DeliveryItemType = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
-export type LiveItem = { type: 'event.published'; data: PlatformEvent } | { type: DeliveryItemType; data: StreamDelivery };
+export type LiveItem =
+  | { type: 'event.published'; data: PlatformEvent }
+  | { type: DeliveryItemType; data: StreamDelivery }
+  | { type: 'subscription.changed'; data: StreamSubscription };
 
 /** `live` while connected; `reconnecting` while the browser retries; `stopped` once it gave up (a refusal). */
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'stopped';
 
-const TYPES = ['event.published', 'delivery.succeeded', 'delivery.retrying', 'delivery.dead'] as const;
+const TYPES = ['event.published', 'delivery.succeeded', 'delivery.retrying', 'delivery.dead', 'subscription.changed'] as const;
 
-/** The item's workspace: events name it `tenantId`, deliveries `workspaceId`. */
+/** The item's workspace: events name it `tenantId`, the others `workspaceId`. */
 export const workspaceOf = (item: LiveItem) => (item.type === 'event.published' ? item.data.tenantId : item.data.workspaceId);
 
 /**

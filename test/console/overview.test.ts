@@ -84,6 +84,11 @@ if (browserAvailable()) {
     await row.getByText('every delivery failed since').waitFor();
     assert.match((await row.textContent()) ?? '', 'Workspace ops');
     await deliveries.getByRole('link', { name: '2', exact: true }).waitFor();
+
+    // Enabled again by hand: it leaves the list.
+    const [subscription] = (await admin.get('/api/workspaces/ops/subscriptions')).body.data as Array<{ id: string }>;
+    assert.is((await admin.patch(`/api/workspaces/ops/subscriptions/${subscription!.id}`, { enabled: true })).status, 200);
+    await disabled.getByText('Every subscription is enabled.').waitFor();
     assert.ok(await stillTheSameDocument(page), 'all of it came without a reload');
 
     await assertAccessible(page, 'overview with failures');
@@ -109,6 +114,15 @@ if (browserAvailable()) {
     // The subscriber's 400 is final: the delivery goes straight to the dead ones.
     await row.locator('td[data-label="Dead deliveries"]').filter({ hasText: /^1$/ }).waitFor();
     assert.is(await page.getByText('jobs.failed').count(), 0, "the other workspace's failure is not shown");
+
+    // Disabled and enabled again by hand, as it happens.
+    const disabled = page.getByRole('region', { name: 'Disabled subscriptions' });
+    const [subscription] = (await admin.get('/api/workspaces/team/subscriptions')).body.data as Array<{ id: string }>;
+    const toggle = (enabled: boolean) => admin.patch(`/api/workspaces/team/subscriptions/${subscription!.id}`, { enabled });
+    assert.is((await toggle(false)).status, 200);
+    await disabled.getByRole('row').filter({ hasText: 'notes.added' }).getByText('disabled by an administrator').waitFor();
+    assert.is((await toggle(true)).status, 200);
+    await disabled.getByText('Every subscription is enabled.').waitFor();
     assert.ok(await stillTheSameDocument(page));
     await assertAccessible(page, 'member overview');
     assert.equal(errors(), [], 'no console errors');

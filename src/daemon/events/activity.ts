@@ -1,7 +1,9 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { Delivery } from '../dispatch/types.js';
+import type { PublicSubscription } from '../workspaces/types.js';
 
-export type ActivityType = 'event.published' | 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
+export type DeliveryActivity = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
+export type ActivityType = 'event.published' | DeliveryActivity | 'subscription.changed';
 
 /** What a live stream shows of a delivery: never its URL or signing secret. */
 export interface DeliverySummary {
@@ -16,6 +18,17 @@ export interface DeliverySummary {
   httpStatus?: number;
   error?: string;
   nextAttemptAt?: string;
+}
+
+/** What a live stream shows of a subscription enabled or disabled: never its URL or signing secret. */
+export interface SubscriptionSummary {
+  subscriptionId: string;
+  workspaceId: string;
+  eventKey: string;
+  extensionKey: string;
+  kind: string;
+  enabled: boolean;
+  disabledReason: string | null;
 }
 
 export interface ActivityItem {
@@ -62,7 +75,7 @@ export class ActivityFeed {
     this.add('event.published', event.tenantId, event.eventKey, event);
   }
 
-  delivery(type: Exclude<ActivityType, 'event.published'>, delivery: Delivery, extra: Partial<DeliverySummary> = {}): void {
+  delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<DeliverySummary> = {}): void {
     const { event, subscriber } = delivery;
     const summary: DeliverySummary = {
       deliveryId: delivery.id,
@@ -76,6 +89,13 @@ export class ActivityFeed {
       ...extra,
     };
     this.add(type, event.tenantId, event.eventKey, summary);
+  }
+
+  /** Enabled or disabled, by hand or automatically. */
+  subscriptionChanged(subscription: PublicSubscription): void {
+    const { id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason } = subscription;
+    const summary: SubscriptionSummary = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
+    this.add('subscription.changed', workspaceId, eventKey, summary);
   }
 
   /** Items after `lastId` still in the ring, oldest first (all of them for an id older than the ring). */
