@@ -1,7 +1,7 @@
 import { computed, onBeforeUnmount, reactive } from 'vue';
 import type { DaemonStatus, DeadLetter, DeliveryRecord, Subscription, Workspace } from '../contract/types';
 import { api, messageOf, request } from './api';
-import { paths } from './api-paths';
+import { paths } from '../contract/paths';
 import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem, type StreamDelivery } from './live';
 import { isAdmin } from './session';
 
