@@ -5,8 +5,7 @@ import type { PlatformEvent } from '../src/handlers/sdk.js';
 import type { StoredDeadLetter } from '../src/daemon/dispatch/dead-letters.js';
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
-import type { StoreOptions } from '../src/daemon/store/stores.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -76,14 +75,6 @@ async function killed(opened: OpenedStores, delivery: Delivery): Promise<StoredD
   return letter;
 }
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, options: StoreOptions = {}): Promise<T> {
-  const opened = await site.open(options);
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 conformance('a published event is found and listed newest first, its deliveries pending with their records', (site) =>
   using(site, async ({ stores: { events, deliveries } }) => {

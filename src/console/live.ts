@@ -1,34 +1,5 @@
 import { onBeforeUnmount, reactive } from 'vue';
-import type { PlatformEvent, SubscriberKind } from '../contract/types';
-
-/**
- * `data` of a delivery item of a live stream (docs/api.md, "Live streams").
- * Declared here until src/contract has it.
- */
-export interface StreamDelivery {
-  deliveryId: string;
-  eventId: string;
-  eventKey: string;
-  workspaceId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: SubscriberKind;
-  attempts: number;
-  httpStatus?: number;
-  error?: string;
-  nextAttemptAt?: string;
-}
-
-/** `data` of a `subscription.changed` item: a subscription enabled or disabled. */
-export interface StreamSubscription {
-  subscriptionId: string;
-  workspaceId: string;
-  eventKey: string;
-  extensionKey: string;
-  kind: SubscriberKind;
-  enabled: boolean;
-  disabledReason: string | null;
-}
+import type { PlatformEvent, StreamDelivery, StreamSubscription } from '../contract/types';
 
 export type DeliveryItemType = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
 export type LiveItem =

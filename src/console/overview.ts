@@ -1,8 +1,8 @@
 import { computed, onBeforeUnmount, reactive } from 'vue';
-import type { DaemonStatus, DeadLetter, DeliveryRecord, Subscription, Workspace } from '../contract/types';
+import type { DaemonStatus, DeadLetter, DeliveryRecord, StreamDelivery, Subscription, Workspace } from '../contract/types';
 import { api, messageOf, request } from './api';
 import { paths } from '../contract/paths';
-import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem, type StreamDelivery } from './live';
+import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem } from './live';
 import { isAdmin } from './session';
 
 /** A delivery that failed recently: its latest failed attempt, and whether it was retried, final, or delivered since. */

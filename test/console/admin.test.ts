@@ -6,7 +6,7 @@ import { call, type Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, signIn, visit } from './browser.js';
 
 // The console as an ADMIN, in a real Chromium against the real daemon: one browser, one page.
 const OLD_SECRET = 'old-webhook-key-1';
@@ -53,14 +53,9 @@ if (browserAvailable()) {
       ],
     });
     assert.is(configured.status, 200, configured.text);
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
+    ({ browser, page, errors } = await openConsole(t.url, null));
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('signing in with the cookie shows the overview and every admin link', async () => {
     await visit(page, '/workspaces');

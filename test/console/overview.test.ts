@@ -5,7 +5,7 @@ import { ADMIN, createUser, startTestDaemon, type TestDaemon } from '../helpers/
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
 
 // The overview follows the live streams: what happens in the daemon shows without a reload.
 const MEMBER = { email: 'mo@example.test', password: 'member-password-1' };
@@ -54,11 +54,7 @@ if (browserAvailable()) {
     await signIn(adminPage, ADMIN.email, ADMIN.password);
     await signIn(memberPage, MEMBER.email, MEMBER.password);
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('an ADMIN overview shows failures, dead letters and a disabled subscription as they happen', async () => {
     const page = adminPage;

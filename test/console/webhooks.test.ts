@@ -1,10 +1,10 @@
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { call } from '../helpers/http.js';
 import { createWorkspace, publishExtension } from '../helpers/fixtures.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, visit } from './browser.js';
 
 // The inbound webhook request log of an extension, paged by the API's cursor, with its keys masked.
 const KEY = 'inbound-key-never-shown';
@@ -40,14 +40,9 @@ if (browserAvailable()) {
       assert.is(accepted.status, 200, accepted.text);
       lastEventId = accepted.body.meta.eventId;
     }
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, t));
 
   test('the latest calls come first, with their outcome, event and masked headers', async () => {
     await visit(page, '/extensions/hooks/webhooks');

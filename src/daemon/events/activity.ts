@@ -1,35 +1,10 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { Delivery } from '../dispatch/types.js';
 import type { PublicSubscription } from '../workspaces/types.js';
+import type { StreamDelivery, StreamSubscription } from '../../contract/types.js';
 
 export type DeliveryActivity = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
 export type ActivityType = 'event.published' | DeliveryActivity | 'subscription.changed';
-
-/** What a live stream shows of a delivery: never its URL or signing secret. */
-export interface DeliverySummary {
-  deliveryId: string;
-  eventId: string;
-  eventKey: string;
-  workspaceId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: string;
-  attempts: number;
-  httpStatus?: number;
-  error?: string;
-  nextAttemptAt?: string;
-}
-
-/** What a live stream shows of a subscription enabled or disabled: never its URL or signing secret. */
-export interface SubscriptionSummary {
-  subscriptionId: string;
-  workspaceId: string;
-  eventKey: string;
-  extensionKey: string;
-  kind: string;
-  enabled: boolean;
-  disabledReason: string | null;
-}
 
 export interface ActivityItem {
   id: number;
@@ -75,9 +50,9 @@ export class ActivityFeed {
     this.add('event.published', event.tenantId, event.eventKey, event);
   }
 
-  delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<DeliverySummary> = {}): void {
+  delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
     const { event, subscriber } = delivery;
-    const summary: DeliverySummary = {
+    const summary: StreamDelivery = {
       deliveryId: delivery.id,
       eventId: event.id,
       eventKey: event.eventKey,
@@ -94,7 +69,7 @@ export class ActivityFeed {
   /** Enabled or disabled, by hand or automatically. */
   subscriptionChanged(subscription: PublicSubscription): void {
     const { id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason } = subscription;
-    const summary: SubscriptionSummary = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
+    const summary: StreamSubscription = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
     this.add('subscription.changed', workspaceId, eventKey, summary);
   }
 
