@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { call } from '../helpers/http.js';
-import { createWorkspace, publishExtension } from '../helpers/fixtures.js';
+import { configureExtension, createWorkspace, publishExtension } from '../helpers/fixtures.js';
 import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, visit } from './browser.js';
 
 // The inbound webhook request log of an extension, paged by the API's cursor, with its keys masked.
@@ -24,15 +24,12 @@ if (browserAvailable()) {
     const admin = await t.admin();
     await publishExtension(admin, 'hooks', '1.0.0');
     await createWorkspace(admin, 'inbox');
-    const configured = await admin.put('/api/admin/marketplace/extensions/hooks/config', {
-      fields: [
-        { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
-        { name: 'webhook.header', type: 'STRING', value: 'x-api-key' },
-        { name: 'webhook.workspaceId', type: 'STRING', value: 'inbox' },
-        { name: 'webhook.secret', type: 'SECRET', value: KEY },
-      ],
-    });
-    assert.is(configured.status, 200, configured.text);
+    await configureExtension(admin, 'hooks', [
+      ['webhook.scheme', 'STRING', 'api-key'],
+      ['webhook.header', 'STRING', 'x-api-key'],
+      ['webhook.workspaceId', 'STRING', 'inbox'],
+      ['webhook.secret', 'SECRET', KEY],
+    ]);
     // The oldest call is refused; 51 accepted ones follow, one more than a page.
     assert.is((await callWebhook('wrong-key', { attempt: 0 })).status, 401);
     for (let n = 1; n <= ACCEPTED_CALLS; n += 1) {
