@@ -298,13 +298,15 @@ export class DeliveryRecords {
   private writeAgainLater(failed: FirstLines): void {
     const later = this.waiting;
     const retry = this.waitForFirstLines(FIRST_LINE_RETRY_MS);
-    for (const group of later ? [failed, later] : [failed]) {
-      for (const id of group.ids) {
-        retry.ids.add(id);
-        this.unsynced.set(id, retry);
-      }
-      retry.then.push(...group.then);
+    const groups = later ? [failed, later] : [failed];
+    // In creation order even when groups written at once failed out of it.
+    const seqOf = (id: string) => this.tracked.get(id)?.seq ?? 0;
+    const ids = groups.flatMap((group) => [...group.ids]).sort((a, b) => seqOf(a) - seqOf(b));
+    for (const id of ids) {
+      retry.ids.add(id);
+      this.unsynced.set(id, retry);
     }
+    for (const group of groups) retry.then.push(...group.then);
     if (later) {
       clearTimeout(later.timer);
       void retry.tried.then(later.resolve);
