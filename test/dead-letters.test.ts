@@ -3,20 +3,15 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, pluginsDirWith, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
-import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 import { closedPort } from './helpers/ports.js';
 
 let t: TestDaemon;
 let admin: Api;
-const subscribers: Subscriber[] = [];
+const subscribers = subscriberPool();
+const subscriber = subscribers.start;
 const extra: TestDaemon[] = [];
-
-async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<Subscriber> {
-  const started = await startSubscriber(...args);
-  subscribers.push(started);
-  return started;
-}
 
 const publish = (workspace: string, eventKey: string, payload: Record<string, unknown> = {}, client: Api = admin) =>
   client.post(`/api/workspaces/${workspace}/events/publish`, { eventKey, payload });
@@ -38,7 +33,7 @@ test.before(async () => {
   await publishExtension(admin, 'recorder');
 });
 test.after(async () => {
-  for (const started of subscribers) await started.close();
+  await subscribers.closeAll();
   for (const daemon of extra) await daemon.destroy();
   await t.destroy();
 });

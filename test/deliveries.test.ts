@@ -3,18 +3,13 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
-import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
 let admin: Api;
-const subscribers: Subscriber[] = [];
-
-async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<Subscriber> {
-  const started = await startSubscriber(...args);
-  subscribers.push(started);
-  return started;
-}
+const subscribers = subscriberPool();
+const subscriber = subscribers.start;
 
 const publish = async (workspace: string, eventKey: string, payload: Record<string, unknown> = {}, client: Api = admin) => {
   const result = await client.post(`/api/workspaces/${workspace}/events/publish`, { eventKey, payload });
@@ -33,7 +28,7 @@ test.before(async () => {
   admin = await t.admin();
 });
 test.after(async () => {
-  for (const started of subscribers) await started.close();
+  await subscribers.closeAll();
   await t.destroy();
 });
 

@@ -1,4 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -8,6 +9,9 @@ import { Outbox } from '../src/daemon/dispatch/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/events/event-log.js';
 import { tempDir } from './helpers/temp.js';
+import { fillDisk, withSmallDisk } from './helpers/tmpfs.js';
+import { waitFor } from './helpers/wait.js';
+import { openFileDispatch } from '../src/daemon/store/file/dispatch.js';
 
 // Retention runs on sealed segments only, which the daemon seals every 100,000 events:
 // this test drives the event log and the records on real files with small segments.
@@ -218,6 +222,26 @@ test('files: a journal of an earlier version (status lines) reads the same and i
   await reopened.close();
 });
 
+test('files: a record whose first line reached the journal after later records (written again after a failure) is read in its place', async () => {
+  const dir = await tempDir();
+  const base = (n: number, status: string) => ({
+    id: `msg_e${n}`, eventId: `e${n}`, eventKey: 'a.b', workspaceId: 'w', subscriptionId: 's1', extensionKey: 'crm',
+    kind: 'EXTERNAL_SERVICE', status, attempts: [], createdAt: new Date(NOW + n).toISOString(),
+  });
+  const journal = [
+    { t: 'new', seq: 1, record: base(1, 'SUCCEEDED') },
+    { t: 'new', seq: 3, record: base(3, 'PENDING') },
+    { t: 'state', seq: 2, record: base(2, 'DEAD') },
+    { t: 'state', seq: 3, record: base(3, 'SUCCEEDED') },
+  ];
+  writeFileSync(join(dir, 'deliveries.log'), journal.map((entry) => JSON.stringify(entry)).join('\n') + '\n');
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(records), ['msg_e1 SUCCEEDED ', 'msg_e2 DEAD ', 'msg_e3 SUCCEEDED ']);
+  assert.is(records.get('msg_e2')?.status, 'DEAD');
+  assert.equal(records.list('w', { limit: 1, before: 3 }).items.map((record) => record.id), ['msg_e2'], 'a cursor finds its position');
+  await records.close();
+});
+
 test('files: a delivery that ends before its record is first written is written once, finished; one that goes on gets its attempts after', async () => {
   const dir = await tempDir();
   const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
@@ -247,6 +271,67 @@ test('files: a delivery still in the outbox whose record finished on disk does n
   reopened.reconcile([done], () => false, NOW);
   assert.equal(summary(reopened), [`${done.id} SUCCEEDED SUCCESS:200`]);
   await reopened.close();
+});
+
+type FileDispatch = Awaited<ReturnType<typeof openFileDispatch>>;
+const success = { startedAt: new Date(NOW).toISOString(), durationMs: 5, outcome: 'SUCCESS', httpStatus: 200, responseExcerpt: 'ok' } as const;
+
+/**
+ * Opens the file stores on a small disk, publishes one delivery and fills the
+ * disk before its record's first line is written (100 ms later: that write
+ * needs a page of its own), then runs `run`; whatever `run` leaves open is
+ * closed, so that the disk can be unmounted even when an assertion fails.
+ */
+async function withRecordWriteFailing(
+  run: (dir: string, open: { dispatch: FileDispatch | null }, finished: Delivery, errors: unknown[]) => Promise<void>,
+): Promise<void> {
+  await withSmallDisk('4m', async (dir) => {
+    const errors: unknown[] = [];
+    const open: { dispatch: FileDispatch | null } = { dispatch: await openFileDispatch(dir, { reportError: (error) => errors.push(error) }) };
+    try {
+      const finished = delivery(event(1, 0));
+      await open.dispatch!.events.publish(finished.event, [finished]);
+      fillDisk(join(dir, 'filler'));
+      await run(dir, open, finished, errors);
+    } finally {
+      await open.dispatch?.events.close();
+    }
+  });
+}
+
+test('files: a delivery whose record failed to reach a full disk stays in the outbox until a later try writes the record', async () => {
+  await withRecordWriteFailing(async (dir, open, finished, errors) => {
+    const dispatch = open.dispatch!;
+    dispatch.deliveries.succeeded(finished, success);
+    await dispatch.deliveries.settled();
+    assert.ok(errors.length > 0, 'the failed write is reported');
+    assert.is(dispatch.deliveries.pending().count, 1, 'the outbox still holds the delivery whose record is not on disk');
+
+    await rm(join(dir, 'filler'));
+    await waitFor('the record written on a later try, and the delivery forgotten', () => dispatch.deliveries.pending().count === 0);
+    open.dispatch = null;
+    await dispatch.events.close();
+    const reopened = (open.dispatch = await openFileDispatch(dir, { reportError: failOnError }));
+    const listed = (await reopened.deliveries.list('w', { limit: 10 })).items.map((record) => `${record.id} ${record.status}`);
+    assert.equal(listed, [`${finished.id} SUCCEEDED`], 'the record survives a restart');
+    assert.equal(reopened.deliveries.resumable(), [], 'and the delivery is not run again');
+  });
+});
+
+test('files: a record still unwritten when the daemon stops leaves its delivery in the outbox, recorded at the next start', async () => {
+  await withRecordWriteFailing(async (dir, open, finished, errors) => {
+    const dispatch = open.dispatch!;
+    dispatch.deliveries.succeeded(finished, success);
+    open.dispatch = null;
+    await dispatch.events.close();
+
+    await rm(join(dir, 'filler'));
+    const reopened = (open.dispatch = await openFileDispatch(dir, { reportError: failOnError }));
+    assert.equal(reopened.deliveries.resumable().map((pending) => pending.id), [finished.id], 'the delivery runs again');
+    const listed = (await reopened.deliveries.list('w', { limit: 10 })).items.map((record) => `${record.id} ${record.status}`);
+    assert.equal(listed, [`${finished.id} PENDING`]);
+    assert.match(String(errors.at(-1)), /1 delivery records could not be written/, 'the stop says so');
+  });
 });
 
 test.run();

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, pluginsDirWith, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { configureExtension, FAST_DISPATCH, pluginsDirWith, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { call, type Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
@@ -28,15 +28,12 @@ test.before(async () => {
   await workspaceWith(admin, 'acme', 'crm');
   await publishExtension(admin, 'inbound');
   await publishExtension(admin, 'hooks');
-  const configured = await admin.put('/api/admin/marketplace/extensions/inbound/config', {
-    fields: [
-      { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
-      { name: 'webhook.secret', type: 'SECRET', value: 'inbound-key-1' },
-      { name: 'webhook.header', type: 'STRING', value: 'x-api-key' },
-      { name: 'webhook.workspaceId', type: 'STRING', value: 'acme' },
-    ],
-  });
-  assert.is(configured.status, 200, configured.text);
+  await configureExtension(admin, 'inbound', [
+    ['webhook.scheme', 'STRING', 'api-key'],
+    ['webhook.secret', 'SECRET', 'inbound-key-1'],
+    ['webhook.header', 'STRING', 'x-api-key'],
+    ['webhook.workspaceId', 'STRING', 'acme'],
+  ]);
 });
 test.after(async () => {
   await t.destroy();

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, pluginsDirWith, createWorkspace, install, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
-import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { hasValidSignature, subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
 type Call = { handler: string; eventId: string; payload?: unknown };
@@ -12,13 +12,8 @@ const callsFor = (eventId: string) => calls.filter((call) => call.eventId === ev
 
 let t: TestDaemon;
 let admin: Api;
-const subscribers: Subscriber[] = [];
-
-async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<Subscriber> {
-  const started = await startSubscriber(...args);
-  subscribers.push(started);
-  return started;
-}
+const subscribers = subscriberPool();
+const subscriber = subscribers.start;
 
 const publish = (workspace: string, body: Record<string, unknown>, client: Api = admin) =>
   client.post(`/api/workspaces/${workspace}/events/publish`, body);
@@ -30,7 +25,7 @@ test.before(async () => {
   await publishExtension(admin, 'recorder');
 });
 test.after(async () => {
-  for (const started of subscribers) await started.close();
+  await subscribers.closeAll();
   await t.destroy();
 });
 

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { NewUser } from '../src/daemon/auth/users.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, rejection, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -17,14 +17,6 @@ const person = (email: string, roles: NewUser['roles'] = ['USER']): NewUser => (
   passwordHash: `hash-of-${email}`,
 });
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, now?: () => number): Promise<T> {
-  const opened = await site.open(now ? { now } : {});
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 conformance('users: inserted users are found by id, by e-mail ignoring case, and listed in the order of creation', (site) =>
   using(site, async ({ stores: { users } }) => {
@@ -195,7 +187,7 @@ conformance('login attempts: failures and checks in flight count up to the limit
       await loginAttempts.succeeded('key', fifth.id);
       for (let n = 0; n < 3; n += 1) assert.ok('id' in (await reserve()), 'a success forgives the failures');
     },
-    () => now,
+    { now: () => now },
   );
 });
 
@@ -224,7 +216,7 @@ conformance('login attempts: prune forgets what no longer counts, and keeps what
       assert.ok('id' in after, 'the old failure was forgotten');
       assert.equal(await loginAttempts.reserve('key', 2, WINDOW), { retryAfterMs: WINDOW / 2 }, 'the recent one still counts');
     },
-    () => now,
+    { now: () => now },
   );
 });
 

@@ -5,7 +5,7 @@ import { UserNames } from '../src/daemon/auth/names.js';
 import { CatalogService } from '../src/daemon/catalog/service.js';
 import type { AuditRecord, StoredExtension, StoredVersion } from '../src/daemon/catalog/types.js';
 import { newestFirst, samePrecedence } from '../src/daemon/catalog/versions.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -58,14 +58,6 @@ const publishing = (number: string) => (current: StoredExtension) => {
   };
 };
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>): Promise<T> {
-  const opened = await site.open();
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 conformance('catalog: a created extension is read back as it was given, and a key is created once, even at once', (site) =>
   using(site, async ({ stores: { catalog } }) => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../src/daemon/chat/store.js';
-import { conformance, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, type OpenedStores, using } from './helpers/stores.js';
 
 /**
  * The chat store, held to one contract on both backends: each case runs on a
@@ -23,14 +23,6 @@ const message = (channel: string, text: string, details: Partial<ChatMessage> = 
   ...details,
 });
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>): Promise<T> {
-  const opened = await site.open();
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 /** Posts messages #from… to one channel, `batch` at a time, as concurrent notifications would. */
 async function postMany(opened: OpenedStores, workspaceId: string, channel: string, count: number, batch = 100, from = 0): Promise<void> {

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import type { StoredDeadLetter } from '../src/daemon/dispatch/dead-letters.js';
+import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/dead-letters.js';
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
-import type { StoreOptions } from '../src/daemon/store/stores.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { newDelivery } from '../src/daemon/events/service.js';
+import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -30,21 +30,8 @@ function eventIn(workspaceId: string, eventKey = 'order.created', payload: Recor
   };
 }
 
-function deliveryOf(event: PlatformEvent, subscriptionId = 'sub-1'): Delivery {
-  const now = Date.now();
-  return {
-    id: `msg_${randomUUID().replaceAll('-', '')}`,
-    event,
-    depth: 1,
-    subscriber: { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
-    attempts: 0,
-    nextAttemptAt: now,
-    enqueuedAt: new Date(now).toISOString(),
-    firstAttemptAt: null,
-    lastError: null,
-    replayCount: 0,
-  };
-}
+const deliveryOf = (event: PlatformEvent, subscriptionId = 'sub-1'): Delivery =>
+  newDelivery(event, 1, { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' }, Date.now());
 
 const attempt = (outcome: NewAttempt['outcome'], httpStatus: number): NewAttempt => ({
   startedAt: new Date().toISOString(),
@@ -60,30 +47,11 @@ async function killed(opened: OpenedStores, delivery: Delivery): Promise<StoredD
   delivery.attempts += 1;
   delivery.firstAttemptAt ??= new Date().toISOString();
   delivery.lastError = { message: 'status 400', status: 400 };
-  const letter: StoredDeadLetter = {
-    id: delivery.deadLetterId ?? randomUUID(),
-    deliveryId: delivery.id,
-    event: delivery.event,
-    subscriber: delivery.subscriber,
-    attempts: delivery.attempts,
-    lastError: delivery.lastError,
-    firstAttemptAt: delivery.firstAttemptAt,
-    deadAt: new Date().toISOString(),
-    replayCount: delivery.replayCount,
-    depth: delivery.depth,
-  };
+  const letter = deadLetterOf(delivery, delivery.lastError, Date.now());
   await opened.stores.deliveries.dead(delivery, attempt('FAILED', 400), letter);
   return letter;
 }
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, options: StoreOptions = {}): Promise<T> {
-  const opened = await site.open(options);
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 conformance('a published event is found and listed newest first, its deliveries pending with their records', (site) =>
   using(site, async ({ stores: { events, deliveries } }) => {

@@ -6,7 +6,7 @@ import { ExtensionConfigService } from '../src/daemon/extension-config/service.j
 import type { StoredField } from '../src/daemon/extension-config/store.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { WorkspaceService } from '../src/daemon/workspaces/service.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -26,14 +26,6 @@ const setting = (set: StoredField) => (current: readonly StoredField[]) => {
   return index < 0 ? [...current, set] : current.map((stored, at) => (at === index ? set : stored));
 };
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>): Promise<T> {
-  const opened = await site.open();
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 conformance('extension config: fields in the order first set, values of every type as given; unknown extensions have none', (site) =>
   using(site, async ({ stores: { extensionConfig } }) => {

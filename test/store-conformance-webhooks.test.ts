@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { MemoryWebhookReplayStore } from '../src/daemon/store/file/webhook-replays.js';
 import { REPLAY_WINDOW_MS, type ReplayClaim } from '../src/daemon/webhooks/replays.js';
 import { firstWindow, requestPage, REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../src/daemon/webhooks/request-log.js';
-import { BACKENDS, conformance, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { BACKENDS, conformance, type OpenedStores, using } from './helpers/stores.js';
 
 /**
  * The inbound webhook stores (request log, replay check), held to one
@@ -22,14 +22,6 @@ const entry = (bodyExcerpt: string, details: Partial<WebhookRequestEntry> = {}):
   ...details,
 });
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, now?: () => number): Promise<T> {
-  const opened = await site.open(now ? { now } : {});
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 /** Records calls #from… of one extension, `batch` at a time, as concurrent calls would. */
 async function recordMany(opened: OpenedStores, extensionKey: string, count: number, batch = 100, from = 0): Promise<void> {
@@ -151,7 +143,7 @@ conformance('replay check: a committed id is a duplicate for 24 hours from its p
       clock.advance(REPLAY_WINDOW_MS - 1);
       assert.is(await replays.claim('gh', 'delivery-1'), null, 'the window starts again at the new publish');
     },
-    clock.now,
+    { now: clock.now },
   );
 });
 

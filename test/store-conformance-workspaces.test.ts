@@ -5,7 +5,7 @@ import { CatalogService } from '../src/daemon/catalog/service.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { WorkspaceService } from '../src/daemon/workspaces/service.js';
 import type { Installation, StoredSubscription, Workspace } from '../src/daemon/workspaces/types.js';
-import { conformance, rejection, type OpenedStores, type StoreSite } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -44,14 +44,6 @@ const subscription = (workspaceId: string, eventKey: string, extensionKey: strin
 const sameSubscriber = (mine: StoredSubscription) => (other: StoredSubscription) =>
   other.extensionKey === mine.extensionKey && other.kind === mine.kind && other.serviceBaseUrl === mine.serviceBaseUrl;
 
-async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>): Promise<T> {
-  const opened = await site.open();
-  try {
-    return await run(opened);
-  } finally {
-    await opened.close();
-  }
-}
 
 /** A user the shared store knows (PostgreSQL's members refer to users). */
 const aUser = (opened: OpenedStores, name: string) =>

@@ -17,6 +17,24 @@ interface Item {
 
 const endOf = (stream: Stream) => waitFor('the end of the stream', () => stream.ended);
 
+/** `platform events tail` as a process, with what it printed so far; connected once it says it follows. */
+async function tail(url: string, token: string, args: string[]) {
+  const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: url, PLATFORM_TOKEN: token };
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk) => (output.stdout += chunk));
+  child.stderr.on('data', (chunk) => (output.stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await waitFor('tail connected', () => output.stderr.includes('following') || undefined);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return { output, env, exited, kill: (signal: NodeJS.Signals) => child.kill(signal) };
+}
+type Tail = Awaited<ReturnType<typeof tail>>;
+
 /** A live stream read with node:http, so that a test can stop reading it. */
 interface Stream {
   status: number;
@@ -145,6 +163,34 @@ test('a workspace stream and the admin stream carry every kind of item, with inc
   await waitFor('the other workspace on the admin stream', () => adminStream.items.some((item) => item.data.id === elsewhere) || undefined);
   workspaceStream.close();
   adminStream.close();
+});
+
+test('enabling or disabling a subscription by hand shows on the workspace and admin streams, without its URL', async () => {
+  const workspaceStream = await openStream(t.url, '/api/workspaces/live/stream', admin.token);
+  const adminStream = await openStream(t.url, '/api/admin/stream', admin.token);
+  const otherStream = await openStream(t.url, '/api/workspaces/other/stream', admin.token);
+  const subscriptions = (await admin.get('/api/workspaces/live/subscriptions')).body.data as Array<{ id: string; eventKey: string }>;
+  const { id } = subscriptions.find((subscription) => subscription.eventKey === 'crm.ok')!;
+  const change = (enabled: boolean) => admin.patch(`/api/workspaces/live/subscriptions/${id}`, { enabled });
+  assert.is((await change(false)).status, 200);
+  assert.is((await change(false)).status, 200, 'disabling it again changes nothing');
+  assert.is((await change(true)).status, 200);
+  const base = { subscriptionId: id, workspaceId: 'live', eventKey: 'crm.ok', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE' };
+  const expected = [
+    { ...base, enabled: false, disabledReason: 'disabled by an administrator' },
+    { ...base, enabled: true, disabledReason: null },
+  ];
+  for (const stream of [workspaceStream, adminStream]) {
+    const changes = await waitFor('both changes on the stream', () => {
+      const seen = stream.items.filter((item) => item.event === 'subscription.changed');
+      return seen.length === 2 && seen;
+    });
+    assert.equal(changes.map((item) => item.data), expected);
+    assert.not.match(stream.text(), 'hook-pass');
+    assert.not.match(stream.text(), subscriber.url.replace('http://', ''));
+  }
+  assert.is(otherStream.items.length, 0, 'not on the stream of another workspace');
+  for (const stream of [workspaceStream, adminStream, otherStream]) stream.close();
 });
 
 test('streams refuse non-members (403), unknown workspaces (404), non-admins on the admin stream and bad ids', async () => {
@@ -289,67 +335,69 @@ test('CLI events tail prints events, follows a daemon restart, and exits 0 on Ct
   const port = own.daemon.port;
   const ownAdmin = await own.admin();
   await createWorkspace(ownAdmin, 'tailed');
-  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'tailed'], {
-    env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: own.url, PLATFORM_TOKEN: ownAdmin.token },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let child: Tail | undefined;
   try {
-    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    child = await tail(own.url, ownAdmin.token, ['tailed']);
+    const { output } = child;
     const before = (await ownAdmin.post('/api/workspaces/tailed/events/publish', { eventKey: 'app.before' })).body.meta.eventId;
-    await waitFor('the first event printed', () => stdout.includes(before) || undefined);
-    assert.match(stdout, /published\s+app\.before/);
+    await waitFor('the first event printed', () => output.stdout.includes(before) || undefined);
+    assert.match(output.stdout, /published\s+app\.before/);
 
     await own.stop();
     own = await startTestDaemon({ port }, own.dataDir);
     const after = (await ownAdmin.post('/api/workspaces/tailed/events/publish', { eventKey: 'app.after' })).body.meta.eventId;
-    await waitFor('the event after the restart printed', () => stdout.includes(after) || undefined, 20_000);
-    assert.is(stdout.split(before).length, 2, 'nothing printed twice');
+    await waitFor('the event after the restart printed', () => output.stdout.includes(after) || undefined, 20_000);
+    assert.is(output.stdout.split(before).length, 2, 'nothing printed twice');
 
     child.kill('SIGINT');
-    assert.is(await exited, 0, stderr);
+    assert.is(await child.exited, 0, output.stderr);
   } finally {
-    child.kill('SIGKILL');
+    child?.kill('SIGKILL');
     await own.destroy();
   }
 });
 
 
+test('CLI events tail prints a subscription disabled and enabled again', async () => {
+  const child = await tail(t.url, admin.token, ['live']);
+  try {
+    const subscriptions = (await admin.get('/api/workspaces/live/subscriptions')).body.data as Array<{ id: string; eventKey: string }>;
+    const { id } = subscriptions.find((subscription) => subscription.eventKey === 'crm.ok')!;
+    for (const enabled of [false, true]) assert.is((await admin.patch(`/api/workspaces/live/subscriptions/${id}`, { enabled })).status, 200);
+    const lines = await waitFor('both changes printed', () => {
+      const printed = child.output.stdout.split('\n').filter((line) => line.includes(id));
+      return printed.length === 2 && printed;
+    });
+    assert.match(lines[0]!, new RegExp(`subscription\\s+crm\\.ok -> crm\\s+${id}\\s+disabled: disabled by an administrator$`));
+    assert.match(lines[1]!, new RegExp(`subscription\\s+crm\\.ok -> crm\\s+${id}\\s+enabled$`));
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
+
 test('CLI events tail --event --json prints only that event key, one JSON object a line; a refusal exits 1', async () => {
   const own = await startTestDaemon();
   const ownAdmin = await own.admin();
   await createWorkspace(ownAdmin, 'filtered');
-  const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: own.url, PLATFORM_TOKEN: ownAdmin.token };
-  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', 'filtered', '--event', 'app.picked', '--json'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let child: Tail | undefined;
   try {
-    await waitFor('tail connected', () => stderr.includes('following') || undefined);
+    child = await tail(own.url, ownAdmin.token, ['filtered', '--event', 'app.picked', '--json']);
+    const { output, env } = child;
     await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.other' });
     const picked = (await ownAdmin.post('/api/workspaces/filtered/events/publish', { eventKey: 'app.picked' })).body.meta.eventId;
-    await waitFor('the picked event printed', () => stdout.includes('\n') || undefined);
-    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    await waitFor('the picked event printed', () => output.stdout.includes('\n') || undefined);
+    const lines = output.stdout.trim().split('\n').map((line) => JSON.parse(line));
     assert.is(lines.length, 1);
     assert.is(lines[0].type, 'event.published');
     assert.is(lines[0].data.id, picked);
     child.kill('SIGINT');
-    assert.is(await exited, 0, stderr);
+    assert.is(await child.exited, 0, output.stderr);
 
     const refused = await runCli(['events', 'tail', 'nowhere'], { env });
     assert.is(refused.code, 1);
     assert.match(refused.stderr, /not found/);
   } finally {
-    child.kill('SIGKILL');
+    child?.kill('SIGKILL');
     await own.destroy();
   }
 });

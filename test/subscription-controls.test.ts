@@ -3,18 +3,13 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, pluginsDirWith, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
-import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
+import { hasValidSignature, subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
 let admin: Api;
-const subscribers: Subscriber[] = [];
-
-async function subscriber(...args: Parameters<typeof startSubscriber>): Promise<Subscriber> {
-  const started = await startSubscriber(...args);
-  subscribers.push(started);
-  return started;
-}
+const subscribers = subscriberPool();
+const subscriber = subscribers.start;
 
 const publish = async (workspace: string, eventKey: string, payload: Record<string, unknown> = {}) => {
   const result = await admin.post(`/api/workspaces/${workspace}/events/publish`, { eventKey, payload });
@@ -34,7 +29,7 @@ test.before(async () => {
   admin = await t.admin();
 });
 test.after(async () => {
-  for (const started of subscribers) await started.close();
+  await subscribers.closeAll();
   await t.destroy();
 });
 

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { signGithub, signHmacSha256, signStripe } from '../src/handlers/webhooks/sign.js';
 import { runCli } from './helpers/cli.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { createWorkspace, pluginsDirWith, publishExtension } from './helpers/fixtures.js';
+import { configureExtension, createWorkspace, pluginsDirWith, publishExtension } from './helpers/fixtures.js';
 import { call, type Api } from './helpers/http.js';
 import { filesOnly } from './helpers/postgres.js';
 
@@ -18,10 +18,7 @@ let admin: Api & { token: string };
 
 async function configure(key: string, fields: Array<[string, string, unknown]>): Promise<void> {
   await publishExtension(admin, key);
-  const result = await admin.put(`/api/admin/marketplace/extensions/${key}/config`, {
-    fields: fields.map(([name, type, value]) => ({ name, type, value })),
-  });
-  assert.is(result.status, 200, result.text);
+  await configureExtension(admin, key, fields);
 }
 
 const post = (key: string, body: string | Buffer, headers: Record<string, string> = {}) =>

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { signGithub, signSlack, signStandardWebhook, signStripe } from '../src/handlers/webhooks/sign.js';
-import { FAST_DISPATCH, createWorkspace, install, pluginsDirWith, publishExtension, subscribeExternal } from './helpers/fixtures.js';
+import { configureExtension, createWorkspace, FAST_DISPATCH, install, pluginsDirWith, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import { call, type Api, type HttpResult } from './helpers/http.js';
 import { startSubscriber } from './helpers/subscriber.js';
 
@@ -17,12 +17,7 @@ let admin: Api;
 const hmacHex = (secret: string | Buffer, text: string) => createHmac('sha256', secret).update(text).digest('hex');
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-async function configure(key: string, fields: Array<[string, string, unknown]>): Promise<void> {
-  const result = await admin.put(`/api/admin/marketplace/extensions/${key}/config`, {
-    fields: fields.map(([name, type, value]) => ({ name, type, value })),
-  });
-  assert.is(result.status, 200, result.text);
-}
+const configure = (key: string, fields: Array<[string, string, unknown]>) => configureExtension(admin, key, fields);
 
 const post = (key: string, body: string, headers: Record<string, string> = {}) =>
   call(t.url, 'POST', `/api/webhooks/${key}`, { raw: body, headers: { 'content-type': 'application/json', ...headers } });

@@ -1,33 +1,18 @@
 import { onBeforeUnmount, reactive } from 'vue';
-import type { PlatformEvent, SubscriberKind } from '../contract/types';
-
-/**
- * `data` of a delivery item of a live stream (docs/api.md, "Live streams").
- * Declared here until src/contract has it.
- */
-export interface StreamDelivery {
-  deliveryId: string;
-  eventId: string;
-  eventKey: string;
-  workspaceId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: SubscriberKind;
-  attempts: number;
-  httpStatus?: number;
-  error?: string;
-  nextAttemptAt?: string;
-}
+import type { PlatformEvent, StreamDelivery, StreamSubscription } from '../contract/types';
 
 export type DeliveryItemType = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
-export type LiveItem = { type: 'event.published'; data: PlatformEvent } | { type: DeliveryItemType; data: StreamDelivery };
+export type LiveItem =
+  | { type: 'event.published'; data: PlatformEvent }
+  | { type: DeliveryItemType; data: StreamDelivery }
+  | { type: 'subscription.changed'; data: StreamSubscription };
 
 /** `live` while connected; `reconnecting` while the browser retries; `stopped` once it gave up (a refusal). */
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'stopped';
 
-const TYPES = ['event.published', 'delivery.succeeded', 'delivery.retrying', 'delivery.dead'] as const;
+const TYPES = ['event.published', 'delivery.succeeded', 'delivery.retrying', 'delivery.dead', 'subscription.changed'] as const;
 
-/** The item's workspace: events name it `tenantId`, deliveries `workspaceId`. */
+/** The item's workspace: events name it `tenantId`, the others `workspaceId`. */
 export const workspaceOf = (item: LiveItem) => (item.type === 'event.published' ? item.data.tenantId : item.data.workspaceId);
 
 /**

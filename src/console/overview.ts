@@ -1,8 +1,8 @@
 import { computed, onBeforeUnmount, reactive } from 'vue';
-import type { DaemonStatus, DeadLetter, DeliveryRecord, Subscription, Workspace } from '../contract/types';
+import type { DaemonStatus, DeadLetter, DeliveryRecord, StreamDelivery, Subscription, Workspace } from '../contract/types';
 import { api, messageOf, request } from './api';
-import { paths } from './api-paths';
-import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem, type StreamDelivery } from './live';
+import { paths } from '../contract/paths';
+import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem } from './live';
 import { isAdmin } from './session';
 
 /** A delivery that failed recently: its latest failed attempt, and whether it was retried, final, or delivered since. */
@@ -38,8 +38,6 @@ const COUNT_UP_TO = 100;
 export const LIVE_WORKSPACES = 3;
 /** Figures are read again at most once a second, however busy the stream. */
 const REREAD_MS = 1000;
-/** Published by the daemon when it disables a failing subscription (docs/api.md, "Automatic disabling"). */
-const SUBSCRIPTION_DISABLED = 'platform.subscription.disabled';
 
 const reasonOf = (error: string | undefined, httpStatus: number | null | undefined) =>
   error ?? (httpStatus ? `answered HTTP ${httpStatus}` : 'failed');
@@ -184,7 +182,8 @@ export function useOverview() {
       state.failures = withFailure(state.failures, failureFromStream(item.data, outcome, new Date().toISOString()));
     }
     if (item.type === 'delivery.succeeded') state.failures = withSuccess(state.failures, item.data.deliveryId, item.data.attempts);
-    if (item.type === 'event.published' && item.data.eventKey === SUBSCRIPTION_DISABLED) void reread(() => readDisabled(workspaceId));
+    // Enabled or disabled, by hand or automatically.
+    if (item.type === 'subscription.changed') return void reread(() => readDisabled(workspaceId));
     if (admin) rereadStatus();
     else rereadCounts(workspaceId);
   }

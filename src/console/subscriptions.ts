@@ -1,7 +1,7 @@
 import { EventKey, problemWith, Slug } from '../contract/schemas';
 import type { CreatedSubscription, DeliveryRecord, Subscription, SubscriberKind } from '../contract/types';
 import { api, ApiError } from './api';
-import { paths } from './api-paths';
+import { paths } from '../contract/paths';
 
 export interface SubscriptionDraft {
   eventKey: string;

@@ -3,10 +3,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { call, type Api } from '../helpers/http.js';
-import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
+import { configureExtension, createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, signIn, visit } from './browser.js';
 
 // The console as an ADMIN, in a real Chromium against the real daemon: one browser, one page.
 const OLD_SECRET = 'old-webhook-key-1';
@@ -44,23 +44,15 @@ if (browserAvailable()) {
     subscriber = await startSubscriber(() => ({ status: 400 }));
     await subscribeExternal(admin, 'acme', 'orders.created', 'acme-tools', subscriber.url);
     eventId = await publishFailingEvent();
-    const configured = await admin.put('/api/admin/marketplace/extensions/acme-tools/config', {
-      fields: [
-        { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
-        { name: 'webhook.header', type: 'STRING', value: 'x-api-key' },
-        { name: 'webhook.workspaceId', type: 'STRING', value: 'acme' },
-        { name: 'webhook.secret', type: 'SECRET', value: OLD_SECRET },
-      ],
-    });
-    assert.is(configured.status, 200, configured.text);
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
+    await configureExtension(admin, 'acme-tools', [
+      ['webhook.scheme', 'STRING', 'api-key'],
+      ['webhook.header', 'STRING', 'x-api-key'],
+      ['webhook.workspaceId', 'STRING', 'acme'],
+      ['webhook.secret', 'SECRET', OLD_SECRET],
+    ]);
+    ({ browser, page, errors } = await openConsole(t.url, null));
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('signing in with the cookie shows the overview and every admin link', async () => {
     await visit(page, '/workspaces');

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import * as assert from 'uvu/assert';
+import { ADMIN, type TestDaemon } from '../helpers/daemon.js';
 
 /** Debian's chromium package; Playwright's own browser downloads are not used. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -40,6 +41,33 @@ export async function openPage(browser: Browser, baseURL: string): Promise<{ pag
   });
   page.on('pageerror', (error) => errors.push(`${page.url()}: ${error.message}`));
   return { page, errors };
+}
+
+/**
+ * A browser and one page of the console at `baseURL`, signed in as `account`
+ * (the ADMIN unless told; null: signed out). The browser is closed if the
+ * sign-in fails.
+ */
+export async function openConsole(
+  baseURL: string,
+  account: { email: string; password: string } | null = ADMIN,
+): Promise<{ browser: Browser; page: Page; errors: string[] }> {
+  const browser = await launchBrowser();
+  try {
+    const { page, errors } = await openPage(browser, baseURL);
+    if (account) await signIn(page, account.email, account.password);
+    return { browser, page, errors };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+}
+
+/** Closes what a test file opened, in the order given; whatever its set-up did not get to is undefined and skipped. */
+export async function closeAll(...opened: Array<{ close(): Promise<unknown> } | TestDaemon | undefined>): Promise<void> {
+  for (const thing of opened) {
+    if (thing) await ('destroy' in thing ? thing.destroy() : thing.close());
+  }
 }
 
 /** Goes to a console route and waits until its heading shows (and any loading is done). */

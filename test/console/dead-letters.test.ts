@@ -1,12 +1,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, visit } from './browser.js';
 
 // Replaying every matching dead letter runs in batches with its progress shown; a disabled subscriber's are skipped.
 const EVENTS = 60;
@@ -37,15 +37,9 @@ if (browserAvailable()) {
     assert.is((await admin.patch(`/api/workspaces/bulk/subscriptions/${archiver.id}`, { enabled: false })).status, 200);
     subscriber.answer(() => ({ status: 200 }));
 
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('every match is replayed in batches with its progress, the disabled subscriber skipped', async () => {
     await visit(page, '/dead-letters?workspaceId=bulk');

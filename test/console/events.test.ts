@@ -1,12 +1,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, visit } from './browser.js';
 
 // A workspace's events, filtered and paged, and an event's deliveries as timelines of their attempts.
 let t: TestDaemon;
@@ -42,15 +42,9 @@ if (browserAvailable()) {
     for (const [eventKey, count] of Object.entries(PUBLISHED)) {
       for (let n = eventKey === 'orders.created' ? 1 : 0; n < count; n += 1) await publish(eventKey, { n });
     }
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await flaky?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, flaky, t));
 
   test("a workspace's events page through the API's cursor, newest first", async () => {
     await visit(page, '/workspaces/shop');

@@ -6,7 +6,7 @@ import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { browserAvailable, launchBrowser, openPage, signIn, visit } from './browser.js';
+import { browserAvailable, closeAll, openConsole, signIn, visit } from './browser.js';
 
 // An ADMIN's everyday work through the console, each step checked through the API.
 let t: TestDaemon;
@@ -46,15 +46,9 @@ if (browserAvailable()) {
     }
     await waitFor('three dead letters', async () => (await deadLetters()).length === 3);
 
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('a new extension is created from the marketplace, then its first version published', async () => {
     await visit(page, '/marketplace');

@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createWorkspace, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, visit } from './browser.js';
 
 // A signed-in member who is not ADMIN: their own workspaces, and no admin control anywhere.
 let t: TestDaemon;
@@ -24,14 +24,9 @@ if (browserAvailable()) {
     await subscribeExternal(admin, 'team', 'chat.message.sent', 'team-chat', 'https://hooks.example.test/chat');
     const joined = await admin.put(`/api/admin/workspaces/team/members/${member.id}`);
     assert.is(joined.status, 200, joined.text);
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, MEMBER.email, MEMBER.password);
+    ({ browser, page, errors } = await openConsole(t.url, MEMBER));
   });
-  test.after(async () => {
-    await browser?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, t));
 
   test('the navigation has no admin links', async () => {
     const nav = page.getByRole('navigation', { name: 'Main' });

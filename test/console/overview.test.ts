@@ -5,7 +5,7 @@ import { ADMIN, createUser, startTestDaemon, type TestDaemon } from '../helpers/
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
 
 // The overview follows the live streams: what happens in the daemon shows without a reload.
 const MEMBER = { email: 'mo@example.test', password: 'member-password-1' };
@@ -54,11 +54,7 @@ if (browserAvailable()) {
     await signIn(adminPage, ADMIN.email, ADMIN.password);
     await signIn(memberPage, MEMBER.email, MEMBER.password);
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('an ADMIN overview shows failures, dead letters and a disabled subscription as they happen', async () => {
     const page = adminPage;
@@ -84,6 +80,11 @@ if (browserAvailable()) {
     await row.getByText('every delivery failed since').waitFor();
     assert.match((await row.textContent()) ?? '', 'Workspace ops');
     await deliveries.getByRole('link', { name: '2', exact: true }).waitFor();
+
+    // Enabled again by hand: it leaves the list.
+    const [subscription] = (await admin.get('/api/workspaces/ops/subscriptions')).body.data as Array<{ id: string }>;
+    assert.is((await admin.patch(`/api/workspaces/ops/subscriptions/${subscription!.id}`, { enabled: true })).status, 200);
+    await disabled.getByText('Every subscription is enabled.').waitFor();
     assert.ok(await stillTheSameDocument(page), 'all of it came without a reload');
 
     await assertAccessible(page, 'overview with failures');
@@ -109,6 +110,15 @@ if (browserAvailable()) {
     // The subscriber's 400 is final: the delivery goes straight to the dead ones.
     await row.locator('td[data-label="Dead deliveries"]').filter({ hasText: /^1$/ }).waitFor();
     assert.is(await page.getByText('jobs.failed').count(), 0, "the other workspace's failure is not shown");
+
+    // Disabled and enabled again by hand, as it happens.
+    const disabled = page.getByRole('region', { name: 'Disabled subscriptions' });
+    const [subscription] = (await admin.get('/api/workspaces/team/subscriptions')).body.data as Array<{ id: string }>;
+    const toggle = (enabled: boolean) => admin.patch(`/api/workspaces/team/subscriptions/${subscription!.id}`, { enabled });
+    assert.is((await toggle(false)).status, 200);
+    await disabled.getByRole('row').filter({ hasText: 'notes.added' }).getByText('disabled by an administrator').waitFor();
+    assert.is((await toggle(true)).status, 200);
+    await disabled.getByText('Every subscription is enabled.').waitFor();
     assert.ok(await stillTheSameDocument(page));
     await assertAccessible(page, 'member overview');
     assert.equal(errors(), [], 'no console errors');

@@ -1,12 +1,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import { hasValidSignature, startSubscriber, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, signIn, visit } from './browser.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, visit } from './browser.js';
 
 // Subscription controls on the workspace page, each checked against the API and a real subscriber.
 let t: TestDaemon;
@@ -36,15 +36,9 @@ if (browserAvailable()) {
     await install(admin, 'hub', 'notifier');
     subscriber = await startSubscriber();
     firstSecret = (await subscribeExternal(admin, 'hub', 'builds.finished', 'notifier', subscriber.url)).signingSecret;
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await subscriber?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, subscriber, t));
 
   test('a disabled subscription shows why and gets no delivery; enabled again, it does', async () => {
     await visit(page, '/workspaces/hub');

@@ -1,10 +1,10 @@
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { call } from '../helpers/http.js';
-import { createWorkspace, publishExtension } from '../helpers/fixtures.js';
-import { assertAccessible, browserAvailable, launchBrowser, openPage, screenshots, signIn, visit } from './browser.js';
+import { configureExtension, createWorkspace, publishExtension } from '../helpers/fixtures.js';
+import { assertAccessible, browserAvailable, closeAll, openConsole, screenshots, visit } from './browser.js';
 
 // The inbound webhook request log of an extension, paged by the API's cursor, with its keys masked.
 const KEY = 'inbound-key-never-shown';
@@ -24,15 +24,12 @@ if (browserAvailable()) {
     const admin = await t.admin();
     await publishExtension(admin, 'hooks', '1.0.0');
     await createWorkspace(admin, 'inbox');
-    const configured = await admin.put('/api/admin/marketplace/extensions/hooks/config', {
-      fields: [
-        { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
-        { name: 'webhook.header', type: 'STRING', value: 'x-api-key' },
-        { name: 'webhook.workspaceId', type: 'STRING', value: 'inbox' },
-        { name: 'webhook.secret', type: 'SECRET', value: KEY },
-      ],
-    });
-    assert.is(configured.status, 200, configured.text);
+    await configureExtension(admin, 'hooks', [
+      ['webhook.scheme', 'STRING', 'api-key'],
+      ['webhook.header', 'STRING', 'x-api-key'],
+      ['webhook.workspaceId', 'STRING', 'inbox'],
+      ['webhook.secret', 'SECRET', KEY],
+    ]);
     // The oldest call is refused; 51 accepted ones follow, one more than a page.
     assert.is((await callWebhook('wrong-key', { attempt: 0 })).status, 401);
     for (let n = 1; n <= ACCEPTED_CALLS; n += 1) {
@@ -40,14 +37,9 @@ if (browserAvailable()) {
       assert.is(accepted.status, 200, accepted.text);
       lastEventId = accepted.body.meta.eventId;
     }
-    browser = await launchBrowser();
-    ({ page, errors } = await openPage(browser, t.url));
-    await signIn(page, ADMIN.email, ADMIN.password);
+    ({ browser, page, errors } = await openConsole(t.url));
   });
-  test.after(async () => {
-    await browser?.close();
-    await t?.destroy();
-  });
+  test.after(() => closeAll(browser, t));
 
   test('the latest calls come first, with their outcome, event and masked headers', async () => {
     await visit(page, '/extensions/hooks/webhooks');

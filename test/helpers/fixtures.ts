@@ -37,6 +37,12 @@ export async function publishExtension(admin: Api, key: string, version = '1.0.0
   );
 }
 
+/** Sets the extension's configuration fields, each `[name, type, value]`. */
+export async function configureExtension(admin: Api, key: string, fields: Array<[string, string, unknown]>): Promise<void> {
+  const body = { fields: fields.map(([name, type, value]) => ({ name, type, value })) };
+  expectStatus(await admin.put(`/api/admin/marketplace/extensions/${key}/config`, body), 200, `configure ${key}`);
+}
+
 export async function createWorkspace(admin: Api, id: string): Promise<void> {
   expectStatus(await admin.post('/api/admin/workspaces', { id, name: `Workspace ${id}` }), 201, `create workspace ${id}`);
 }

@@ -26,6 +26,16 @@ export interface StoreSite {
   destroy(): Promise<void>;
 }
 
+/** Runs `run` on the stores of a daemon opened on the site (with `options`), closed afterwards whatever happens. */
+export async function using<T>(site: StoreSite, run: (opened: OpenedStores) => Promise<T>, options: StoreOptions = {}): Promise<T> {
+  const opened = await site.open(options);
+  try {
+    return await run(opened);
+  } finally {
+    await opened.close();
+  }
+}
+
 export interface Backend {
   name: 'file' | 'postgres';
   /** Several daemons may use one site at once. */

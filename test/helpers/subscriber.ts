@@ -27,6 +27,21 @@ export interface Subscriber {
   close(): Promise<void>;
 }
 
+/** Subscribers a test file starts as it goes (`start`), closed together at its end (`closeAll`). */
+export function subscriberPool() {
+  const started: Subscriber[] = [];
+  return {
+    async start(...args: Parameters<typeof startSubscriber>): Promise<Subscriber> {
+      const subscriber = await startSubscriber(...args);
+      started.push(subscriber);
+      return subscriber;
+    },
+    async closeAll(): Promise<void> {
+      for (const subscriber of started.splice(0)) await subscriber.close();
+    },
+  };
+}
+
 /** A real external service on a local port: it records every delivery and answers as scripted. */
 export async function startSubscriber(script: (request: ReceivedDelivery, index: number) => Answer = () => ({})): Promise<Subscriber> {
   let current = script;

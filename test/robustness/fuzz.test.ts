@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { buildRoutes } from '../../src/daemon/http/index.js';
 import { keyHash } from '../../src/daemon/http/json-scan.js';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { publishExtension, workspaceWith } from '../helpers/fixtures.js';
+import { configureExtension, publishExtension, workspaceWith } from '../helpers/fixtures.js';
 import { call, type HttpResult } from '../helpers/http.js';
 import {
   changedFiles,
@@ -726,15 +726,12 @@ test('every route refuses hostile input with a 4xx envelope and changes nothing'
   await workspaceWith(admin, WORKSPACE, EXTENSION);
   assert.is((await admin.put(`/api/admin/workspaces/${WORKSPACE}/members/${user.id}`)).status, 200);
   await publishExtension(admin, WEBHOOK_EXTENSION);
-  const webhookConfig = await admin.put(`/api/admin/marketplace/extensions/${WEBHOOK_EXTENSION}/config`, {
-    fields: [
-      { name: 'webhook.scheme', type: 'STRING', value: 'api-key' },
-      { name: 'webhook.header', type: 'STRING', value: 'x-fuzz-key' },
-      { name: 'webhook.secret', type: 'SECRET', value: 'fuzz-webhook-key' },
-      { name: 'webhook.workspaceId', type: 'STRING', value: WORKSPACE },
-    ],
-  });
-  assert.is(webhookConfig.status, 200, webhookConfig.text);
+  await configureExtension(admin, WEBHOOK_EXTENSION, [
+    ['webhook.scheme', 'STRING', 'api-key'],
+    ['webhook.header', 'STRING', 'x-fuzz-key'],
+    ['webhook.secret', 'SECRET', 'fuzz-webhook-key'],
+    ['webhook.workspaceId', 'STRING', WORKSPACE],
+  ]);
   const notice = await user.post(`/api/workspaces/${WORKSPACE}/events/publish`, {
     eventKey: 'platform.notification',
     payload: { channel: 'fuzz', message: 'hello' },

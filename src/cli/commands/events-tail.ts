@@ -21,7 +21,7 @@ export function registerEventsTail(events: Command): void {
   withExample(
     events
       .command('tail <workspace>')
-      .description('follow the live events and delivery outcomes of a workspace until Ctrl-C; reconnects when the daemon restarts'),
+      .description('follow the live events, delivery outcomes and subscriptions enabled or disabled in a workspace until Ctrl-C; reconnects when the daemon restarts'),
     'platform events tail acme --event crm.deal.closed',
   )
     .option('--event <eventKey>', 'only this event key')
@@ -110,6 +110,10 @@ function describe({ type, data }: StreamItem): string {
   const time = new Date().toISOString().slice(11, 19);
   if (type === 'event.published') {
     return `${time}  published  ${String(data.eventKey)}  ${String(data.id)}  by ${String(data.actor)}`;
+  }
+  if (type === 'subscription.changed') {
+    const state = data.enabled === true ? 'enabled' : `disabled: ${String(data.disabledReason)}`;
+    return `${time}  subscription  ${String(data.eventKey)} -> ${String(data.extensionKey)}  ${String(data.subscriptionId)}  ${state}`;
   }
   const outcome = type.replace('delivery.', '');
   const detail = [

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Collection } from '../store/collection.js';
 import { notFound } from '../errors.js';
-import type { DeadLetter, DeadLetterFilter } from './types.js';
+import type { DeadLetter, DeadLetterFilter, Delivery, DeliveryError } from './types.js';
 import { hasCredentials, maskCredentials } from './url-credentials.js';
 
 /** Kept with the record so that a replay resumes the event chain where it was. */
@@ -13,6 +14,22 @@ interface DeadLettersDocument {
   schemaVersion: 1;
   /** Oldest first. */
   deadLetters: StoredDeadLetter[];
+}
+
+/** The dead letter of a delivery that failed for good with `error` (a replayed one keeps its letter's id). */
+export function deadLetterOf(delivery: Delivery, error: DeliveryError, deadAt: number): StoredDeadLetter {
+  return {
+    id: delivery.deadLetterId ?? randomUUID(),
+    deliveryId: delivery.id,
+    event: delivery.event,
+    subscriber: delivery.subscriber,
+    attempts: delivery.attempts,
+    lastError: error,
+    firstAttemptAt: delivery.firstAttemptAt,
+    deadAt: new Date(deadAt).toISOString(),
+    replayCount: delivery.replayCount,
+    depth: delivery.depth,
+  };
 }
 
 export const toPublicDeadLetter = ({ depth: _depth, ...visible }: StoredDeadLetter): DeadLetter => visible;

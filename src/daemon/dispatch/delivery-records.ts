@@ -51,6 +51,11 @@ const COMPACT_SLACK = 50_000;
  * those deliveries are still in the outbox, and run again.
  */
 const FIRST_LINE_DELAY_MS = 100;
+/**
+ * How long first lines whose write failed (a full disk) wait to be written
+ * again, with those created meanwhile. Their deliveries stay in the outbox.
+ */
+const FIRST_LINE_RETRY_MS = 1000;
 
 const STATUS_CODES: Record<DeliveryStatus, number> = { PENDING: 0, SUCCEEDED: 1, DEAD: 2, DISCARDED: 3 };
 /** Where a record's line is not known yet: it is held whole meanwhile. */
@@ -75,8 +80,7 @@ class WorkspaceRecords {
   private readonly columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
 
   push(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
-    const index = this.length++;
-    for (const column of this.columns) column.reserve(this.length);
+    const index = this.makeRoomFor(seq);
     this.seqs.set(index, seq);
     this.createdSeconds.set(index, Math.floor(Date.parse(record.createdAt) / 1000));
     this.statuses.set(index, STATUS_CODES[record.status]);
@@ -84,6 +88,20 @@ class WorkspaceRecords {
     this.eventKeyHashes.set(index, hash32(record.eventKey));
     this.eventIdHashes.set(index, hash32(record.eventId));
     this.place(index, span ? span.offset : NO_LINE);
+  }
+
+  /**
+   * The index for a new record: the end, as records come in creation order,
+   * except at replay after a first line that had to be written again reached
+   * the journal behind a later line of its record (the columns stay sorted).
+   */
+  private makeRoomFor(seq: number): number {
+    let index = this.length++;
+    for (const column of this.columns) column.reserve(this.length);
+    for (; index > 0 && this.seqs.get(index - 1) > seq; index -= 1) {
+      for (const column of this.columns) column.set(index, column.get(index - 1));
+    }
+    return index;
   }
 
   place(index: number, offset: number): void {
@@ -128,7 +146,8 @@ interface FirstLines {
   ids: Set<string>;
   /** What waits for them to be on disk (see whenRecorded). */
   then: Array<() => void>;
-  written: Promise<void>;
+  /** Resolves once the write was tried, written or not (see whenRecorded). */
+  tried: Promise<void>;
   resolve: () => void;
   timer: NodeJS.Timeout;
 }
@@ -164,10 +183,12 @@ export class DeliveryRecords {
   private count = 0;
   private nextSeq = 1;
   private entries = 0;
-  /** New records waiting for their first line (see FIRST_LINE_DELAY_MS). */
+  /** New records waiting for their first line (see FIRST_LINE_DELAY_MS), first those whose write failed. */
   private waiting: FirstLines | null = null;
   /** Records whose first line is not yet on disk: the write that will put it there. */
   private readonly unsynced = new Map<string, FirstLines>();
+
+  private closing = false;
 
   private constructor(
     private readonly reportError: (error: unknown) => void,
@@ -222,20 +243,21 @@ export class DeliveryRecords {
     }
   }
 
-  private waitForFirstLines(): FirstLines {
+  private waitForFirstLines(delayMs = FIRST_LINE_DELAY_MS): FirstLines {
     let resolve!: () => void;
-    const written = new Promise<void>((done) => (resolve = done));
+    const tried = new Promise<void>((done) => (resolve = done));
     const waiting: FirstLines = {
       ids: new Set(),
       then: [],
-      written,
+      tried,
       resolve,
-      timer: setTimeout(() => this.writeFirstLines(waiting), FIRST_LINE_DELAY_MS),
+      timer: setTimeout(() => void this.writeFirstLines(waiting), delayMs),
     };
     return waiting;
   }
 
-  private writeFirstLines(waiting: FirstLines): void {
+  /** Never rejects: a failed write is reported, and written again later (see writeAgainLater). */
+  private writeFirstLines(waiting: FirstLines): Promise<void> {
     clearTimeout(waiting.timer);
     if (this.waiting === waiting) this.waiting = null;
     const lines: Array<{ tracked: Tracked; record: DeliveryRecord; version: number }> = [];
@@ -247,23 +269,58 @@ export class DeliveryRecords {
     }
     this.entries += lines.length;
     const entries = lines.map(({ tracked, record }): Entry => ({ t: 'new', seq: tracked.seq, record }));
-    void this.log
+    return this.log
       .appendAll(entries, (index, span) => {
         const { tracked, record, version } = lines[index]!;
         this.written(tracked, record, version, span);
       })
-      .catch(this.reportError)
-      .finally(() => {
-        for (const id of waiting.ids) if (this.unsynced.get(id) === waiting) this.unsynced.delete(id);
-        for (const then of waiting.then) then();
-        waiting.resolve();
-      });
+      .then(
+        () => {
+          for (const id of waiting.ids) if (this.unsynced.get(id) === waiting) this.unsynced.delete(id);
+          for (const then of waiting.then) then();
+        },
+        (error: unknown) => {
+          this.reportError(error);
+          if (!this.closing) return this.writeAgainLater(waiting);
+          this.reportError(
+            new Error(`${waiting.ids.size} delivery records could not be written; their deliveries stay in the outbox and are recorded at the next start`),
+          );
+        },
+      )
+      .finally(waiting.resolve);
+  }
+
+  /**
+   * The failed group's lines go first in the waiting group, which waits
+   * FIRST_LINE_RETRY_MS: first lines reach the journal in creation order, and
+   * changes of these records keep joining their first line meanwhile.
+   */
+  private writeAgainLater(failed: FirstLines): void {
+    const later = this.waiting;
+    const retry = this.waitForFirstLines(FIRST_LINE_RETRY_MS);
+    const groups = later ? [failed, later] : [failed];
+    // In creation order even when groups written at once failed out of it.
+    const seqOf = (id: string) => this.tracked.get(id)?.seq ?? 0;
+    const ids = groups.flatMap((group) => [...group.ids]).sort((a, b) => seqOf(a) - seqOf(b));
+    for (const id of ids) {
+      retry.ids.add(id);
+      this.unsynced.set(id, retry);
+    }
+    for (const group of groups) retry.then.push(...group.then);
+    if (later) {
+      clearTimeout(later.timer);
+      void retry.tried.then(later.resolve);
+    }
+    this.waiting = retry;
   }
 
   /**
    * Runs `then` once the delivery's record is on disk (at once if it is, or if
-   * there is none); returns the write it waits for. Only then may the outbox
-   * forget the delivery. A failed write is reported, and `then` runs anyway.
+   * there is none): only then may the outbox forget the delivery. A failed
+   * write is reported and tried again; `then` waits for the write that
+   * succeeds. If none does before the daemon stops, the delivery stays in the
+   * outbox and the next start records it (`reconcile`). Returns the first try,
+   * which shutdown waits for (not for a disk that stays full).
    */
   whenRecorded(id: string, then: () => void): Promise<void> | undefined {
     const waiting = this.unsynced.get(id);
@@ -272,7 +329,7 @@ export class DeliveryRecords {
       return undefined;
     }
     waiting.then.push(then);
-    return waiting.written;
+    return waiting.tried;
   }
 
   /** One attempt's result; `nextAttemptAt` when it is retried. */
@@ -429,8 +486,10 @@ export class DeliveryRecords {
     await this.compact();
   }
 
+  /** First lines still waiting get one last try. */
   async close(): Promise<void> {
-    if (this.waiting) this.writeFirstLines(this.waiting);
+    this.closing = true;
+    if (this.waiting) await this.writeFirstLines(this.waiting);
     await this.log.close();
   }
 
@@ -516,7 +575,7 @@ export class DeliveryRecords {
   private journalState(tracked: Tracked, record: DeliveryRecord, durably: boolean): Promise<void> {
     const version = ++tracked.version;
     // Its first line is still to be written, in the state it will be in then.
-    if (this.waiting?.ids.has(record.id)) return this.waiting.written;
+    if (this.waiting?.ids.has(record.id)) return this.waiting.tried;
     const entry: Entry = { t: 'state', seq: tracked.seq, record };
     this.entries += 1;
     const written = (span: LineSpan | null) => this.written(tracked, record, version, span);

@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { EventHandler, PluginContext } from '../../handlers/sdk.js';
 import { describeFault } from '../errors.js';
 import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { DisabledSubscription, Inactivity } from '../workspaces/service.js';
-import type { StoredDeadLetter } from './dead-letters.js';
+import { deadLetterOf } from './dead-letters.js';
 import type { DeliveryAttempt } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { DeliveryStore, NewAttempt } from './store.js';
@@ -373,18 +372,7 @@ export class Dispatcher {
   }
 
   private async deadLetter(delivery: Delivery, error: DeliveryError, attempt: NewAttempt | null = null): Promise<void> {
-    const letter: StoredDeadLetter = {
-      id: delivery.deadLetterId ?? randomUUID(),
-      deliveryId: delivery.id,
-      event: delivery.event,
-      subscriber: delivery.subscriber,
-      attempts: delivery.attempts,
-      lastError: error,
-      firstAttemptAt: delivery.firstAttemptAt,
-      deadAt: new Date(this.now()).toISOString(),
-      replayCount: delivery.replayCount,
-      depth: delivery.depth,
-    };
+    const letter = deadLetterOf(delivery, error, this.now());
     try {
       await this.deps.deliveries.dead(delivery, attempt, letter);
     } catch (failure) {

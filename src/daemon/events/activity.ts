@@ -1,22 +1,10 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { Delivery } from '../dispatch/types.js';
+import type { PublicSubscription } from '../workspaces/types.js';
+import type { StreamDelivery, StreamSubscription } from '../../contract/types.js';
 
-export type ActivityType = 'event.published' | 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
-
-/** What a live stream shows of a delivery: never its URL or signing secret. */
-export interface DeliverySummary {
-  deliveryId: string;
-  eventId: string;
-  eventKey: string;
-  workspaceId: string;
-  subscriptionId: string | null;
-  extensionKey: string;
-  kind: string;
-  attempts: number;
-  httpStatus?: number;
-  error?: string;
-  nextAttemptAt?: string;
-}
+export type DeliveryActivity = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
+export type ActivityType = 'event.published' | DeliveryActivity | 'subscription.changed';
 
 export interface ActivityItem {
   id: number;
@@ -62,9 +50,9 @@ export class ActivityFeed {
     this.add('event.published', event.tenantId, event.eventKey, event);
   }
 
-  delivery(type: Exclude<ActivityType, 'event.published'>, delivery: Delivery, extra: Partial<DeliverySummary> = {}): void {
+  delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
     const { event, subscriber } = delivery;
-    const summary: DeliverySummary = {
+    const summary: StreamDelivery = {
       deliveryId: delivery.id,
       eventId: event.id,
       eventKey: event.eventKey,
@@ -76,6 +64,13 @@ export class ActivityFeed {
       ...extra,
     };
     this.add(type, event.tenantId, event.eventKey, summary);
+  }
+
+  /** Enabled or disabled, by hand or automatically. */
+  subscriptionChanged(subscription: PublicSubscription): void {
+    const { id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason } = subscription;
+    const summary: StreamSubscription = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
+    this.add('subscription.changed', workspaceId, eventKey, summary);
   }
 
   /** Items after `lastId` still in the ring, oldest first (all of them for an id older than the ring). */

@@ -217,7 +217,8 @@ export class EventService {
   }
 }
 
-function newDelivery(event: PlatformEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
+/** A delivery of the event to one subscriber, due at once. */
+export function newDelivery(event: PlatformEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
   return {
     id: `msg_${randomUUID().replaceAll('-', '')}`,
     event,

@@ -66,17 +66,7 @@ export function sendEnvelope(
 }
 
 export function sendText(res: ServerResponse, status: number, text: string): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  res.writeHead(status, [
-    'x-content-type-options', 'nosniff',
-    'cache-control', 'no-store',
-    'content-type', 'text/plain; charset=utf-8',
-    'content-length', String(Buffer.byteLength(text)),
-  ]);
-  res.end(text);
+  writeBody(res, status, 'text/plain; charset=utf-8', text);
 }
 
 /** An error answer names its request, so that an operator can find its access line. */
@@ -86,6 +76,10 @@ function withRequestId(res: ServerResponse, meta: Record<string, unknown> | null
 }
 
 function writeJson(res: ServerResponse, status: number, json: string): void {
+  writeBody(res, status, 'application/json; charset=utf-8', json);
+}
+
+function writeBody(res: ServerResponse, status: number, contentType: string, body: string): void {
   if (res.headersSent) {
     res.end();
     return;
@@ -94,10 +88,10 @@ function writeJson(res: ServerResponse, status: number, json: string): void {
   res.writeHead(status, [
     'x-content-type-options', 'nosniff',
     'cache-control', 'no-store',
-    'content-type', 'application/json; charset=utf-8',
-    'content-length', String(Buffer.byteLength(json)),
+    'content-type', contentType,
+    'content-length', String(Buffer.byteLength(body)),
   ]);
-  res.end(json);
+  res.end(body);
 }
 
 /**

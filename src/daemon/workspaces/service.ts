@@ -84,6 +84,8 @@ export class WorkspaceService {
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
   /** What holds on to a membership (live streams) checks it again at once. */
   private readonly accessListeners: Array<(userId: string | null) => void> = [];
+  /** What shows subscriptions live (the activity feed) hears of each one enabled or disabled here. */
+  private readonly toggleListeners: Array<(subscription: PublicSubscription) => void> = [];
 
   private constructor(
     private readonly store: WorkspaceStore,
@@ -179,6 +181,11 @@ export class WorkspaceService {
   /** A member left (the user's id), or a workspace went (null: anyone may have lost access). */
   onAccessChanged(listener: (userId: string | null) => void): void {
     this.accessListeners.push(listener);
+  }
+
+  /** A subscription was enabled or disabled by this daemon: by hand, or automatically (recordHealth). */
+  onSubscriptionToggled(listener: (subscription: PublicSubscription) => void): void {
+    this.toggleListeners.push(listener);
   }
 
   /** ADMIN: every workspace; anyone else: those they are a member of. */
@@ -385,8 +392,10 @@ export class WorkspaceService {
         });
       }
     }
+    let toggled = false;
     const updating = this.store.updateSubscription(workspaceId, subscriptionId, (current) => {
       let next = current;
+      toggled = change.enabled !== undefined && change.enabled !== (current.enabled !== false);
       if (url !== undefined) {
         const { sealedServiceBaseUrl: _replaced, ...rest } = next;
         next = { ...rest, ...this.storedUrl(url) };
@@ -399,7 +408,9 @@ export class WorkspaceService {
       }
       return next === current ? null : next;
     });
-    return toPublicSubscription(await this.storing(workspaceId, updating));
+    const updated = toPublicSubscription(await this.storing(workspaceId, updating));
+    if (toggled) this.toggled(updated);
+    return updated;
   }
 
   /** A new signing secret; the previous one keeps signing for `overlapMs`. Returns the new secret (shown once). */
@@ -443,14 +454,20 @@ export class WorkspaceService {
       disabled = { subscriptionId, workspaceId: current.workspaceId, extensionKey: current.extensionKey, reason };
       return { ...current, enabled: false, disabledReason: reason };
     });
+    let stored: StoredSubscription;
     try {
-      await this.storing(known.workspaceId, recording);
+      stored = await this.storing(known.workspaceId, recording);
     } catch (error) {
       // Deleted meanwhile: nothing to record.
       if ((error as { code?: unknown }).code === 'NOT_FOUND') return null;
       throw error;
     }
+    if (disabled) this.toggled(toPublicSubscription(stored));
     return disabled;
+  }
+
+  private toggled(subscription: PublicSubscription): void {
+    for (const listener of this.toggleListeners) listener(subscription);
   }
 
   /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */

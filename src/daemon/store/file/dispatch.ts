@@ -158,11 +158,12 @@ class FileDeliveryStore implements DeliveryStore {
     await this.records.removeWorkspace(workspaceId);
   }
 
+  /** The records close before the outbox: a record written at the last moment still lets the outbox forget its delivery. */
   async close(): Promise<void> {
     await this.settled();
+    await this.records.close();
     await this.outbox.close();
     await this.letters.flush();
-    await this.records.close();
   }
 
   private numbered(delivery: Delivery, attempt: NewAttempt) {
@@ -172,7 +173,9 @@ class FileDeliveryStore implements DeliveryStore {
   /**
    * The outbox forgets a delivery only once its record is on disk (else a
    * crash could lose the record). That wait does not hold the delivery's slot:
-   * records are written in groups some milliseconds later.
+   * records are written in groups some milliseconds later. Shutdown waits for
+   * the first try of each group; a record that could not be written keeps its
+   * delivery in the outbox.
    */
   private doneOnceRecorded(delivery: Delivery): void {
     const recorded = this.records.whenRecorded(delivery.id, () => this.outbox.done(delivery));
