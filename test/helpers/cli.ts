@@ -46,8 +46,8 @@ export interface DaemonProcess {
 /**
  * Environment for a daemon a test SIGKILLs. On PostgreSQL the restarted daemon takes over
  * the killed one's deliveries only once their lease lapsed (PLATFORM_DELIVERY_LEASE, 30 s
- * by default): 2 s keeps those tests short and is still six renewals (one every third of
- * the lease) from lapsing under a daemon that is alive. The files backend has no leases.
+ * by default): 2 s keeps those tests short, and a daemon that is alive (renewing every third
+ * of the lease) loses it only if it stalls for 2 s. The files backend has no leases.
  */
 export const SHORT_DELIVERY_LEASE = { PLATFORM_DELIVERY_LEASE: '2' };
 
