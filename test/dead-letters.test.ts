@@ -137,6 +137,31 @@ test('429 honours Retry-After: 0 retries at once whatever the schedule, 3600 wai
   await waitFor('the eager delivery done, the patient one still pending', async () => (await pending()) === 1);
 });
 
+test("the status counts a dead letter once it is listed, and stops counting it once it is discarded or replayed", async () => {
+  // A daemon of its own: the count is the whole daemon's, and this file's other deliveries would move it.
+  const daemon = await startTestDaemon({ dispatch: FAST_DISPATCH });
+  extra.push(daemon);
+  const own = await daemon.admin();
+  const receiver = await subscriber(() => ({ status: 400 }));
+  await publishExtension(own, 'crm');
+  await workspaceWith(own, 'counted', 'crm');
+  await subscribeExternal(own, 'counted', 'crm.deal.closed', 'crm', receiver.url);
+  const counted = async () => (await own.get('/api/admin/status')).body.data.deadLetters;
+
+  await publish('counted', 'crm.deal.closed', {}, own);
+  await waitForDeadLetters(own, 'counted', 1);
+  assert.is(await counted(), 1);
+  // Right after the first, as a console re-reading the status on each stream item would.
+  await publish('counted', 'crm.deal.closed', {}, own);
+  const [newest, oldest] = await waitForDeadLetters(own, 'counted', 2);
+  assert.is(await counted(), 2, 'the second dead letter is counted as soon as it is listed');
+  assert.is((await own.delete(`/api/admin/dead-letters/${newest.id}`)).status, 204);
+  assert.is(await counted(), 1, 'a discarded dead letter is no longer counted');
+  receiver.answer(() => ({ status: 200 }));
+  assert.is((await own.post(`/api/admin/dead-letters/${oldest.id}/replay`)).status, 202);
+  assert.is(await counted(), 0, 'a replayed dead letter is no longer counted');
+});
+
 test('replay one: 202, delivered to that one subscriber, and gone from the dead letters', async () => {
   const receiver = await subscriber(() => ({ status: 500 }));
   const bystander = await subscriber();

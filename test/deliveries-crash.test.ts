@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN } from './helpers/daemon.js';
-import { spawnDaemon } from './helpers/cli.js';
+import { SHORT_DELIVERY_LEASE, spawnDaemon } from './helpers/cli.js';
 import { publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { api, call, tokenOf, type Api } from './helpers/http.js';
 import { startSubscriber } from './helpers/subscriber.js';
@@ -9,7 +9,7 @@ import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
 // One retry, late enough that the daemon is killed between the two attempts.
-const env = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, PLATFORM_RETRY_SCHEDULE: '1500' };
+const env = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, PLATFORM_RETRY_SCHEDULE: '1500', ...SHORT_DELIVERY_LEASE };
 
 const login = async (url: string): Promise<Api> => api(url, tokenOf(await call(url, 'POST', '/api/auth/login', { json: ADMIN })));
 

@@ -149,6 +149,22 @@ conformance('deliveries page newest first by cursor, filtered by status', (site)
   }),
 );
 
+conformance('deliveries filter by since and until to the millisecond, both ends inclusive', (site) =>
+  using(site, async ({ stores: { events, deliveries } }) => {
+    // Ten records 150 ms apart: within a second, only the milliseconds tell them apart.
+    const start = Date.parse('2026-11-21T12:00:00.000Z');
+    const published: Delivery[] = [];
+    for (let n = 0; n < 10; n += 1) {
+      const event = eventIn('ws-a');
+      const delivery = { ...deliveryOf(event), enqueuedAt: new Date(start + n * 150).toISOString() };
+      await events.publish(event, [delivery]);
+      published.push(delivery);
+    }
+    const between = await deliveries.list('ws-a', { limit: 100, since: start + 300, until: start + 1050 });
+    assert.equal(between.items.map((record) => record.id), published.slice(2, 8).reverse().map((delivery) => delivery.id));
+  }),
+);
+
 // Files never compact the segment being written (decisions: "The event log"): this case needs a sealed segment there.
 conformance(
   'retention removes expired events and the records of their deliveries, and keeps the rest',

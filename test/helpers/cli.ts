@@ -44,6 +44,14 @@ export interface DaemonProcess {
 }
 
 /**
+ * Environment for a daemon a test SIGKILLs. On PostgreSQL the restarted daemon takes over
+ * the killed one's deliveries only once their lease lapsed (PLATFORM_DELIVERY_LEASE, 30 s
+ * by default): 2 s keeps those tests short, and a daemon that is alive (renewing every third
+ * of the lease) loses it only if it stalls for 2 s. The files backend has no leases.
+ */
+export const SHORT_DELIVERY_LEASE = { PLATFORM_DELIVERY_LEASE: '2' };
+
+/**
  * Starts `platform serve --port 0` as a process and waits for its start line. On the
  * PostgreSQL pass it gets `--database-url` (a database per data directory; see
  * testDatabaseFor) unless the test gives a database itself.

@@ -95,7 +95,8 @@ export class PostgresDispatch {
   private notifyTimer: NodeJS.Timeout | null = null;
   private wake: () => void = () => undefined;
   private pendingCount = { count: 0, oldestEnqueuedAt: null as number | null, readAt: 0, reading: false };
-  private deadCount: { count: number; readAt: number } = { count: 0, readAt: 0 };
+  /** `changes`: dead letters this daemon made, replayed or discarded; a count read across one is not kept. */
+  private deadCount = { count: 0, readAt: 0, changes: 0 };
 
   constructor(
     private readonly database: Database,
@@ -224,6 +225,14 @@ export class PostgresDispatch {
     } catch (error) {
       this.options.logError(`could not renew delivery leases: ${describeFault(error)}`);
     }
+  }
+
+  /**
+   * The dead-letter count is cached for a second, but what this daemon changed itself
+   * counts at once: a console re-reading the status on each stream item must see it.
+   */
+  private deadLettersChanged(): void {
+    this.deadCount = { count: 0, readAt: 0, changes: this.deadCount.changes + 1 };
   }
 
   private resultQueued(id: string): boolean {
@@ -409,7 +418,10 @@ export class PostgresDispatch {
       holds: (delivery) => this.held.get(delivery.id) === delivery,
       succeeded: (delivery, attempt) => void this.finished(delivery, 'SUCCEEDED', attempt, null).catch(this.reportLost(delivery.id)),
       retrying: (delivery, attempt) => void this.finished(delivery, 'PENDING', attempt, null).catch(this.reportLost(delivery.id)),
-      dead: (delivery, attempt, letter) => this.finished(delivery, 'DEAD', attempt, letter),
+      dead: async (delivery, attempt, letter) => {
+        await this.finished(delivery, 'DEAD', attempt, letter);
+        this.deadLettersChanged();
+      },
       released: (delivery) => {
         if (this.held.get(delivery.id) !== delivery) return;
         this.held.delete(delivery.id);
@@ -469,11 +481,12 @@ export class PostgresDispatch {
     };
     return {
       count: async () => {
-        if (Date.now() - this.deadCount.readAt >= COUNT_CACHE_MS) {
-          const { rows } = await this.database.query<{ count: string }>(`SELECT count(*) AS count FROM deliveries WHERE status = 'DEAD'`);
-          this.deadCount = { count: Number(rows[0]!.count), readAt: Date.now() };
-        }
-        return this.deadCount.count;
+        if (Date.now() - this.deadCount.readAt < COUNT_CACHE_MS) return this.deadCount.count;
+        const { changes } = this.deadCount;
+        const { rows } = await this.database.query<{ count: string }>(`SELECT count(*) AS count FROM deliveries WHERE status = 'DEAD'`);
+        const count = Number(rows[0]!.count);
+        if (this.deadCount.changes === changes) this.deadCount = { count, readAt: Date.now(), changes };
+        return count;
       },
       get: async (id) => {
         const rows = await letters(
@@ -511,6 +524,7 @@ export class PostgresDispatch {
            SELECT replayed.*, events.event FROM replayed JOIN events ON events.id = replayed.event_id`,
           [ids.filter(isUuid), new Date(now).toISOString(), this.owner, this.options.leaseMs],
         );
+        this.deadLettersChanged();
         return rows.map((row) => this.hold(deliveryOf(row, row.event)));
       },
       discard: async (ids, now) => {
@@ -518,6 +532,7 @@ export class PostgresDispatch {
           `UPDATE deliveries SET status = 'DISCARDED', completed_at = $2 WHERE dead_letter_id = ANY($1::uuid[]) AND status = 'DEAD'`,
           [ids.filter(isUuid), new Date(now).toISOString()],
         );
+        this.deadLettersChanged();
         return rowCount ?? 0;
       },
       state: async (id) => {
