@@ -1,8 +1,10 @@
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { ChangeFeed } from '../src/daemon/store/postgres/change-feed.js';
 import { Database } from '../src/daemon/store/postgres/database.js';
@@ -380,6 +382,55 @@ async function listings(admin: Api, other?: Listings): Promise<Listings> {
     pendingIds: Object.fromEntries(pending.map((record) => [record.eventId, record.id])),
   };
 }
+
+test('db import leaves out, and counts, a dead letter whose event is no longer in the log', async () => {
+  const dir = await tempDir();
+  const files = await openFileStores(dir);
+  const at = new Date().toISOString();
+  const deadLetterIds: string[] = [];
+  for (const n of [1, 2]) {
+    const event = { id: randomUUID(), eventKey: 'order.created', tenantId: 'shop', actor: 'ana', publishedBy: 'user-1', payload: { n }, schemaVersion: null, occurredAt: at };
+    const delivery: Delivery = {
+      id: `msg_${randomUUID().replaceAll('-', '')}`,
+      event,
+      depth: 1,
+      subscriber: { subscriptionId: 'sub-1', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
+      attempts: 1,
+      nextAttemptAt: Date.now(),
+      enqueuedAt: at,
+      firstAttemptAt: at,
+      lastError: { message: 'status 400', status: 400 },
+      replayCount: 0,
+    };
+    await files.events.publish(event, [delivery]);
+    const letter = { id: randomUUID(), deliveryId: delivery.id, event, subscriber: delivery.subscriber, attempts: 1, lastError: delivery.lastError!, firstAttemptAt: at, deadAt: at, replayCount: 0, depth: 1 };
+    await files.deliveries.dead(delivery, { startedAt: at, durationMs: 2, outcome: 'FAILED', httpStatus: 400, error: 'status 400' }, letter);
+    deadLetterIds.push(letter.id);
+  }
+  await files.close();
+  // The first event gone from the log, as retention removes it while its dead letter stays.
+  const [segment] = readdirSync(join(dir, 'events'));
+  const lines = readFileSync(join(dir, 'events', segment!), 'utf8').split('\n');
+  writeFileSync(join(dir, 'events', segment!), lines.slice(1).join('\n'));
+
+  const url = await freshDatabase();
+  const imported = await importInto(url, dir);
+  assert.is(imported.code, 0, imported.stderr);
+  for (const [kind, count] of [
+    ['events', 1],
+    ['delivery records', 1],
+    ['dead letters', 1],
+    ['deliveries of events no longer kept \\(left out\\)', 1],
+  ] as const) {
+    assert.match(imported.stdout, new RegExp(`^${kind} +${count}$`, 'm'), `${kind} in\n${imported.stdout}`);
+  }
+  const postgres = await openPostgres(url);
+  try {
+    assert.equal((await postgres.stores.deadLetters.matching({})).map((letter) => letter.id), [deadLetterIds[1]]);
+  } finally {
+    await postgres.close();
+  }
+});
 
 test('db import refuses a database that already holds data, and writes nothing', async () => {
   const url = await freshDatabase();
