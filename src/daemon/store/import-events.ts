@@ -61,7 +61,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
   try {
     const queued = new Map<string, Delivery>();
     for (const delivery of outbox.values()) {
-      // Two runs of one delivery (a crash between a dead letter and its replay): the later run is the one its record follows.
+      // Two runs of one delivery (a stop left the dead run in the outbox, then it was replayed): its record follows the later one.
       const other = queued.get(delivery.id);
       if (!other || other.replayCount < delivery.replayCount) queued.set(delivery.id, delivery);
     }
