@@ -1,8 +1,10 @@
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { ChangeFeed } from '../src/daemon/store/postgres/change-feed.js';
 import { Database } from '../src/daemon/store/postgres/database.js';
@@ -13,7 +15,9 @@ import { ADMIN } from './helpers/daemon.js';
 import { createWorkspace, install, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import { api, call, tokenOf, type Api } from './helpers/http.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { startSubscriber, type ReceivedDelivery } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
+import { waitFor } from './helpers/wait.js';
 
 // `platform db import`, `platform keys rotate` and `platform backup` on PostgreSQL, run as
 // processes on a data directory made by a real file-backed daemon.
@@ -222,6 +226,208 @@ test('db import copies every converted domain, and the PostgreSQL stores read ba
     );
   } finally {
     await files.close();
+    await postgres.close();
+  }
+});
+
+test('db import copies the events, every delivery record with its attempts, pending deliveries and dead letters: a PostgreSQL daemon lists them alike, delivers what was pending and replays a dead letter', async () => {
+  const dir = await tempDir();
+  // Answers by the event's payload: `fail` for good (dead letters), `later` once with a pause and then no answer, `hang` never; the rest 200.
+  let running = true;
+  const subscriber = await startSubscriber((request) => {
+    if (!running) return {};
+    const answer = request.json?.payload?.answer;
+    if (answer === 'fail') return { status: 500 };
+    if (answer === 'later' && triesOf(subscriber.received, request.json.id) === 1) return { status: 503, headers: { 'retry-after': '1' } };
+    if (answer === 'later' || answer === 'hang') return { hang: true };
+    return {};
+  });
+  const daemonEnv = { PLATFORM_RETRY_SCHEDULE: '10,10', PLATFORM_DELIVERY_TIMEOUT: '120000' };
+  const fileDaemon = await spawnDaemon(dir, { ...daemonEnv, PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password });
+  const ids: Record<string, string> = {};
+  let before: Listings;
+  try {
+    const admin = api(fileDaemon.url, tokenOf(await call(fileDaemon.url, 'POST', '/api/auth/login', { json: ADMIN })));
+    await publishExtension(admin, 'crm');
+    await createWorkspace(admin, 'shop');
+    await install(admin, 'shop', 'crm');
+    await subscribeExternal(admin, 'shop', 'order.created', 'crm', subscriber.url);
+    // More than a batch of events without deliveries, then the delivered ones, oldest first.
+    for (let batch = 0; batch < 44; batch += 1) {
+      const answers = await Promise.all(Array.from({ length: 25 }, (_, n) => admin.post('/api/workspaces/shop/events/publish', { eventKey: 'note.added', payload: { n: batch * 25 + n } })));
+      assert.equal(answers.map((answer) => answer.status), answers.map(() => 200));
+    }
+    for (const answer of ['hang', 'later', 'fail-1', 'fail-2', 'ok-1', 'ok-2', 'ok-3']) {
+      const published = await admin.post('/api/workspaces/shop/events/publish', { eventKey: 'order.created', payload: { answer: answer.replace(/-\d$/, '') } });
+      assert.is(published.status, 200, published.text);
+      ids[answer] = published.body.meta.eventId;
+    }
+    await waitFor('the dead letters', async () => (await admin.get('/api/admin/dead-letters')).body.meta.total === 2);
+    await waitFor('three deliveries', async () => (await admin.get('/api/workspaces/shop/deliveries?status=SUCCEEDED')).body.data.length === 3);
+    await waitFor('the second try of the delivery asked to wait', () => triesOf(subscriber.received, ids.later!) === 2);
+    await waitFor('the hanging delivery', () => triesOf(subscriber.received, ids.hang!) === 1);
+    before = await listings(admin);
+    assert.equal(before.finished[0]!.map((record: { eventId: string }) => record.eventId), [ids['ok-3'], ids['ok-2'], ids['ok-1']]);
+    assert.equal(before.finished[1]!.map((record: { status: string }) => record.status), ['DEAD', 'DEAD']);
+  } finally {
+    fileDaemon.child.kill('SIGTERM');
+    await fileDaemon.exited;
+  }
+  running = false;
+
+  const url = await freshDatabase();
+  const imported = await importInto(url, dir);
+  assert.is(imported.code, 0, imported.stderr);
+  for (const [kind, count] of [
+    ['events', 1_107],
+    ['delivery records', 7],
+    // 3 delivered at once, 2 × 3 failed, the first try of the one asked to wait.
+    ['delivery attempts', 10],
+    ['pending deliveries', 2],
+    ['dead letters', 2],
+  ] as const) {
+    assert.match(imported.stdout, new RegExp(`^${kind} +${count}$`, 'm'), `${kind} in\n${imported.stdout}`);
+  }
+  assert.not.match(imported.stdout, /left out/);
+
+  const received = subscriber.received.length;
+  const postgresDaemon = await spawnDaemon(dir, daemonEnv, ['--database-url', url]);
+  try {
+    const admin = api(postgresDaemon.url, tokenOf(await call(postgresDaemon.url, 'POST', '/api/auth/login', { json: ADMIN })));
+    const after = await listings(admin, before);
+    assert.equal(after.events, before.events, 'the same events, pages and cursors');
+    assert.equal(after.finished, before.finished, 'the same finished records, pages and cursors');
+    assert.equal(after.deadLetters, before.deadLetters);
+    assert.equal(after.failed, before.failed, 'a dead letter’s event with its record and every attempt');
+
+    // What was pending is delivered by the PostgreSQL daemon, under the same delivery ids.
+    const redelivered = await waitFor('the pending deliveries', () => subscriber.received.length >= received + 2 && subscriber.received.slice(received));
+    assert.equal(redelivered.map((request) => request.json.id).sort(), [ids.hang, ids.later].sort());
+    for (const request of redelivered) assert.is(request.headers['webhook-id'], before.pendingIds[request.json.id]);
+    const later = await waitFor('the record of the delivery asked to wait', async () => {
+      const [record] = (await admin.get(`/api/workspaces/shop/events/${ids.later}`)).body.data.deliveries;
+      return record.status === 'SUCCEEDED' && record;
+    });
+    assert.equal(later.attempts.map((attempt: { number: number; outcome: string; httpStatus: number }) => [attempt.number, attempt.outcome, attempt.httpStatus]), [
+      [1, 'RETRY', 503],
+      [2, 'SUCCESS', 200],
+    ]);
+
+    // A dead letter is replayed, under its delivery id, its attempts numbered on.
+    const letter = before.deadLetters.find((dead: { event: { id: string } }) => dead.event.id === ids['fail-1']);
+    assert.is((await admin.post(`/api/admin/dead-letters/${letter.id}/replay`)).status, 202);
+    const replayed = await waitFor('the replayed delivery', () => subscriber.received.slice(received).find((request) => request.json.id === ids['fail-1']));
+    assert.is(replayed.headers['webhook-id'], letter.deliveryId);
+    const record = await waitFor('the replayed record', async () => {
+      const [found] = (await admin.get(`/api/workspaces/shop/events/${ids['fail-1']}`)).body.data.deliveries;
+      return found.status === 'SUCCEEDED' && found;
+    });
+    assert.equal(record.attempts.map((attempt: { number: number }) => attempt.number), [1, 2, 3, 4]);
+    assert.is((await admin.get(`/api/admin/dead-letters/${letter.id}/state`)).body.data.state, 'gone');
+
+    // A new delivery is recorded after the imported ones.
+    const published = await admin.post('/api/workspaces/shop/events/publish', { eventKey: 'order.created', payload: { answer: 'ok' } });
+    const [newest] = (await admin.get('/api/workspaces/shop/deliveries?limit=1')).body.data;
+    assert.is(newest.eventId, published.body.meta.eventId);
+  } finally {
+    postgresDaemon.child.kill('SIGTERM');
+    await postgresDaemon.exited;
+    await subscriber.close();
+  }
+});
+
+/** How many requests of the event the subscriber has had. */
+const triesOf = (received: ReceivedDelivery[], eventId: string) => received.filter((request) => request.json?.id === eventId).length;
+
+interface Listings {
+  /** Pages of the workspace's events, and the cursor that led to each next page. */
+  events: Array<{ items: unknown[]; cursor?: string }>;
+  /** The finished records, newest first: three, then two more by the cursor. */
+  finished: any[][];
+  finishedCursor?: string;
+  deadLetters: any[];
+  failed: unknown;
+  /** Delivery ids of the pending deliveries, by event id. */
+  pendingIds: Record<string, string>;
+}
+
+/**
+ * What a daemon lists of workspace shop. Given the listings of another daemon,
+ * pages on with that daemon's cursors, so that the two compare page by page.
+ */
+async function listings(admin: Api, other?: Listings): Promise<Listings> {
+  const events: Listings['events'] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 3; page += 1) {
+    const query = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const listed = await admin.get(`/api/workspaces/shop/events?limit=500${query}`);
+    assert.is(listed.status, 200, listed.text);
+    events.push({ items: listed.body.data, ...(cursor ? { cursor } : {}) });
+    cursor = other ? other.events[page + 1]?.cursor : listed.body.meta?.nextCursor;
+  }
+  assert.equal(events.map((page) => page.items.length), [500, 500, 107]);
+  const first = await admin.get('/api/workspaces/shop/deliveries?limit=3');
+  const finishedCursor = other?.finishedCursor ?? first.body.meta.nextCursor;
+  const second = await admin.get(`/api/workspaces/shop/deliveries?limit=2&cursor=${encodeURIComponent(finishedCursor)}`);
+  assert.is(second.status, 200, second.text);
+  const deadLetters = (await admin.get('/api/admin/dead-letters')).body.data;
+  const failed = (await admin.get(`/api/workspaces/shop/events/${deadLetters[0].event.id}`)).body.data;
+  const pending = (await admin.get('/api/workspaces/shop/deliveries?status=PENDING')).body.data as Array<{ id: string; eventId: string }>;
+  return {
+    events,
+    finished: [first.body.data, second.body.data],
+    finishedCursor,
+    deadLetters,
+    failed,
+    pendingIds: Object.fromEntries(pending.map((record) => [record.eventId, record.id])),
+  };
+}
+
+test('db import leaves out, and counts, a dead letter whose event is no longer in the log', async () => {
+  const dir = await tempDir();
+  const files = await openFileStores(dir);
+  const at = new Date().toISOString();
+  const deadLetterIds: string[] = [];
+  for (const n of [1, 2]) {
+    const event = { id: randomUUID(), eventKey: 'order.created', tenantId: 'shop', actor: 'ana', publishedBy: 'user-1', payload: { n }, schemaVersion: null, occurredAt: at };
+    const delivery: Delivery = {
+      id: `msg_${randomUUID().replaceAll('-', '')}`,
+      event,
+      depth: 1,
+      subscriber: { subscriptionId: 'sub-1', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
+      attempts: 1,
+      nextAttemptAt: Date.now(),
+      enqueuedAt: at,
+      firstAttemptAt: at,
+      lastError: { message: 'status 400', status: 400 },
+      replayCount: 0,
+    };
+    await files.events.publish(event, [delivery]);
+    const letter = { id: randomUUID(), deliveryId: delivery.id, event, subscriber: delivery.subscriber, attempts: 1, lastError: delivery.lastError!, firstAttemptAt: at, deadAt: at, replayCount: 0, depth: 1 };
+    await files.deliveries.dead(delivery, { startedAt: at, durationMs: 2, outcome: 'FAILED', httpStatus: 400, error: 'status 400' }, letter);
+    deadLetterIds.push(letter.id);
+  }
+  await files.close();
+  // The first event gone from the log, as retention removes it while its dead letter stays.
+  const [segment] = readdirSync(join(dir, 'events'));
+  const lines = readFileSync(join(dir, 'events', segment!), 'utf8').split('\n');
+  writeFileSync(join(dir, 'events', segment!), lines.slice(1).join('\n'));
+
+  const url = await freshDatabase();
+  const imported = await importInto(url, dir);
+  assert.is(imported.code, 0, imported.stderr);
+  for (const [kind, count] of [
+    ['events', 1],
+    ['delivery records', 1],
+    ['dead letters', 1],
+    ['deliveries of events no longer kept \\(left out\\)', 1],
+  ] as const) {
+    assert.match(imported.stdout, new RegExp(`^${kind} +${count}$`, 'm'), `${kind} in\n${imported.stdout}`);
+  }
+  const postgres = await openPostgres(url);
+  try {
+    assert.equal((await postgres.stores.deadLetters.matching({})).map((letter) => letter.id), [deadLetterIds[1]]);
+  } finally {
     await postgres.close();
   }
 });

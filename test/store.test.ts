@@ -3,7 +3,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { AppendLog } from '../src/daemon/store/append-log.js';
+import { AppendLog, replay } from '../src/daemon/store/append-log.js';
 import { Collection } from '../src/daemon/store/collection.js';
 import { ensurePrivateDir } from '../src/daemon/store/files.js';
 import { tempDir } from './helpers/temp.js';
@@ -91,6 +91,26 @@ test('append log: appends are grouped, replayed in order, and a torn last line i
   const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
   assert.is(lines.length, 501);
   assert.is(lines.at(-1), '{"n":500}');
+});
+
+test('append log: a replay waits after each chunk, so that a reader writes out what it gathered before the rest is read (db import)', async () => {
+  const file = join(await tempDir(), 'events.log');
+  const padding = 'x'.repeat(1_000);
+  writeFileSync(file, Array.from({ length: 3_000 }, (_, n) => JSON.stringify({ n, padding }) + '\n').join(''));
+  let gathered: number[] = [];
+  const written: number[][] = [];
+  await replay<{ n: number }>(
+    file,
+    (record) => gathered.push(record.n),
+    async () => {
+      written.push(gathered);
+      gathered = [];
+    },
+  );
+  assert.ok(written.length >= 3, `${written.length} chunks of a 3 MB log`);
+  assert.ok(Math.max(...written.map((chunk) => chunk.length)) < 1_100, 'no chunk holds much more than 1 MiB of lines');
+  assert.equal(written.flat(), Array.from({ length: 3_000 }, (_, n) => n));
+  assert.equal(gathered, []);
 });
 
 test('append log: a corrupt line before good ones stops the open and names the file', async () => {

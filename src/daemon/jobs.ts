@@ -13,8 +13,18 @@ export interface JobRunner {
   stop(): Promise<void>;
 }
 
+/**
+ * What makes a job's run the only one: several daemons on one PostgreSQL
+ * schema each schedule every job, and one of them at a time runs it. On files
+ * one daemon owns the data directory, and there is nothing to take.
+ */
+export interface JobLock {
+  /** Runs `work` unless another daemon is running this job now; answers whether it ran. */
+  runAlone(jobName: string, work: () => Promise<unknown>): Promise<boolean>;
+}
+
 /** Starts the background jobs; stop() waits for a run in progress to finish. */
-export function startJobs(jobs: ScheduledJob[], logger: Logger): JobRunner {
+export function startJobs(jobs: ScheduledJob[], lock: JobLock, logger: Logger): JobRunner {
   const running = new Set<Promise<unknown>>();
   const crons = jobs.map((job) =>
     CronJob.from({
@@ -23,9 +33,14 @@ export function startJobs(jobs: ScheduledJob[], logger: Logger): JobRunner {
       waitForCompletion: true,
       unrefTimeout: true,
       onTick: async () => {
-        const run = job.run().catch((error: unknown) => {
-          logger.error(`job ${job.name} failed: ${describeFault(error)}`);
-        });
+        const run = lock
+          .runAlone(job.name, job.run)
+          .then((ran) => {
+            if (!ran) logger.debug(`job ${job.name} skipped: another daemon is running it`);
+          })
+          .catch((error: unknown) => {
+            logger.error(`job ${job.name} failed: ${describeFault(error)}`);
+          });
         running.add(run);
         await run;
         running.delete(run);

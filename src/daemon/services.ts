@@ -12,7 +12,7 @@ import type { DeadLetterStore } from './dispatch/store.js';
 import { ActivityFeed } from './events/activity.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
-import type { ScheduledJob } from './jobs.js';
+import type { JobLock, ScheduledJob } from './jobs.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { PluginRegistry } from './plugins/registry.js';
@@ -45,6 +45,8 @@ export interface Services {
 export interface OpenedServices {
   services: Services;
   jobs: ScheduledJob[];
+  /** What each run of a job takes first: on PostgreSQL one daemon at a time runs a job. */
+  jobLock: JobLock;
   /** Starts the background loops (the dispatcher resumes pending deliveries). */
   start(): void;
   /** Stops the background loops; deliveries in flight stay pending for the next start. */
@@ -158,6 +160,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         startedAt: Date.now(),
       },
       jobs,
+      jobLock: stores.jobLock,
       start: () => events.dispatcher.start(),
       stop: () => events.dispatcher.stop(5_000),
       close,

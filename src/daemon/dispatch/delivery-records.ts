@@ -455,6 +455,16 @@ export class DeliveryRecords {
     return { items, lastSeq, more: false };
   }
 
+  /**
+   * Every record with its creation sequence, workspace by workspace, each in
+   * creation order, read one at a time (for `platform db import`).
+   */
+  *all(): Generator<{ seq: number; record: DeliveryRecord }> {
+    for (const records of this.workspaces.values()) {
+      for (let index = 0; index < records.length; index += 1) yield { seq: records.seqs.get(index), record: this.recordAt(records, index) };
+    }
+  }
+
   /** Retention removed these events: their records go too, and the journal is rewritten without them. */
   async removeEvents(eventIds: ReadonlySet<string>): Promise<number> {
     if (eventIds.size === 0) return 0;

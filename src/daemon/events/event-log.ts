@@ -3,7 +3,7 @@ import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import { AppendLog, replay, type LineSpan } from '../store/append-log.js';
-import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir } from '../store/files.js';
+import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../store/files.js';
 import { Column, hash32, readSpan } from '../store/line-index.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
 
@@ -352,6 +352,27 @@ export class EventLog {
     await fsyncDir(this.dir);
     return removed.size;
   }
+}
+
+/**
+ * Every event of the log under `dir`, oldest first (segment by segment, line by
+ * line: the order listings follow), read as it streams by rather than indexed,
+ * for `platform db import`. `afterChunk` as for `replay`.
+ */
+export async function replayEventLog(
+  dir: string,
+  onEvent: (event: PlatformEvent, span: LineSpan) => void,
+  afterChunk: () => Promise<void>,
+): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if (isMissing(error)) return;
+    throw error;
+  }
+  // As EventLog.open orders them.
+  for (const name of names.filter((name) => SEGMENT_NAME.test(name)).sort()) await replay<PlatformEvent>(join(dir, name), onEvent, afterChunk);
 }
 
 /** Writes and fsyncs a new file (the caller renames it into place). */

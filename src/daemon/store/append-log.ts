@@ -343,8 +343,14 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
  * Replays every complete line and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
+ * `afterChunk` is awaited after each chunk's lines were handed over, so that a
+ * reader can write out what it gathered before more is read (db import).
  */
-export async function replay<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<number> {
+export async function replay<R>(
+  file: string,
+  onRecord: (record: R, span: LineSpan) => void,
+  afterChunk?: () => Promise<void>,
+): Promise<number> {
   let handle: FileHandle;
   try {
     handle = await open(file, 'r');
@@ -392,6 +398,7 @@ export async function replay<R>(file: string, onRecord: (record: R, span: LineSp
       intact += start;
       carried = data.length - start;
       buffer.copy(buffer, 0, start, data.length);
+      if (afterChunk) await afterChunk();
     }
   } finally {
     await handle.close();

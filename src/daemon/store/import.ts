@@ -5,6 +5,7 @@ import { readChatChannels, readRevocations, readWebhookRequests } from './file/l
 import { FileRevocationStore } from './file/revocations.js';
 import { FileUserStore } from './file/users.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
+import { copyDeliveries, copyEventLog } from './import-events.js';
 import { assertPlatformDataDir, lockDataDir } from './lock.js';
 import { openMigratedDatabase } from './postgres/connect.js';
 import { quoteIdentifier, type Queryable } from './postgres/database.js';
@@ -39,7 +40,8 @@ export interface CopyStep {
 }
 
 /**
- * Every step, in the order of what refers to what: members refer to users.
+ * Every step, in the order of what refers to what: members refer to users,
+ * deliveries to their events.
  * Login throttling and the webhook replay check are kept in memory on files:
  * there is nothing to copy. A domain that moves to PostgreSQL adds its step here.
  */
@@ -51,6 +53,8 @@ export const COPY_STEPS: readonly CopyStep[] = [
   { name: 'extension configuration', copy: copyExtensionConfig },
   { name: 'chat', copy: copyChat },
   { name: 'the webhook request log', copy: copyWebhookRequests },
+  { name: 'the event log', copy: copyEventLog },
+  { name: 'deliveries and dead letters', copy: copyDeliveries },
 ];
 
 /** First key of the advisory lock an import takes (the second is the schema's hash): two imports at once cannot both find the schema empty. */

@@ -7,6 +7,7 @@ import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
 import { describeFault } from '../errors.js';
 import type { EventStore } from '../events/store.js';
 import type { ExtensionConfigStore } from '../extension-config/store.js';
+import type { JobLock } from '../jobs.js';
 import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import type { WorkspaceStore } from '../workspaces/store.js';
@@ -27,6 +28,7 @@ import { PostgresDispatch } from './postgres/dispatch.js';
 import { openMigratedDatabase } from './postgres/connect.js';
 import type { Database } from './postgres/database.js';
 import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
+import { PostgresJobLock } from './postgres/job-lock.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
@@ -56,6 +58,8 @@ export interface Stores {
   /** Pending deliveries (the outbox) and every delivery's record. */
   deliveries: DeliveryStore;
   deadLetters: DeadLetterStore;
+  /** What a scheduled job runs under, so that one daemon at a time runs it. */
+  jobLock: JobLock;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -72,6 +76,14 @@ export interface StoreOptions {
   /** PostgreSQL: external deliveries a daemon keeps for itself as it publishes them (default 256); more go to the shared queue for any daemon. */
   holdDeliveriesAtMost?: number;
 }
+
+/** The daemon holds the data directory's lock: no other runs a job on it. */
+const ALONE_ON_FILES: JobLock = {
+  async runAlone(_jobName, work) {
+    await work();
+    return true;
+  },
+};
 
 /** The data directory's stores (the default backend). */
 export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<Stores> {
@@ -95,6 +107,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     workspaces,
     extensionConfig,
     ...dispatch,
+    jobLock: ALONE_ON_FILES,
     async close() {
       await dispatch.events.close();
       await users.close();
@@ -128,6 +141,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     events: dispatch.events,
     deliveries: dispatch.deliveries,
     deadLetters: dispatch.deadLetters,
+    jobLock: new PostgresJobLock(database),
     close: () => dispatch.events.close(),
   };
 }

@@ -33,17 +33,31 @@ export async function openFileDispatch(dataDir: string, options: FileDispatchOpt
     segmentMaxEvents: 100_000,
     recent: { perWorkspace: 1_000, ...(options.recentMemory ?? DEFAULT_RECENT_MEMORY) },
   });
-  const outbox = await Outbox.open(join(dataDir, 'outbox.log'), options.reportError);
-  const letters = await DeadLetterFile.open(dataDir);
-  const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), options.reportError, options.recordDeliveries ?? true);
-  const deadIds = new Set(letters.matching({}).map((letter) => letter.deliveryId));
-  records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+  const { outbox, letters, records } = await openDeliveryFiles(dataDir, options.reportError, options.recordDeliveries ?? true);
   const deliveries = new FileDeliveryStore(outbox, records, letters);
   return {
     events: new FileEventStore(log, outbox, records, deliveries),
     deliveries,
     deadLetters: new FileDeadLetterStore(letters, outbox, records),
   };
+}
+
+/**
+ * The deliveries' files as a daemon start finds them: the outbox, the dead
+ * letters, and the records brought in step with both (after a crash a record
+ * may be missing or still say PENDING). Also read by `platform db import`.
+ */
+export async function openDeliveryFiles(
+  dataDir: string,
+  reportError: (error: unknown) => void,
+  recordDeliveries = true,
+): Promise<{ outbox: Outbox; letters: DeadLetterFile; records: DeliveryRecords }> {
+  const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError);
+  const letters = await DeadLetterFile.open(dataDir);
+  const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries);
+  const deadIds = new Set(letters.matching({}).map((letter) => letter.deliveryId));
+  records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+  return { outbox, letters, records };
 }
 
 const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 16 * 1024 * 1024, bytesTotal: 64 * 1024 * 1024 };

@@ -23,8 +23,6 @@ const NOTIFY_INTERVAL_MS = 50;
 /** Counts for /metrics and the status page are read at most this often. */
 const COUNT_CACHE_MS = 1_000;
 const TOPIC = 'deliveries';
-/** First key of the advisory lock retention runs under, so that one daemon at a time does it; the second is the schema's hash. */
-const RETENTION_LOCK = 0x72657465; // "rete"
 
 interface DeliveryRow {
   seq: string;
@@ -377,11 +375,9 @@ export class PostgresDispatch {
         const { rows } = await this.database.query<{ event: PlatformEvent }>('SELECT event FROM events WHERE workspace_id = $1 AND id = $2::uuid', [workspaceId, eventId]);
         return rows[0]?.event;
       },
+      // One daemon at a time runs it: the job's lock (PostgresJobLock).
       applyRetention: (policy, now) =>
         this.database.transaction(async (tx) => {
-          // Another daemon is at it: this run has nothing to add.
-          const { rows: locked } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS locked', [RETENTION_LOCK, this.database.schema]);
-          if (!locked[0]!.locked) return { removedEvents: 0, removedDeliveries: 0 };
           const { rows } = await tx.query<{ id: string }>(
             `DELETE FROM events WHERE seq IN (
                SELECT seq FROM (

@@ -1,5 +1,9 @@
+import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { UserRecord } from '../../auth/users.js';
 import type { AuditRecord } from '../../catalog/types.js';
+import type { DeliveryAttempt, DeliveryStatus } from '../../dispatch/delivery-records.js';
+import type { DeliveryError } from '../../dispatch/types.js';
+import type { SubscriberKind } from '../../workspaces/types.js';
 import type { NumberedRequest } from '../../webhooks/request-log.js';
 import type { Queryable } from './database.js';
 
@@ -79,4 +83,119 @@ export async function insertWebhookRequests(tx: Queryable, extensionKey: string,
       [extensionKey, batch.map((call) => call.seq), batch.map((call) => JSON.stringify(call.entry))],
     );
   }
+}
+
+/** Oldest first: the log lists them newest first by the order they are inserted in (`seq`). */
+export async function insertEvents(tx: Queryable, events: readonly PlatformEvent[]): Promise<void> {
+  for (const batch of batches(events)) {
+    await tx.query(
+      `INSERT INTO events (workspace_id, id, event_key, occurred_at, event)
+       SELECT workspace_id, id, event_key, occurred_at, event::json
+       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
+         WITH ORDINALITY AS e (workspace_id, id, event_key, occurred_at, event, position)
+       ORDER BY position`,
+      [
+        batch.map((event) => event.tenantId),
+        batch.map((event) => event.id),
+        batch.map((event) => event.eventKey),
+        batch.map((event) => event.occurredAt),
+        // As a publish writes it: JSON.stringify escapes U+0000, and the json column keeps the text (and its key order).
+        batch.map((event) => JSON.stringify(event)),
+      ],
+    );
+  }
+}
+
+/** A row of `deliveries` (migration 0007), with the attempts of every run. */
+export interface DeliveryRow {
+  /** The record's creation sequence on files: delivery cursors hold it. */
+  seq: number;
+  id: string;
+  workspace_id: string;
+  event_id: string;
+  event_key: string;
+  subscription_id: string | null;
+  extension_key: string;
+  kind: SubscriberKind;
+  service_base_url: string | null;
+  depth: number;
+  status: DeliveryStatus;
+  run_attempts: number;
+  attempt_count: number;
+  replay_count: number;
+  due_at: string;
+  created_at: string;
+  enqueued_at: string;
+  completed_at: string | null;
+  first_attempt_at: string | null;
+  last_error: DeliveryError | null;
+  dead_letter_id: string | null;
+  dead_at: string | null;
+  attempts: readonly DeliveryAttempt[];
+}
+
+export interface InsertedDeliveries {
+  records: number;
+  pending: number;
+  dead: number;
+  attempts: number;
+  /** Rows whose event is not in `events`: nothing could list, claim or replay them. */
+  leftOut: number;
+}
+
+/**
+ * Deliveries under their own `seq`, unleased (any daemon claims the pending
+ * ones once due), with their attempts; a delivery whose event is not in
+ * `events` is left out. Insert the events first, and call
+ * `continueDeliverySequence` after the last.
+ */
+export async function insertDeliveries(tx: Queryable, rows: readonly DeliveryRow[]): Promise<InsertedDeliveries> {
+  const inserted: InsertedDeliveries = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
+  for (const batch of batches(rows)) {
+    const { rows: counted } = await tx.query<{ records: number; pending: number; dead: number; attempts: number }>(
+      `WITH d AS (
+         SELECT * FROM json_to_recordset($1::json) AS d(seq bigint, id text, workspace_id text, event_id uuid, event_key text,
+           subscription_id text, extension_key text, kind text, service_base_url text, depth integer, status text, run_attempts integer,
+           attempt_count integer, replay_count integer, due_at timestamptz, created_at timestamptz, enqueued_at timestamptz,
+           completed_at timestamptz, first_attempt_at timestamptz, last_error text, dead_letter_id uuid, dead_at timestamptz)
+       ), inserted AS (
+         INSERT INTO deliveries (seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth,
+           status, run_attempts, attempt_count, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error,
+           dead_letter_id, dead_at)
+         OVERRIDING SYSTEM VALUE
+         SELECT seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth,
+           status, run_attempts, attempt_count, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error::json,
+           dead_letter_id, dead_at
+         FROM d WHERE EXISTS (SELECT 1 FROM events WHERE events.id = d.event_id)
+         RETURNING id, status
+       ), attempts AS (
+         INSERT INTO delivery_attempts (delivery_id, number, attempt)
+         SELECT a.delivery_id, a.number, a.attempt::json
+         FROM json_to_recordset($2::json) AS a(delivery_id text, number integer, attempt text) JOIN inserted ON inserted.id = a.delivery_id
+         RETURNING 1
+       )
+       SELECT count(*)::int AS records, (count(*) FILTER (WHERE status = 'PENDING'))::int AS pending,
+         (count(*) FILTER (WHERE status = 'DEAD'))::int AS dead, (SELECT count(*)::int FROM attempts) AS attempts
+       FROM inserted`,
+      [
+        // json within json_to_recordset is unescaped on the way (U+0000 would fail): nested as strings, cast back.
+        JSON.stringify(batch.map(({ attempts: _attempts, last_error, ...row }) => ({ ...row, last_error: last_error === null ? null : JSON.stringify(last_error) }))),
+        JSON.stringify(
+          batch.flatMap((row) => row.attempts.map(({ number, ...attempt }) => ({ delivery_id: row.id, number, attempt: JSON.stringify(attempt) }))),
+        ),
+      ],
+    );
+    const { records, pending, dead, attempts } = counted[0]!;
+    inserted.records += records;
+    inserted.pending += pending;
+    inserted.dead += dead;
+    inserted.attempts += attempts;
+    inserted.leftOut += batch.length - records;
+  }
+  return inserted;
+}
+
+/** The next delivery a daemon records is numbered after the imported ones. */
+export async function continueDeliverySequence(tx: Queryable): Promise<void> {
+  await tx.query(`SELECT setval(pg_get_serial_sequence('deliveries', 'seq'), max(seq)) FROM deliveries HAVING count(*) > 0`);
 }
