@@ -21,6 +21,8 @@ export class ChangeFeed {
   private started = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
+  /** LISTENs go one after another: pg deprecates a query sent while another runs on the client. */
+  private listening: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly database: Database,
@@ -36,7 +38,14 @@ export class ChangeFeed {
       return;
     }
     this.listeners.set(channel, [listener]);
-    this.client?.query(`LISTEN ${quoteIdentifier(channel)}`).catch((error: Error) => this.onError(error));
+    const client = this.client;
+    if (!client) return; // connect() listens to every channel subscribed by then
+    this.listening = this.listening
+      .then(() => client.query(`LISTEN ${quoteIdentifier(channel)}`))
+      .then(
+        () => undefined,
+        (error: Error) => this.onError(error),
+      );
   }
 
   /** Inside a write's transaction: other daemons learn of `key` when it commits. */
