@@ -108,7 +108,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     const metrics = createMetrics({ pendingDeliveries: () => stores.deliveries.pending().count, deadLetters: () => deadLetters.count() });
-    const activity = new ActivityFeed();
+    const activity = await ActivityFeed.open(stores.activity);
     const events = new EventService({
       events: stores.events,
       deliveries: stores.deliveries,

@@ -5,11 +5,13 @@ import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
 import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
 import { describeFault } from '../errors.js';
+import type { ActivityLog } from '../events/activity.js';
 import type { EventStore } from '../events/store.js';
 import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import type { WorkspaceStore } from '../workspaces/store.js';
+import { MemoryActivityLog } from './file/activity.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
 import { openFileDispatch, type FileDispatchOptions } from './file/dispatch.js';
@@ -20,6 +22,7 @@ import { FileUserStore } from './file/users.js';
 import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
+import { PostgresActivityLog } from './postgres/activity.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
 import { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
@@ -56,6 +59,8 @@ export interface Stores {
   /** Pending deliveries (the outbox) and every delivery's record. */
   deliveries: DeliveryStore;
   deadLetters: DeadLetterStore;
+  /** What live streams show and resume from: ids, and the kept history, shared by every daemon on the backend. */
+  activity: ActivityLog;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -95,6 +100,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     workspaces,
     extensionConfig,
     ...dispatch,
+    activity: new MemoryActivityLog(options.now),
     async close() {
       await dispatch.events.close();
       await users.close();
@@ -115,6 +121,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     holdAtMost: options.holdDeliveriesAtMost ?? 256,
     logError: options.logError ?? console.error,
   });
+  const activity = new PostgresActivityLog(database, feed, options.logError ?? console.error);
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
@@ -128,7 +135,11 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     events: dispatch.events,
     deliveries: dispatch.deliveries,
     deadLetters: dispatch.deadLetters,
-    close: () => dispatch.events.close(),
+    activity,
+    async close() {
+      await dispatch.events.close();
+      await activity.close();
+    },
   };
 }
 

@@ -21,6 +21,8 @@ export class ChangeFeed {
   private started = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
+  /** LISTENs of topics subscribed while connected, one after the other (a pg client runs one query at a time). */
+  private listening: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly database: Database,
@@ -36,7 +38,11 @@ export class ChangeFeed {
       return;
     }
     this.listeners.set(channel, [listener]);
-    this.client?.query(`LISTEN ${quoteIdentifier(channel)}`).catch((error: Error) => this.onError(error));
+    const client = this.client;
+    if (!client) return;
+    this.listening = this.listening.then(
+      () => client.query(`LISTEN ${quoteIdentifier(channel)}`).then(() => undefined, (error: Error) => this.onError(error)),
+    );
   }
 
   /** Inside a write's transaction: other daemons learn of `key` when it commits. */
