@@ -43,6 +43,8 @@ export class PostgresActivityLog implements ActivityLog {
   /** Appends dropped since the last report. */
   private dropped = 0;
   private writing: Promise<void> | null = null;
+  /** Items lost to failed writes since the first failure (null: the last write succeeded); reported once failing, once working again. */
+  private lostToFailedWrites: number | null = null;
   /** The highest id handed to the follower. */
   private cursor = 0;
   private onItems: ((items: ActivityItem[]) => void) | null = null;
@@ -140,9 +142,14 @@ export class PostgresActivityLog implements ActivityLog {
       } catch (error) {
         // It may have committed all the same: own items are read back until the next write's answer.
         this.ownInMemoryFrom = NONE_IN_MEMORY;
-        this.logError(`live streams missed ${group.length} activity items that could not be written: ${describeFault(error)}`);
+        if (this.lostToFailedWrites === null) this.logError(`live streams miss activity items that cannot be written: ${describeFault(error)}`);
+        this.lostToFailedWrites = (this.lostToFailedWrites ?? 0) + group.length;
         this.readOnAfterOwn(false);
         continue;
+      }
+      if (this.lostToFailedWrites !== null) {
+        this.logError(`activity items are written again; live streams missed ${this.lostToFailedWrites} of them`);
+        this.lostToFailedWrites = null;
       }
       const firstId = lastId - group.length + 1;
       if (this.ownInMemoryFrom === NONE_IN_MEMORY) this.ownInMemoryFrom = firstId;
