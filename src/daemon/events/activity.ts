@@ -125,8 +125,8 @@ export class ActivityFeed {
    * what this daemon has heard came from another daemon that is ahead: items
    * up to it are held back until heard, so none is repeated. An id still
    * ahead once every issued item has been heard was never issued by this
-   * log (a client of another platform, or of a daemon on files whose clock
-   * ran ahead): the stream then goes on from now, as for an old id on files.
+   * log (a client of another platform, or an id from before the clock was
+   * set back): the stream then goes on from now.
    * Returns the unsubscribe function; on a closed feed the listener is closed at once.
    */
   follow(lastEventId: number | null, listener: ActivityListener): () => void {
