@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describeFault } from '../../errors.js';
 import { KEPT_BYTES, KEPT_ITEMS, activityItem, type ActivityItem, type ActivityLog, type ActivityType, type NewActivity } from '../../events/activity.js';
 import type { ChangeFeed } from './change-feed.js';
@@ -6,6 +7,13 @@ import type { Database } from './database.js';
 const TOPIC = 'activity';
 /** Other daemons are woken at most this often: a commit that notifies serialises every commit of the cluster. */
 const NOTIFY_INTERVAL_MS = 50;
+/**
+ * A daemon's writes start at most this often: under load, one commit per
+ * interval carries everything that came meanwhile, rather than commits back
+ * to back competing with publishes for the WAL flush. Streams batch their
+ * writes as often (FLUSH_MS in routes/streams.ts).
+ */
+const WRITE_INTERVAL_MS = 20;
 /** Read anyway this often, should a notification be lost. */
 const POLL_MS = 2_000;
 /** One read of other daemons' items takes at most this many, and past the first, this many bytes. */
@@ -32,7 +40,8 @@ interface ActivityRow {
  * The activity log on PostgreSQL (see decisions: "Live streams on
  * PostgreSQL"): every daemon's items in one table with global ids, kept to
  * the latest KEPT_ITEMS. Appends are written in groups (the ones that arrived
- * while the previous write ran), each one statement. Other daemons are woken
+ * while the previous write ran, or in the 20 ms since it started), each one
+ * statement. Other daemons are woken
  * by one NOTIFY after the commit, at most one per 50 ms, and read what is new
  * in batches; items reach the follower in id order, this daemon's own from
  * memory as soon as every item before them has.
@@ -43,6 +52,7 @@ export class PostgresActivityLog implements ActivityLog {
   /** Appends dropped since the last report. */
   private dropped = 0;
   private writing: Promise<void> | null = null;
+  private lastWriteAt = 0;
   /** Items lost to failed writes since the first failure (null: the last write succeeded); reported once failing, once working again. */
   private lostToFailedWrites: number | null = null;
   /** The highest id handed to the follower. */
@@ -129,6 +139,9 @@ export class PostgresActivityLog implements ActivityLog {
 
   private async writeGroups(): Promise<void> {
     while (this.unwritten.length > 0) {
+      const wait = this.lastWriteAt + WRITE_INTERVAL_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      this.lastWriteAt = Date.now();
       const group = this.unwritten;
       this.unwritten = [];
       this.unwrittenBytes = 0;
