@@ -5,8 +5,9 @@ import * as assert from 'uvu/assert';
 import { MIGRATIONS } from '../src/daemon/store/postgres/migrations/index.js';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { createWorkspace, publishExtension } from './helpers/fixtures.js';
-import { api } from './helpers/http.js';
+import { api, type Api } from './helpers/http.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { openStream, type Item } from './helpers/streams.js';
 import { waitFor } from './helpers/wait.js';
 
 // PostgreSQL only (npm test runs it on the PostgreSQL pass): several daemons share one database.
@@ -80,6 +81,71 @@ test('a membership removed on one daemon is refused by the other at once', async
   assert.is((await api(two.url, member.token).get('/api/workspaces/shared')).status, 200);
   assert.is((await admin.delete(`/api/admin/workspaces/shared/members/${member.id}`)).status, 204);
   assert.is((await api(two.url, member.token).get('/api/workspaces/shared')).status, 403);
+});
+
+const ids = (items: Item[]) => items.map((item) => item.id);
+const publishStep = async (on: Api, workspace: string, n: number) => {
+  const published = await on.post(`/api/workspaces/${workspace}/events/publish`, { eventKey: 'app.step', payload: { n } });
+  assert.is(published.status, 200, published.text);
+  return published.body.meta.eventId as string;
+};
+
+test('a stream on one daemon shows activity on the other; Last-Event-ID resumes on the other with exactly what was missed', async () => {
+  const onOne = await one.admin();
+  const onTwo = api(two.url, onOne.token);
+  await createWorkspace(onOne, 'streamed');
+  const path = '/api/workspaces/streamed/stream';
+  // Follows the workspace on two throughout: what two has heard, in the order it hands items on.
+  const observer = await openStream(two.url, path, onOne.token);
+  const client = await openStream(one.url, path, onOne.token);
+
+  const seen = [await publishStep(onTwo, 'streamed', 1), await publishStep(onOne, 'streamed', 2), await publishStep(onTwo, 'streamed', 3)];
+  await waitFor('the items of both daemons on the stream of one', () => client.items.length === 3 || undefined);
+  assert.equal(client.items.map((item) => item.data.id).sort(), [...seen].sort());
+  client.close();
+  const lastSeen = client.items[2]!.id;
+
+  const missed = [await publishStep(onTwo, 'streamed', 4), await publishStep(onOne, 'streamed', 5), await publishStep(onTwo, 'streamed', 6)];
+  await waitFor('two has heard every item', () => observer.items.length === 6 || undefined);
+  assert.equal(ids(observer.items.slice(0, 3)), ids(client.items), 'one id per item on every daemon, in one order');
+
+  const resumed = await openStream(two.url, path, onOne.token, lastSeen);
+  const live = await publishStep(onOne, 'streamed', 7);
+  await waitFor('the missed items and the live one', () => resumed.items.some((item) => item.data.id === live) || undefined);
+  await waitFor('the live item heard by two', () => observer.items.length === 7 || undefined);
+  assert.equal(ids(resumed.items), ids(observer.items.slice(3)));
+  assert.equal(resumed.items.map((item) => item.data.id).sort(), [...missed, live].sort());
+  for (let index = 1; index < observer.items.length; index += 1) assert.ok(observer.items[index]!.id > observer.items[index - 1]!.id, 'ids increase');
+  resumed.close();
+  observer.close();
+});
+
+test('a daemon started later resumes a client from the shared history, which keeps the latest 1,000 items', async () => {
+  const onOne = await one.admin();
+  await createWorkspace(onOne, 'crowded');
+  const watcher = await openStream(one.url, '/api/workspaces/crowded/stream', onOne.token);
+  const total = 1_010;
+  for (let from = 0; from < total; from += 10) await Promise.all(Array.from({ length: 10 }, (_, n) => publishStep(onOne, 'crowded', from + n)));
+  await waitFor('every item on the watching stream', () => watcher.items.length === total || undefined);
+  watcher.close();
+
+  const later = await startTestDaemon(onDatabase(url));
+  try {
+    const resumed = await openStream(later.url, '/api/workspaces/crowded/stream', onOne.token, watcher.items[0]!.id);
+    await waitFor('the kept items', () => resumed.items.length >= 1_000 || undefined);
+    assert.equal(ids(resumed.items), ids(watcher.items.slice(-1_000)));
+    resumed.close();
+  } finally {
+    await later.destroy();
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT count(*)::int AS kept FROM platform.activity');
+    assert.is(rows[0].kept, 1_000, 'the table is trimmed to the latest 1,000');
+  } finally {
+    await client.end();
+  }
 });
 
 test('two daemons started at once on an empty database both come up: migrated once, one first administrator', async () => {

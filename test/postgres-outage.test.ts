@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { publishExtension } from './helpers/fixtures.js';
+import { createWorkspace, publishExtension } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { openStream, type Item } from './helpers/streams.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -64,6 +65,32 @@ test('while the database cannot be reached: ready and requests answer 503 UNAVAI
     const result = await cutOff.anon.get('/api/marketplace/extensions?search=while-away');
     return result.body.data.length === 1;
   });
+});
+
+test('a live stream on a daemon cut off from the database gets, once it reconnects, what other daemons did meanwhile', async () => {
+  const admin = await direct.admin();
+  await createWorkspace(admin, 'outage');
+  const path = '/api/workspaces/outage/stream';
+  const stream = await openStream(cutOff.url, path, admin.token);
+  const observer = await openStream(direct.url, path, admin.token);
+  const publish = async (n: number) => {
+    const published = await admin.post('/api/workspaces/outage/events/publish', { eventKey: 'app.step', payload: { n } });
+    assert.is(published.status, 200, published.text);
+  };
+  await publish(1);
+  await waitFor('the first item on the cut-off daemon', () => stream.items.length === 1 || undefined);
+
+  proxy.cut();
+  await waitFor('readiness to fail', async () => (await cutOff.anon.get('/api/health/ready')).status === 503);
+  for (const n of [2, 3, 4]) await publish(n);
+  await waitFor('the items on the other daemon', () => observer.items.length === 4 || undefined);
+
+  proxy.restore();
+  await waitFor('the items of the outage', () => stream.items.length === 4 || undefined);
+  const ids = (items: Item[]) => items.map((item) => item.id);
+  assert.equal(ids(stream.items), ids(observer.items));
+  stream.close();
+  observer.close();
 });
 
 test.run();

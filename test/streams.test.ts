@@ -1,21 +1,13 @@
 import { spawn } from 'node:child_process';
-import { request, type IncomingMessage } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PLATFORM_BIN, runCli } from './helpers/cli.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, createWorkspace, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
+import { endOf, openStream, type Item } from './helpers/streams.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
-
-interface Item {
-  id: number;
-  event: string;
-  data: any;
-}
-
-const endOf = (stream: Stream) => waitFor('the end of the stream', () => stream.ended);
 
 /** `platform events tail` as a process, with what it printed so far; connected once it says it follows. */
 async function tail(url: string, token: string, args: string[]) {
@@ -34,61 +26,6 @@ async function tail(url: string, token: string, args: string[]) {
   return { output, env, exited, kill: (signal: NodeJS.Signals) => child.kill(signal) };
 }
 type Tail = Awaited<ReturnType<typeof tail>>;
-
-/** A live stream read with node:http, so that a test can stop reading it. */
-interface Stream {
-  status: number;
-  items: Item[];
-  comments: string[];
-  text(): string;
-  /** Set when the server ended the response; `clean` unless the connection broke. */
-  ended?: { clean: boolean };
-  response: IncomingMessage;
-  close(): void;
-}
-
-function openStream(url: string, path: string, token: string, lastEventId?: number | string, read = true): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-    if (lastEventId !== undefined) headers['last-event-id'] = String(lastEventId);
-    const req = request(url + path, { headers }, (response) => {
-      let raw = '';
-      let buffer = '';
-      const items: Item[] = [];
-      const comments: string[] = [];
-      const stream: Stream = {
-        status: response.statusCode ?? 0,
-        items,
-        comments,
-        text: () => raw,
-        response,
-        close: () => req.destroy(),
-      };
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        raw += chunk;
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          if (block.startsWith(':')) comments.push(block.slice(1).trim());
-          else {
-            const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2);
-            items.push({ id: Number(field('id')), event: field('event') as string, data: JSON.parse(field('data') as string) });
-          }
-        }
-      });
-      response.on('end', () => (stream.ended ??= { clean: true }));
-      response.on('error', () => (stream.ended ??= { clean: false }));
-      response.on('aborted', () => (stream.ended ??= { clean: false }));
-      if (!read) response.pause();
-      resolve(stream);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 let t: TestDaemon;
 let admin: Api & { token: string };
@@ -224,6 +161,44 @@ test('Last-Event-ID resumes with exactly what was missed', async () => {
   await waitFor('the live item after the replay', () => resumed.items.length === 4 || undefined);
   assert.is(resumed.items[3]!.data.id, live);
   resumed.close();
+});
+
+test('a Last-Event-ID older than the kept history gets every item kept: the latest 1,000', async () => {
+  const own = await startTestDaemon();
+  try {
+    const ownAdmin = await own.admin();
+    await createWorkspace(ownAdmin, 'busy');
+    const watcher = await openStream(own.url, '/api/admin/stream', ownAdmin.token);
+    const total = 1_010;
+    for (let from = 0; from < total; from += 10) {
+      const published = await Promise.all(Array.from({ length: 10 }, (_, n) => publish('busy', 'app.many', { n: from + n }, ownAdmin)));
+      assert.ok(published.every((result) => result.status === 200));
+    }
+    await waitFor('every item on the watching stream', () => watcher.items.length === total || undefined);
+    watcher.close();
+    const resumed = await openStream(own.url, '/api/admin/stream', ownAdmin.token, watcher.items[0]!.id);
+    await waitFor('the kept items', () => resumed.items.length >= 1_000 || undefined);
+    assert.equal(
+      resumed.items.map((item) => item.id),
+      watcher.items.slice(-1_000).map((item) => item.id),
+    );
+    resumed.close();
+  } finally {
+    await own.destroy();
+  }
+});
+
+test('a Last-Event-ID ahead of every id given out gets no history, then every new item', async () => {
+  await createWorkspace(admin, 'ahead');
+  await publish('ahead', 'app.before');
+  const stream = await openStream(t.url, '/api/workspaces/ahead/stream', admin.token, '9000000000000000');
+  const live = (await publish('ahead', 'app.live')).body.meta.eventId;
+  await waitFor('the new item', () => stream.items[0]);
+  assert.equal(
+    stream.items.map((item) => item.data.id),
+    [live],
+  );
+  stream.close();
 });
 
 test('a consumer that stops reading is dropped, and the daemon carries on', async () => {

@@ -110,7 +110,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     const metrics = createMetrics({ pendingDeliveries: () => stores.deliveries.pending().count, deadLetters: () => deadLetters.count() });
-    const activity = new ActivityFeed();
+    const activity = await ActivityFeed.open(stores.activity);
     workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
     const events = new EventService({
       events: stores.events,

@@ -24,30 +24,71 @@ export interface ActivityListener {
   closed(): void;
 }
 
-/** The latest 1,000 items are kept for resuming, within this many bytes (an event may be 256 KiB). */
-const RING_ITEMS = 1_000;
-const RING_BYTES = 32 * 1024 * 1024;
+/** Every daemon keeps the latest 1,000 items for resuming, within this many bytes (an event may be 256 KiB). */
+export const KEPT_ITEMS = 1_000;
+export const KEPT_BYTES = 32 * 1024 * 1024;
+
+/** An item before the log gave it its id. */
+export interface NewActivity {
+  type: ActivityType;
+  workspaceId: string;
+  eventKey: string;
+  /** The item's data as JSON. */
+  json: string;
+}
 
 /**
- * What happens in the daemon, as it happens, for live streams: a typed
- * publish/subscribe with a ring of the latest items for Last-Event-ID.
- * Ids start at the start time in microseconds, so that they keep increasing
- * across a restart and a client's Last-Event-ID from before it asks for
- * everything the new daemon has.
+ * Where activity items get their ids and reach every daemon that shares the
+ * log (store/file/activity.ts: this daemon alone; store/postgres/activity.ts:
+ * every daemon on the database). Ids increase in the order items reach
+ * followers, on every daemon alike, so that a Last-Event-ID means the same
+ * place in the history on each.
+ */
+export interface ActivityLog {
+  /**
+   * Resolves with the items kept from before (oldest first, the latest
+   * KEPT_ITEMS at most); from then on `onItems` hears every item appended
+   * after them, on this daemon or any other sharing the log, once each and
+   * in id order.
+   */
+  follow(onItems: (items: ActivityItem[]) => void): Promise<ActivityItem[]>;
+  /** Gives the item the next id; it reaches `onItems` (at once, or after a round trip on a shared log). */
+  append(entry: NewActivity): void;
+  /** Resolves once every item that had an id when it was called has reached `onItems`. */
+  caughtUp(): Promise<void>;
+}
+
+interface Follower {
+  listener: ActivityListener;
+  /** Items up to this id were seen already (the client's Last-Event-ID). */
+  after: number;
+}
+
+/**
+ * What happens on the platform, as it happens, for live streams: a typed
+ * publish/subscribe over the activity log, with a ring of the latest items
+ * for Last-Event-ID. Items from other daemons sharing the log arrive here
+ * too, in the same order as everywhere.
  */
 export class ActivityFeed {
   private readonly ring: ActivityItem[] = [];
   private ringBytes = 0;
-  private nextId: number;
-  private readonly listeners = new Set<ActivityListener>();
+  /** The highest id heard (0: none yet). */
+  private newestId = 0;
+  private readonly followers = new Set<Follower>();
   private open = true;
 
-  constructor(now: () => number = Date.now) {
-    this.nextId = now() * 1000;
+  private constructor(private readonly log: ActivityLog) {}
+
+  /** Loads the kept history and follows the log. */
+  static async open(log: ActivityLog): Promise<ActivityFeed> {
+    const feed = new ActivityFeed(log);
+    feed.keep(await log.follow((items) => feed.received(items)));
+    return feed;
   }
 
   eventPublished(event: PlatformEvent): void {
-    this.add('event.published', event.tenantId, event.eventKey, event);
+    this.log.append({ type: 'event.published', workspaceId: event.tenantId, eventKey: event.eventKey, json: JSON.stringify(event) });
   }
 
   delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
@@ -63,52 +104,75 @@ export class ActivityFeed {
       attempts: delivery.attempts,
       ...extra,
     };
-    this.add(type, event.tenantId, event.eventKey, summary);
+    this.log.append({ type, workspaceId: event.tenantId, eventKey: event.eventKey, json: JSON.stringify(summary) });
   }
 
   /** Enabled or disabled, by hand or automatically. */
   subscriptionChanged(subscription: PublicSubscription): void {
     const { id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason } = subscription;
     const summary: StreamSubscription = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
-    this.add('subscription.changed', workspaceId, eventKey, summary);
+    this.log.append({ type: 'subscription.changed', workspaceId, eventKey, json: JSON.stringify(summary) });
   }
 
-  /** Items after `lastId` still in the ring, oldest first (all of them for an id older than the ring). */
-  since(lastId: number): ActivityItem[] {
-    return this.ring.filter((item) => item.id > lastId);
-  }
-
-  /** Returns the unsubscribe function; on a closed feed the listener is closed at once. */
-  subscribe(listener: ActivityListener): () => void {
+  /**
+   * Hands the listener the kept items after `lastEventId` (every kept item
+   * for an id older than them), then every new item after it. An id ahead of
+   * what this daemon has heard came from another daemon that is ahead: items
+   * up to it are held back until heard, so none is repeated. An id still
+   * ahead once every issued item has been heard was never issued by this
+   * log (a client of another platform, or an id from before the clock was
+   * set back): the stream then goes on from now.
+   * Returns the unsubscribe function; on a closed feed the listener is closed at once.
+   */
+  follow(lastEventId: number | null, listener: ActivityListener): () => void {
     if (!this.open) {
       listener.closed();
       return () => undefined;
     }
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    const follower: Follower = { listener, after: lastEventId ?? 0 };
+    if (lastEventId !== null) {
+      for (const item of this.ring) if (item.id > lastEventId) listener.item(item);
+      if (lastEventId > this.newestId) {
+        this.log.caughtUp().then(
+          () => {
+            if (lastEventId > this.newestId) follower.after = 0;
+          },
+          // Unknown whether the id was issued: holding back stays safe (nothing repeated).
+          () => undefined,
+        );
+      }
+    }
+    this.followers.add(follower);
+    return () => this.followers.delete(follower);
   }
 
   /** Ends every stream: shutdown is not held up by clients that stay connected. */
   close(): void {
     this.open = false;
-    const listeners = [...this.listeners];
-    this.listeners.clear();
-    for (const listener of listeners) listener.closed();
+    const followers = [...this.followers];
+    this.followers.clear();
+    for (const { listener } of followers) listener.closed();
   }
 
-  private add(type: ActivityType, workspaceId: string, eventKey: string, data: unknown): void {
-    const item = sseItem(this.nextId++, type, workspaceId, eventKey, JSON.stringify(data));
-    this.ring.push(item);
-    this.ringBytes += item.size;
-    while (this.ring.length > RING_ITEMS || (this.ringBytes > RING_BYTES && this.ring.length > 1)) {
+  private received(items: ActivityItem[]): void {
+    this.keep(items);
+    for (const { listener, after } of this.followers) for (const item of items) if (item.id > after) listener.item(item);
+  }
+
+  private keep(items: ActivityItem[]): void {
+    for (const item of items) {
+      this.ring.push(item);
+      this.ringBytes += item.size;
+      this.newestId = item.id;
+    }
+    while (this.ring.length > KEPT_ITEMS || (this.ringBytes > KEPT_BYTES && this.ring.length > 1)) {
       this.ringBytes -= this.ring.shift()!.size;
     }
-    for (const listener of this.listeners) listener.item(item);
   }
 }
 
 /** An item whose frame is encoded when a stream first needs it; the JSON is let go then. */
-function sseItem(id: number, type: ActivityType, workspaceId: string, eventKey: string, json: string): ActivityItem {
+export function activityItem(id: number, { type, workspaceId, eventKey, json }: NewActivity): ActivityItem {
   let data: string | null = json;
   let frame: Buffer | undefined;
   return {

@@ -5,12 +5,14 @@ import type { CatalogStore } from '../catalog/store.js';
 import type { ChatStore } from '../chat/store.js';
 import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
 import { describeFault } from '../errors.js';
+import type { ActivityLog } from '../events/activity.js';
 import type { EventStore } from '../events/store.js';
 import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { JobLock } from '../jobs.js';
 import type { WebhookReplayStore } from '../webhooks/replays.js';
 import type { WebhookRequestStore } from '../webhooks/request-log.js';
 import type { WorkspaceStore } from '../workspaces/store.js';
+import { MemoryActivityLog } from './file/activity.js';
 import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
 import { openFileDispatch, type FileDispatchOptions } from './file/dispatch.js';
@@ -21,6 +23,7 @@ import { FileUserStore } from './file/users.js';
 import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
+import { PostgresActivityLog } from './postgres/activity.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
 import { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
@@ -60,6 +63,8 @@ export interface Stores {
   deadLetters: DeadLetterStore;
   /** What a scheduled job runs under, so that one daemon at a time runs it. */
   jobLock: JobLock;
+  /** What live streams show and resume from: ids, and the kept history, shared by every daemon on the backend. */
+  activity: ActivityLog;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }
@@ -108,6 +113,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     extensionConfig,
     ...dispatch,
     jobLock: ALONE_ON_FILES,
+    activity: new MemoryActivityLog(options.now),
     async close() {
       await dispatch.events.close();
       await users.close();
@@ -128,6 +134,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     holdAtMost: options.holdDeliveriesAtMost ?? 256,
     logError: options.logError ?? console.error,
   });
+  const activity = new PostgresActivityLog(database, feed, options.logError ?? console.error);
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
@@ -142,7 +149,11 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     deliveries: dispatch.deliveries,
     deadLetters: dispatch.deadLetters,
     jobLock: new PostgresJobLock(database),
-    close: () => dispatch.events.close(),
+    activity,
+    async close() {
+      await dispatch.events.close();
+      await activity.close();
+    },
   };
 }
 

@@ -160,8 +160,7 @@ class LiveStreams {
 
     send(Buffer.from(': connected\n\n'));
     flush();
-    if (lastEventId !== null) for (const item of this.deps.activity.since(lastEventId)) sendItem(item);
-    const unsubscribe = this.deps.activity.subscribe({ item: sendItem, closed: () => end('the daemon is stopping') });
+    const unsubscribe = this.deps.activity.follow(lastEventId, { item: sendItem, closed: () => end('the daemon is stopping') });
     const stream = {
       userId,
       check: () =>

@@ -21,7 +21,7 @@ export class ChangeFeed {
   private started = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
-  /** LISTENs go one after another: pg deprecates a query sent while another runs on the client. */
+  /** LISTENs of topics subscribed while connected, one after the other (a pg client runs one query at a time). */
   private listening: Promise<void> = Promise.resolve();
 
   constructor(
@@ -39,13 +39,10 @@ export class ChangeFeed {
     }
     this.listeners.set(channel, [listener]);
     const client = this.client;
-    if (!client) return; // connect() listens to every channel subscribed by then
-    this.listening = this.listening
-      .then(() => client.query(`LISTEN ${quoteIdentifier(channel)}`))
-      .then(
-        () => undefined,
-        (error: Error) => this.onError(error),
-      );
+    if (!client) return;
+    this.listening = this.listening.then(
+      () => client.query(`LISTEN ${quoteIdentifier(channel)}`).then(() => undefined, (error: Error) => this.onError(error)),
+    );
   }
 
   /** Inside a write's transaction: other daemons learn of `key` when it commits. */
