@@ -128,8 +128,17 @@ test('three daemons, one SIGKILLed mid-load with attempts in flight: every ackno
 
 test('a database restart mid-load: every acknowledged publish is delivered, a publish answered 503 left nothing half-done, and the daemons recover by themselves', async () => {
   const url = await freshDatabase();
-  const subscriber = await startSubscriber(() => ({ delayMs: 20 }));
-  const onDatabase = { database: { url, schema: 'platform' }, masterKey, deliveryLeaseMs: 1_000, dispatch: FAST_DISPATCH };
+  // Some attempts are in flight across the restart, which outlasts the lease: without letting go of
+  // them, the daemon would still be attempting what another one claims when the database is back.
+  // Failed first attempts keep the shared queue busy, so that the daemons claim from it all along.
+  const tried = new Set<string>();
+  const subscriber = await startSubscriber((request, index) => {
+    const first = !tried.has(String(request.headers['webhook-id']));
+    tried.add(String(request.headers['webhook-id']));
+    if (first && tried.size % 3 === 1) return { status: 500 };
+    return { delayMs: index % 4 === 0 ? 4_000 : 20 };
+  });
+  const onDatabase = { database: { url, schema: 'platform' }, masterKey, deliveryLeaseMs: 1_000, dispatch: { ...FAST_DISPATCH, deliveryTimeoutMs: 10_000 } };
   const daemons: TestDaemon[] = [await startTestDaemon(onDatabase)];
   daemons.push(await startTestDaemon(onDatabase));
   try {
@@ -152,7 +161,12 @@ test('a database restart mid-load: every acknowledged publish is delivered, a pu
     };
     const restarter = async () => {
       await waitFor('some events published', () => acknowledged.size >= 20);
-      await restartTestPostgres();
+      await restartTestPostgres(async () => {
+        await waitFor('a publish refused', () => refused.length > 0);
+        for (const daemon of daemons) {
+          await waitFor('the daemon not ready', async () => (await daemon.anon.get('/api/health/ready')).status === 503);
+        }
+      });
       restarted = true;
     };
     await Promise.all([publisher(), publisher(), publisher(), restarter()]);
@@ -169,6 +183,7 @@ test('a database restart mid-load: every acknowledged publish is delivered, a pu
     }
     const missing = () => [...acknowledged].filter((eventId) => !delivered(subscriber).has(eventId));
     await waitFor(`every acknowledged event delivered (${missing().length} missing)`, () => missing().length === 0, 30_000);
+    assert.equal([...subscriber.concurrency.overlapping], [], 'no delivery had two attempts in flight at once');
 
     const client = new pg.Client({ connectionString: url });
     await client.connect();

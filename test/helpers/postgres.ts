@@ -16,8 +16,8 @@ import { closedPort } from './ports.js';
 interface Cluster {
   port: number;
   password: string;
-  /** Stops the server (a fast shutdown: connections are cut) and starts it again on the same data and port. */
-  restart(): Promise<void>;
+  /** Stops the server (a fast shutdown: connections are cut), awaits `whileDown`, and starts it again on the same data and port. */
+  restart(whileDown: () => Promise<void>): Promise<void>;
 }
 
 const USER = 'postgres';
@@ -163,22 +163,23 @@ async function startCluster(): Promise<Cluster> {
   process.on('exit', () => {
     if (!stopping) (server as unknown as { process?: ChildProcess }).process?.kill('SIGINT');
   });
-  const restart = async () => {
+  const restart = async (whileDown: () => Promise<void>) => {
     // Not server.stop(): with `persistent: false` it would delete the data.
     const child = serverProcess();
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGINT');
     await exited;
+    await whileDown();
     await server.start();
     letTestsEnd();
   };
   return { port, password, restart };
 }
 
-/** Restarts the test cluster under whatever is connected to it: for tests of a database restart mid-load. */
-export async function restartTestPostgres(): Promise<void> {
+/** Restarts the test cluster under whatever is connected to it, once `whileDown` resolves: for tests of a database restart mid-load. */
+export async function restartTestPostgres(whileDown: () => Promise<void> = async () => undefined): Promise<void> {
   if (!cluster) throw new Error('no test PostgreSQL has been started');
-  await (await cluster).restart();
+  await (await cluster).restart(whileDown);
 }
 
 /**

@@ -86,7 +86,15 @@ export class PostgresDispatch {
   readonly deadLetters: DeadLetterStore;
   /** Deliveries leased to this daemon, by id: renewed while held. */
   private readonly held = new Map<string, Delivery>();
+  /**
+   * Until when (performance.now()) each held delivery's lease surely lasts: from the moment
+   * the statement that set it was sent, the database's now() being later.
+   */
+  private readonly leaseEnds = new WeakMap<Delivery, number>();
   private readonly renewal: NodeJS.Timeout;
+  private readonly expiry: NodeJS.Timeout;
+  private readonly expiryMargin: number;
+  private lost: (deliveryId: string) => void = () => undefined;
   private publications: Publication[] = [];
   private publishing: Promise<void> | null = null;
   private results: Result[] = [];
@@ -104,6 +112,9 @@ export class PostgresDispatch {
   ) {
     this.renewal = setInterval(() => void this.renew(), Math.max(100, options.leaseMs / 3));
     this.renewal.unref();
+    this.expiryMargin = Math.max(50, options.leaseMs / 10);
+    this.expiry = setInterval(() => this.letLapsingGo(), this.expiryMargin);
+    this.expiry.unref();
     feed.subscribe(TOPIC, () => this.wake());
     this.events = this.eventStore();
     this.deliveries = this.deliveryStore();
@@ -128,6 +139,7 @@ export class PostgresDispatch {
       this.publications = [];
       const leased: Delivery[] = [];
       let shared = false;
+      const sentAt = performance.now();
       const rows = group.flatMap(({ deliveries }) =>
         deliveries.map((delivery) => {
           // In-process deliveries run where they were published (synchronous handlers before the answer).
@@ -162,7 +174,7 @@ export class PostgresDispatch {
         for (const publication of group) publication.reject(error);
         continue;
       }
-      for (const delivery of leased) this.held.set(delivery.id, delivery);
+      for (const delivery of leased) this.hold(delivery, sentAt);
       for (const publication of group) publication.resolve();
       if (shared) this.notifyPeers();
     }
@@ -188,6 +200,7 @@ export class PostgresDispatch {
   // Claiming, leases and results
 
   private async claim(limit: number): Promise<Delivery[]> {
+    const sentAt = performance.now();
     const { rows } = await this.database.query<DeliveryRow & { event: PlatformEvent }>(
       `WITH claimed AS (
          UPDATE deliveries SET lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond'
@@ -201,18 +214,34 @@ export class PostgresDispatch {
        SELECT claimed.*, events.event FROM claimed JOIN events ON events.id = claimed.event_id`,
       [this.owner, this.options.leaseMs, limit],
     );
-    return rows.map((row) => this.hold(deliveryOf(row, row.event)));
+    return rows.map((row) => this.hold(deliveryOf(row, row.event), sentAt));
   }
 
-  private hold(delivery: Delivery): Delivery {
+  private hold(delivery: Delivery, leasedAt: number): Delivery {
     this.held.set(delivery.id, delivery);
+    this.leaseEnds.set(delivery, leasedAt + this.options.leaseMs);
     return delivery;
+  }
+
+  /**
+   * Lets go of held deliveries whose lease may lapse before the next look (renewals failed:
+   * the database did not answer): once it lapses another daemon may claim one, so an attempt
+   * in flight ends and none starts here.
+   */
+  private letLapsingGo(): void {
+    const soon = performance.now() + this.expiryMargin;
+    for (const [id, delivery] of this.held) {
+      if ((this.leaseEnds.get(delivery) ?? 0) > soon) continue;
+      this.held.delete(id);
+      this.lost(id);
+    }
   }
 
   /** Renews the lease of every delivery held; one another daemon took over (this one stalled past its lease) is let go. */
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
     const ids = [...this.held.keys()];
+    const sentAt = performance.now();
     try {
       const { rows } = await this.database.query<{ id: string }>(
         `UPDATE deliveries SET lease_until = now() + $3 * interval '1 millisecond'
@@ -220,7 +249,15 @@ export class PostgresDispatch {
         [ids, this.owner, this.options.leaseMs],
       );
       const kept = new Set(rows.map((row) => row.id));
-      for (const id of ids) if (!kept.has(id) && this.held.has(id) && !this.resultQueued(id)) this.held.delete(id);
+      for (const id of ids) {
+        const delivery = this.held.get(id);
+        if (!delivery) continue;
+        if (kept.has(id)) this.leaseEnds.set(delivery, sentAt + this.options.leaseMs);
+        else if (!this.resultQueued(id)) {
+          this.held.delete(id);
+          this.lost(id);
+        }
+      }
     } catch (error) {
       this.options.logError(`could not renew delivery leases: ${describeFault(error)}`);
     }
@@ -391,6 +428,7 @@ export class PostgresDispatch {
       recentBytes: 0,
       close: async () => {
         clearInterval(this.renewal);
+        clearInterval(this.expiry);
         if (this.notifyTimer) clearTimeout(this.notifyTimer);
         await this.publishing;
         await this.writing;
@@ -403,6 +441,9 @@ export class PostgresDispatch {
       shared: true,
       onWork: (wake) => {
         this.wake = wake;
+      },
+      onLeaseLost: (lost) => {
+        this.lost = lost;
       },
       resumable: () => [],
       claim: (limit) => this.claim(limit),
@@ -499,6 +540,7 @@ export class PostgresDispatch {
         return rows.map(deadLetterOf);
       },
       replay: async (ids, now) => {
+        const sentAt = performance.now();
         // The row lock decides: of two daemons replaying one letter at once, the second finds it PENDING and leaves it.
         const rows = await letters(
           `WITH replayed AS (
@@ -511,7 +553,7 @@ export class PostgresDispatch {
            SELECT replayed.*, events.event FROM replayed JOIN events ON events.id = replayed.event_id`,
           [ids.filter(isUuid), new Date(now).toISOString(), this.owner, this.options.leaseMs],
         );
-        return rows.map((row) => this.hold(deliveryOf(row, row.event)));
+        return rows.map((row) => this.hold(deliveryOf(row, row.event), sentAt));
       },
       discard: async (ids, now) => {
         const { rowCount } = await this.database.query(
