@@ -116,6 +116,9 @@ test('three daemons, one SIGKILLed mid-load with attempts in flight: every ackno
     const answered = new Set(subscriber.received.filter((request) => request.status !== undefined && request.status < 300).map((request) => request.headers['webhook-id']));
     for (const request of cutOff) assert.ok(answered.has(request.headers['webhook-id']), `the cut-off attempt of ${request.headers['webhook-id']} was resumed`);
     assert.equal([...subscriber.concurrency.overlapping], [], 'no delivery had two attempts in flight at once');
+    for (const daemon of daemons.slice(0, 2)) {
+      assert.not.match(daemon.output(), 'could not be renewed', 'attempts longer than the lease kept it: the daemons renewed it meanwhile');
+    }
 
     // Also what the victim took and was answered for but had not recorded: attempted again, at least once.
     await waitFor('nothing left pending', async () => (await clients[0]!.get('/api/workspaces/load/deliveries?status=PENDING')).body.data.length === 0, 30_000);

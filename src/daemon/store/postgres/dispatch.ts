@@ -230,11 +230,14 @@ export class PostgresDispatch {
    */
   private letLapsingGo(): void {
     const soon = performance.now() + this.expiryMargin;
+    let given = 0;
     for (const [id, delivery] of this.held) {
       if ((this.leaseEnds.get(delivery) ?? 0) > soon) continue;
       this.held.delete(id);
       this.lost(id);
+      given += 1;
     }
+    if (given > 0) this.options.logError(`let go of ${given} deliveries whose lease could not be renewed in time (other daemons may take them)`);
   }
 
   /** Renews the lease of every delivery held; one another daemon took over (this one stalled past its lease) is let go. */
