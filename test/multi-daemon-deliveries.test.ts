@@ -7,7 +7,7 @@ import { ADMIN, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { api, call, tokenOf, type Api } from './helpers/http.js';
 import { freshDatabase, restartTestPostgres } from './helpers/postgres.js';
-import { startSubscriber, type ReceivedDelivery, type Subscriber } from './helpers/subscriber.js';
+import { startSubscriber, type ReceivedDelivery } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -31,9 +31,6 @@ async function publish(client: Api, n: number): Promise<{ eventId: string } | { 
     return { status: 0 };
   }
 }
-
-/** Event ids the subscriber answered with a 2xx. */
-const delivered = (subscriber: Subscriber) => subscriber.deliveredEventIds();
 
 async function scrape(url: string): Promise<string> {
   const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
@@ -111,7 +108,7 @@ test('three daemons, one SIGKILLed mid-load with attempts in flight: every ackno
       const abandoned = subscriber.received.filter((request) => request.abandoned);
       return abandoned.length > 0 && abandoned;
     });
-    const missing = () => [...acknowledged.keys()].filter((eventId) => !delivered(subscriber).has(eventId));
+    const missing = () => [...acknowledged.keys()].filter((eventId) => !subscriber.deliveredEventIds().has(eventId));
     await waitFor(`every acknowledged event delivered (${missing().length} missing)`, () => missing().length === 0, 30_000);
     const answered = new Set(subscriber.received.filter((request) => request.status !== undefined && request.status < 300).map((request) => request.headers['webhook-id']));
     for (const request of cutOff) assert.ok(answered.has(request.headers['webhook-id']), `the cut-off attempt of ${request.headers['webhook-id']} was resumed`);
@@ -154,7 +151,7 @@ test('a database restart mid-load: every acknowledged publish is delivered, a pu
     let restarted = false;
     let n = 0;
     const publisher = async () => {
-      // Until the database is back and one more publish went through after it.
+      // Through the restart, and ten publishes more once it is done.
       for (let afterRestart = 0; afterRestart < 10; ) {
         const answer = await publish(clients[n % clients.length]!, n++);
         if ('eventId' in answer) acknowledged.add(answer.eventId);
@@ -184,7 +181,7 @@ test('a database restart mid-load: every acknowledged publish is delivered, a pu
       assert.ok('eventId' in answer, 'each daemon takes publishes again');
       acknowledged.add(answer.eventId);
     }
-    const missing = () => [...acknowledged].filter((eventId) => !delivered(subscriber).has(eventId));
+    const missing = () => [...acknowledged].filter((eventId) => !subscriber.deliveredEventIds().has(eventId));
     await waitFor(`every acknowledged event delivered (${missing().length} missing)`, () => missing().length === 0, 30_000);
     assert.equal([...subscriber.concurrency.overlapping], [], 'no delivery had two attempts in flight at once');
 
@@ -226,7 +223,7 @@ test('per daemon: the subscriber\'s share of the delivery slots holds on each, /
     const published = await Promise.all(Array.from({ length: 40 }, (_, n) => publish(clients[n % 2]!, n)));
     const eventIds = published.flatMap((answer) => ('eventId' in answer ? [answer.eventId] : []));
     assert.is(eventIds.length, published.length, 'every publish acknowledged');
-    await waitFor('every event delivered', () => eventIds.every((eventId) => delivered(subscriber).has(eventId)));
+    await waitFor('every event delivered', () => eventIds.every((eventId) => subscriber.deliveredEventIds().has(eventId)));
     assert.ok(subscriber.concurrency.most <= 2 * perDaemon, `at most ${2 * perDaemon} attempts at once (saw ${subscriber.concurrency.most})`);
 
     const counted = async () => Promise.all(daemons.map(async (daemon) => attemptsCounted(await scrape(daemon.url))));
