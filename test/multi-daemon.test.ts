@@ -3,6 +3,7 @@ import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MIGRATIONS } from '../src/daemon/store/postgres/migrations/index.js';
+import { runCli } from './helpers/cli.js';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { createWorkspace, publishExtension } from './helpers/fixtures.js';
 import { api, type Api } from './helpers/http.js';
@@ -178,6 +179,23 @@ test('two daemons started at once on an empty database both come up: migrated on
   } finally {
     await Promise.all(both.map((daemon) => daemon.destroy()));
   }
+});
+
+test('three `platform db migrate` at once on an empty database: each migration applied by exactly one, up to the last', async () => {
+  const empty = await freshDatabase();
+  const runs = await Promise.all([1, 2, 3].map(() => runCli(['db', 'migrate'], { env: { PLATFORM_DATABASE_URL: empty } })));
+  const applied: number[] = [];
+  for (const run of runs) {
+    assert.is(run.code, 0, run.stderr);
+    const line = /^applied (.*) to schema platform$/m.exec(run.stdout)?.[1];
+    if (line) applied.push(...[...line.matchAll(/(\d+) \(/g)].map((match) => Number(match[1])));
+    else assert.match(run.stdout, 'is up to date');
+  }
+  assert.equal(
+    applied.sort((a, b) => a - b),
+    MIGRATIONS.map((migration) => migration.version),
+    'every migration, the last included, applied once in all',
+  );
 });
 
 test.run();

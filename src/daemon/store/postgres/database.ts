@@ -66,6 +66,10 @@ export class Database implements Queryable {
       throw asDatabaseError(error);
     }
     let broken: unknown = null;
+    // A checked-out client whose connection is lost also emits 'error', which with no listener
+    // would end the process; the statement in flight, or the next one, fails with it anyway.
+    const lost = (error: Error) => (broken = error);
+    client.on('error', lost);
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -80,6 +84,7 @@ export class Database implements Queryable {
       }
       throw asDatabaseError(error);
     } finally {
+      client.off('error', lost);
       client.release(broken instanceof Error ? broken : undefined);
     }
   }

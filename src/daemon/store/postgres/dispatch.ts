@@ -84,7 +84,15 @@ export class PostgresDispatch {
   readonly deadLetters: DeadLetterStore;
   /** Deliveries leased to this daemon, by id: renewed while held. */
   private readonly held = new Map<string, Delivery>();
+  /**
+   * Until when (performance.now()) each held delivery's lease surely lasts: from the moment
+   * the statement that set it was sent, the database's now() being later.
+   */
+  private readonly leaseEnds = new WeakMap<Delivery, number>();
   private readonly renewal: NodeJS.Timeout;
+  private readonly expiry: NodeJS.Timeout;
+  private readonly expiryMargin: number;
+  private lost: (deliveryId: string) => void = () => undefined;
   private publications: Publication[] = [];
   private publishing: Promise<void> | null = null;
   private results: Result[] = [];
@@ -103,6 +111,9 @@ export class PostgresDispatch {
   ) {
     this.renewal = setInterval(() => void this.renew(), Math.max(100, options.leaseMs / 3));
     this.renewal.unref();
+    this.expiryMargin = Math.max(50, options.leaseMs / 10);
+    this.expiry = setInterval(() => this.letLapsingGo(), this.expiryMargin);
+    this.expiry.unref();
     feed.subscribe(TOPIC, () => this.wake());
     this.events = this.eventStore();
     this.deliveries = this.deliveryStore();
@@ -127,6 +138,7 @@ export class PostgresDispatch {
       this.publications = [];
       const leased: Delivery[] = [];
       let shared = false;
+      const sentAt = performance.now();
       const rows = group.flatMap(({ deliveries }) =>
         deliveries.map((delivery) => {
           // In-process deliveries run where they were published (synchronous handlers before the answer).
@@ -161,7 +173,7 @@ export class PostgresDispatch {
         for (const publication of group) publication.reject(error);
         continue;
       }
-      for (const delivery of leased) this.held.set(delivery.id, delivery);
+      for (const delivery of leased) this.hold(delivery, sentAt);
       for (const publication of group) publication.resolve();
       if (shared) this.notifyPeers();
     }
@@ -187,6 +199,7 @@ export class PostgresDispatch {
   // Claiming, leases and results
 
   private async claim(limit: number): Promise<Delivery[]> {
+    const sentAt = performance.now();
     const { rows } = await this.database.query<DeliveryRow & { event: PlatformEvent }>(
       `WITH claimed AS (
          UPDATE deliveries SET lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond'
@@ -200,18 +213,37 @@ export class PostgresDispatch {
        SELECT claimed.*, events.event FROM claimed JOIN events ON events.id = claimed.event_id`,
       [this.owner, this.options.leaseMs, limit],
     );
-    return rows.map((row) => this.hold(deliveryOf(row, row.event)));
+    return rows.map((row) => this.hold(deliveryOf(row, row.event), sentAt));
   }
 
-  private hold(delivery: Delivery): Delivery {
+  private hold(delivery: Delivery, leasedAt: number): Delivery {
     this.held.set(delivery.id, delivery);
+    this.leaseEnds.set(delivery, leasedAt + this.options.leaseMs);
     return delivery;
+  }
+
+  /**
+   * Lets go of held deliveries whose lease may lapse before the next look (renewals failed:
+   * the database did not answer): once it lapses another daemon may claim one, so an attempt
+   * in flight ends and none starts here.
+   */
+  private letLapsingGo(): void {
+    const soon = performance.now() + this.expiryMargin;
+    let given = 0;
+    for (const [id, delivery] of this.held) {
+      if ((this.leaseEnds.get(delivery) ?? 0) > soon) continue;
+      this.held.delete(id);
+      this.lost(id);
+      given += 1;
+    }
+    if (given > 0) this.options.logError(`let go of ${given} deliveries whose lease could not be renewed in time (other daemons may take them)`);
   }
 
   /** Renews the lease of every delivery held; one another daemon took over (this one stalled past its lease) is let go. */
   private async renew(): Promise<void> {
     if (this.held.size === 0) return;
     const ids = [...this.held.keys()];
+    const sentAt = performance.now();
     try {
       const { rows } = await this.database.query<{ id: string }>(
         `UPDATE deliveries SET lease_until = now() + $3 * interval '1 millisecond'
@@ -219,7 +251,15 @@ export class PostgresDispatch {
         [ids, this.owner, this.options.leaseMs],
       );
       const kept = new Set(rows.map((row) => row.id));
-      for (const id of ids) if (!kept.has(id) && this.held.has(id) && !this.resultQueued(id)) this.held.delete(id);
+      for (const id of ids) {
+        const delivery = this.held.get(id);
+        if (!delivery) continue;
+        if (kept.has(id)) this.leaseEnds.set(delivery, sentAt + this.options.leaseMs);
+        else if (!this.resultQueued(id)) {
+          this.held.delete(id);
+          this.lost(id);
+        }
+      }
     } catch (error) {
       this.options.logError(`could not renew delivery leases: ${describeFault(error)}`);
     }
@@ -396,6 +436,7 @@ export class PostgresDispatch {
       recentBytes: 0,
       close: async () => {
         clearInterval(this.renewal);
+        clearInterval(this.expiry);
         if (this.notifyTimer) clearTimeout(this.notifyTimer);
         await this.publishing;
         await this.writing;
@@ -408,6 +449,9 @@ export class PostgresDispatch {
       shared: true,
       onWork: (wake) => {
         this.wake = wake;
+      },
+      onLeaseLost: (lost) => {
+        this.lost = lost;
       },
       resumable: () => [],
       claim: (limit) => this.claim(limit),
@@ -508,6 +552,7 @@ export class PostgresDispatch {
         return rows.map(deadLetterOf);
       },
       replay: async (ids, now) => {
+        const sentAt = performance.now();
         // The row lock decides: of two daemons replaying one letter at once, the second finds it PENDING and leaves it.
         const rows = await letters(
           `WITH replayed AS (
@@ -521,7 +566,7 @@ export class PostgresDispatch {
           [ids.filter(isUuid), new Date(now).toISOString(), this.owner, this.options.leaseMs],
         );
         this.deadLettersChanged();
-        return rows.map((row) => this.hold(deliveryOf(row, row.event)));
+        return rows.map((row) => this.hold(deliveryOf(row, row.event), sentAt));
       },
       discard: async (ids, now) => {
         const { rowCount } = await this.database.query(
