@@ -121,7 +121,7 @@ export class ActivityFeed {
    * up to it are held back until heard, so none is repeated. An id still
    * ahead once every issued item has been heard was never issued by this
    * log (a client of another platform, or an id from before the clock was
-   * set back): the stream then goes on from now.
+   * set back): the stream then goes on from there, with what arrived meanwhile.
    * Returns the unsubscribe function; on a closed feed the listener is closed at once.
    */
   follow(lastEventId: number | null, listener: ActivityListener): () => void {
@@ -133,9 +133,13 @@ export class ActivityFeed {
     if (lastEventId !== null) {
       for (const item of this.ring) if (item.id > lastEventId) listener.item(item);
       if (lastEventId > this.newestId) {
+        const heardAtStart = this.newestId;
         this.log.caughtUp().then(
           () => {
-            if (lastEventId > this.newestId) follower.after = 0;
+            if (lastEventId <= this.newestId || !this.followers.has(follower)) return;
+            // Never issued: what arrived while that was being found out was held back; it is new to this client.
+            for (const item of this.ring) if (item.id > heardAtStart) listener.item(item);
+            follower.after = 0;
           },
           // Unknown whether the id was issued: holding back stays safe (nothing repeated).
           () => undefined,
