@@ -305,10 +305,10 @@ test('files: a delivery whose record failed to reach a full disk stays in the ou
     dispatch.deliveries.succeeded(finished, success);
     await dispatch.deliveries.settled();
     assert.ok(errors.length > 0, 'the failed write is reported');
-    assert.is(dispatch.deliveries.pending().count, 1, 'the outbox still holds the delivery whose record is not on disk');
+    assert.is((await dispatch.deliveries.pending()).count, 1, 'the outbox still holds the delivery whose record is not on disk');
 
     await rm(join(dir, 'filler'));
-    await waitFor('the record written on a later try, and the delivery forgotten', () => dispatch.deliveries.pending().count === 0);
+    await waitFor('the record written on a later try, and the delivery forgotten', async () => (await dispatch.deliveries.pending()).count === 0);
     open.dispatch = null;
     await dispatch.events.close();
     const reopened = (open.dispatch = await openFileDispatch(dir, { reportError: failOnError }));

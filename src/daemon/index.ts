@@ -46,8 +46,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     await removeStaleSnapshots(config.dataDir);
     opened = await openServices(config, logger);
     const { services } = opened;
-    const resumed = services.events.dispatcher.stats().pending;
-    opened.start();
+    const resumed = opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
     // generated password was never shown.
     http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics, config.countRequests));

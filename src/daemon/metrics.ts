@@ -119,7 +119,7 @@ function httpMetrics(registry: Registry) {
  * daemons in one process keep their own figures. Gauges read live values at
  * scrape time; counters cost a map lookup per request.
  */
-export function createMetrics(live: { pendingDeliveries: () => number; deadLetters: () => Promise<number> }): Metrics {
+export function createMetrics(live: { pendingDeliveries: () => Promise<number>; deadLetters: () => Promise<number> }): Metrics {
   const registers = [new Registry()];
   const [registry] = registers as [Registry];
   collectDefaultMetrics({ register: registry });
@@ -146,8 +146,8 @@ export function createMetrics(live: { pendingDeliveries: () => number; deadLette
     name: 'platform_deliveries_pending',
     help: 'Deliveries in the outbox (waiting, scheduled for a retry or in flight)',
     registers,
-    collect() {
-      this.set(live.pendingDeliveries());
+    async collect() {
+      this.set(await live.pendingDeliveries());
     },
   });
   new Gauge({

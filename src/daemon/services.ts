@@ -47,8 +47,8 @@ export interface OpenedServices {
   jobs: ScheduledJob[];
   /** What each run of a job takes first: on PostgreSQL one daemon at a time runs a job. */
   jobLock: JobLock;
-  /** Starts the background loops (the dispatcher resumes pending deliveries). */
-  start(): void;
+  /** Starts the background loops; returns how many pending deliveries the dispatcher resumed (files: all; PostgreSQL: none, it claims). */
+  start(): number;
   /** Stops the background loops; deliveries in flight stay pending for the next start. */
   stop(): Promise<void>;
   /** Flushes every store and stops workers; safe to call once. */
@@ -109,7 +109,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       await stores.deliveries.removeWorkspace(workspaceId);
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
-    const metrics = createMetrics({ pendingDeliveries: () => stores.deliveries.pending().count, deadLetters: () => deadLetters.count() });
+    const metrics = createMetrics({ pendingDeliveries: async () => (await stores.deliveries.pending()).count, deadLetters: () => deadLetters.count() });
     const activity = await ActivityFeed.open(stores.activity);
     workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
     const events = new EventService({

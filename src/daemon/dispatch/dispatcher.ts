@@ -105,15 +105,18 @@ export class Dispatcher {
   }
 
   /** Resumes every delivery the outbox holds, or (a shared queue) starts claiming due ones. */
-  start(): void {
+  /** Returns how many pending deliveries it resumed. */
+  start(): number {
     this.started = true;
-    for (const delivery of this.deps.deliveries.resumable()) this.schedule(delivery);
+    const resumed = this.deps.deliveries.resumable();
+    for (const delivery of resumed) this.schedule(delivery);
     this.pump();
     if (this.deps.deliveries.shared) {
       this.poll = setInterval(() => this.claim(), CLAIM_POLL_MS);
       this.poll.unref();
       this.claim();
     }
+    return resumed.length;
   }
 
   /**
@@ -158,8 +161,8 @@ export class Dispatcher {
     await this.attempt(delivery);
   }
 
-  stats(): { pending: number; inFlight: number; oldestPendingAgeMs: number | null } {
-    const { count, oldestEnqueuedAt } = this.deps.deliveries.pending();
+  async stats(): Promise<{ pending: number; inFlight: number; oldestPendingAgeMs: number | null }> {
+    const { count, oldestEnqueuedAt } = await this.deps.deliveries.pending();
     return {
       pending: count,
       inFlight: this.inFlight.external + this.inFlight.handler,

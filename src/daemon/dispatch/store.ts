@@ -12,6 +12,12 @@ export interface DeliveryPage {
   more: boolean;
 }
 
+export interface PendingCount {
+  count: number;
+  /** Unix milliseconds; null when nothing is pending. */
+  oldestEnqueuedAt: number | null;
+}
+
 /**
  * Pending deliveries and their records, as the dispatcher and the listings
  * need them: the outbox and the record of each delivery in one. On files
@@ -57,7 +63,7 @@ export interface DeliveryStore {
    */
   settled(): Promise<void>;
   /** The pending queue (every daemon's on a shared store; read at most about once a second there). */
-  pending(): { count: number; oldestEnqueuedAt: number | null };
+  pending(): Promise<PendingCount>;
   ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]>;
   list(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage>;
   removeWorkspace(workspaceId: string): Promise<void>;

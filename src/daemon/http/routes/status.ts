@@ -7,7 +7,7 @@ export const statusRoutes: RouteModule = (routes, { endpoint, services: { events
     endpoint({
       access: 'admin',
       handle: async () => {
-        const dispatch = events.dispatcher.stats();
+        const dispatch = await events.dispatcher.stats();
         return {
           version: PLATFORM_VERSION,
           uptimeSeconds: Math.floor((Date.now() - startedAt) / 1000),

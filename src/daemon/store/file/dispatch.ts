@@ -3,7 +3,7 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { DeadLetterFile, type StoredDeadLetter } from '../../dispatch/dead-letters.js';
 import { DeliveryRecords, type DeliveryQuery, type DeliveryRecord } from '../../dispatch/delivery-records.js';
 import { Outbox } from '../../dispatch/outbox.js';
-import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt } from '../../dispatch/store.js';
+import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery } from '../../dispatch/types.js';
 import { EventLog, type EventPageQuery, type RetentionPolicy } from '../../events/event-log.js';
 import type { RecentLimits } from '../../events/recent.js';
@@ -156,7 +156,7 @@ class FileDeliveryStore implements DeliveryStore {
     await Promise.all([...this.writes]);
   }
 
-  pending(): { count: number; oldestEnqueuedAt: number | null } {
+  async pending(): Promise<PendingCount> {
     let oldest = Number.POSITIVE_INFINITY;
     for (const delivery of this.outbox.values()) oldest = Math.min(oldest, Date.parse(delivery.enqueuedAt));
     return { count: this.outbox.size, oldestEnqueuedAt: Number.isFinite(oldest) ? oldest : null };

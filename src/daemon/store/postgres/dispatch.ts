@@ -1,7 +1,7 @@
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { StoredDeadLetter } from '../../dispatch/dead-letters.js';
 import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/delivery-records.js';
-import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt } from '../../dispatch/store.js';
+import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/types.js';
 import { describeFault, notFound } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
@@ -100,7 +100,11 @@ export class PostgresDispatch {
   private lastNotify = 0;
   private notifyTimer: NodeJS.Timeout | null = null;
   private wake: () => void = () => undefined;
-  private pendingCount = { count: 0, oldestEnqueuedAt: null as number | null, readAt: 0, reading: false };
+  private pendingCount: { value: PendingCount; readAt: number; reading: Promise<PendingCount> | null } = {
+    value: { count: 0, oldestEnqueuedAt: null },
+    readAt: 0,
+    reading: null,
+  };
   /** `changes`: dead letters this daemon made, replayed or discarded; a count read across one is not kept. */
   private deadCount = { count: 0, readAt: 0, changes: 0 };
 
@@ -348,21 +352,24 @@ export class PostgresDispatch {
     );
   }
 
-  private pending(): { count: number; oldestEnqueuedAt: number | null } {
+  /** Read at most once a second for every caller (the status page, each scrape): one read serves all who ask meanwhile. */
+  private pending(): Promise<PendingCount> {
     const cached = this.pendingCount;
-    if (!cached.reading && Date.now() - cached.readAt >= COUNT_CACHE_MS) {
-      cached.reading = true;
-      this.database
-        .query<{ count: string; oldest: Date | null }>(`SELECT count(*) AS count, min(enqueued_at) AS oldest FROM deliveries WHERE status = 'PENDING'`)
-        .then(({ rows }) => {
-          cached.count = Number(rows[0]!.count);
-          cached.oldestEnqueuedAt = rows[0]!.oldest?.getTime() ?? null;
-          cached.readAt = Date.now();
-        })
-        .catch((error: unknown) => this.options.logError(`could not count pending deliveries: ${describeFault(error)}`))
-        .finally(() => (cached.reading = false));
-    }
-    return { count: cached.count, oldestEnqueuedAt: cached.oldestEnqueuedAt };
+    if (Date.now() - cached.readAt < COUNT_CACHE_MS) return Promise.resolve(cached.value);
+    cached.reading ??= this.database
+      .query<{ count: string; oldest: Date | null }>(`SELECT count(*) AS count, min(enqueued_at) AS oldest FROM deliveries WHERE status = 'PENDING'`)
+      .then(({ rows }) => {
+        cached.value = { count: Number(rows[0]!.count), oldestEnqueuedAt: rows[0]!.oldest?.getTime() ?? null };
+        cached.readAt = Date.now();
+        return cached.value;
+      })
+      .catch((error: unknown) => {
+        // The gauge and the status page keep the last count while the database does not answer (ready says why).
+        this.options.logError(`could not count pending deliveries: ${describeFault(error)}`);
+        return cached.value;
+      })
+      .finally(() => (cached.reading = null));
+    return cached.reading;
   }
 
   private async withAttempts(rows: DeliveryRow[]): Promise<DeliveryRecord[]> {
