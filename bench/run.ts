@@ -438,7 +438,7 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
 
 /** 14: the PostgreSQL backend beside graphile-worker (bench/postgres.ts), with this file's helpers. */
 function measurePostgresGroup(base: Load): Promise<void> {
-  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, percentile, waitUntil });
+  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, cpuMs, percentile, waitUntil });
 }
 
 /**
