@@ -1,15 +1,19 @@
+/** Batches of one kind on their way at once: a caller waits for a batch to return only when this many are. */
+const IN_FLIGHT = 2;
+
 /**
  * A read by key that many requests make (every authenticated request reads
  * its user and its token's revocation, every publish its workspace and
- * subscriptions), sent for many callers at once: the keys asked for while one
- * read runs go together in the next, one round trip for all of them. When the
- * database is idle nobody waits, and each caller's read is sent after it
- * asked, so it sees every commit that came before its call, as a read of its
- * own would. Bounded by the requests in flight.
+ * subscriptions), sent for many callers at once: the keys asked for in one
+ * turn of the event loop, or while IN_FLIGHT reads of the kind run, go
+ * together in the next, one round trip for all of them. Each caller's read
+ * is sent after it asked, so it sees every commit that came before its call,
+ * as a read of its own would. Bounded by the requests in flight.
  */
 export class BatchedRead<K, V> {
   private queued = new Map<string, { key: K; callers: Array<{ resolve: (value: V | undefined) => void; reject: (error: unknown) => void }> }>();
-  private running: Promise<void> | null = null;
+  private inFlight = 0;
+  private scheduled = false;
 
   constructor(
     /** Equal keys are read once per batch. */
@@ -24,11 +28,19 @@ export class BatchedRead<K, V> {
       const entry = this.queued.get(text);
       if (entry) entry.callers.push({ resolve, reject });
       else this.queued.set(text, { key, callers: [{ resolve, reject }] });
-      this.running ??= this.readQueued();
+      if (!this.scheduled && this.inFlight < IN_FLIGHT) {
+        // After the other callbacks of this turn (requests that arrived together), not one round trip later.
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          void this.readQueued();
+        });
+      }
     });
   }
 
   private async readQueued(): Promise<void> {
+    this.inFlight += 1;
     while (this.queued.size > 0) {
       const batch = this.queued;
       this.queued = new Map();
@@ -39,6 +51,6 @@ export class BatchedRead<K, V> {
         for (const { callers } of batch.values()) for (const caller of callers) caller.reject(error);
       }
     }
-    this.running = null;
+    this.inFlight -= 1;
   }
 }
