@@ -462,8 +462,9 @@ async function measureOurPaced(kit: BenchKit, cluster: EmbeddedPostgres, graphil
       p99: paced.p99,
       ratio: null,
       rssMb: kit.rssMb(daemon.child.pid!),
-      target: '<= 50 ms p99',
-      met: paced.p99 <= 50 && paced.produced.errors === 0,
+      target: '<= 50 ms p99 at 2,000 events/s',
+      // A p99 met at a lower rate than asked is not the target: the rate must have been kept (within 5 %).
+      met: paced.p99 <= 50 && paced.produced.rps >= 0.95 * PACED_RATE && paced.produced.errors === 0,
       note: `${paced.timed} deliveries timed; published at ${paced.produced.rps}/s, each publish ${paced.produced.p50} ms median, ${paced.produced.p99} ms p99; graphile-worker's p99 in this run: ${graphileP99} ms`,
     });
   } finally {
