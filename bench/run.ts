@@ -33,7 +33,7 @@ function hasTaskset(): boolean {
 const PINNED = hasTaskset();
 if (PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
 
-interface Row {
+export interface Row {
   scenario: string;
   value: number;
   unit: string;
@@ -51,7 +51,7 @@ const clock = () => `${((performance.now() - benchStarted) / 1000).toFixed(0).pa
 
 // ---------- processes ----------
 
-interface Started {
+export interface Started {
   url: string;
   child: ChildProcess;
   dataDir: string;
@@ -165,7 +165,7 @@ async function seedCatalog(base: string, token: string, from: number, count: num
 
 // ---------- load ----------
 
-interface Load {
+export interface Load {
   rps: number;
   p50: number;
   p99: number;
@@ -191,7 +191,7 @@ function load(options: autocannon.Options): Promise<Load> {
 
 // ---------- the subscriber ----------
 
-interface Subscriber {
+export interface Subscriber {
   url: string;
   server: Server;
   received: number;
@@ -438,7 +438,7 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
 
 /** 14: the PostgreSQL backend beside graphile-worker (bench/postgres.ts), with this file's helpers. */
 function measurePostgresGroup(base: Load): Promise<void> {
-  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, percentile, waitUntil });
+  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, cpuMs, percentile, waitUntil });
 }
 
 /**

@@ -156,6 +156,28 @@ conformance('revocations: a revoked id stays revoked across restarts until its t
   });
 });
 
+conformance('users and revocations: many lookups at once each get the answer for their own id, and see what was written before them', (site) =>
+  using(site, async ({ stores: { users, revocations } }) => {
+    const people = await Promise.all(['one', 'two', 'three'].map((name) => users.insert(person(`${name}@example.test`))));
+    await revocations.revoke('revoked', 2_000);
+    const ids = [...people.map((user) => user.id), 'missing', people[0]!.id];
+    const jtis = ['revoked', 'kept', 'revoked', 'other'];
+    const [found, revoked] = await Promise.all([Promise.all(ids.map((id) => users.get(id))), Promise.all(jtis.map((jti) => revocations.isRevoked(jti)))]);
+    assert.equal(found, [...people, undefined, people[0]]);
+    assert.equal(revoked, [true, false, true, false]);
+
+    // Lookups that start while others are on their way still see what was written before they started.
+    const before = Promise.all(jtis.map((jti) => revocations.isRevoked(jti)));
+    await revocations.revoke('kept', 2_000);
+    const renamed = await users.modify(people[1]!.id, (record) => {
+      record.fullName = 'Renamed';
+    });
+    await before;
+    assert.equal(await Promise.all(jtis.map((jti) => revocations.isRevoked(jti))), [true, true, true, false]);
+    assert.equal(await Promise.all(people.map((user) => users.get(user.id))), [people[0], renamed, people[2]]);
+  }),
+);
+
 const WINDOW = 60_000;
 
 conformance('login attempts: failures and checks in flight count up to the limit, and the oldest leaving the window frees a place', async (site) => {

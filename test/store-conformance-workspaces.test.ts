@@ -177,6 +177,35 @@ conformance('subscriptions: stored as given, a duplicate refused even when subsc
   }),
 );
 
+conformance('workspaces and subscriptions: many lookups at once each get the answer for their own workspace and topic', (site) =>
+  using(site, async ({ stores: { workspaces } }) => {
+    for (const id of ['north', 'south']) {
+      await workspaces.createWorkspace(workspace(id));
+      await workspaces.install(installation(id, 'crm'));
+    }
+    const added = [subscription('north', 'deal.closed', 'crm'), subscription('north', 'deal.lost', 'crm'), subscription('south', 'deal.closed', 'crm'), subscription('north', 'deal.closed', 'crm', null)];
+    for (const each of added) await workspaces.subscribe(each, sameSubscriber(each));
+    const topics: Array<[string, string]> = [
+      ['north', 'deal.closed'],
+      ['south', 'deal.closed'],
+      ['north', 'deal.lost'],
+      ['south', 'deal.lost'],
+      ['east', 'deal.closed'],
+      ['north', 'deal.closed'],
+    ];
+    const [exists, active] = await Promise.all([
+      Promise.all(['north', 'east', 'south', 'north'].map((id) => workspaces.hasWorkspace(id))),
+      Promise.all(topics.map(([id, eventKey]) => workspaces.activeSubscriptions(id, eventKey))),
+    ]);
+    assert.equal(exists, [true, false, true, true]);
+    const [northClosed, northLost, southClosed, inProcess] = added.map((each) => each.id);
+    assert.equal(
+      active.map((list) => list.map((stored) => stored.id)),
+      [[northClosed, inProcess], [southClosed], [northLost], [], [], [northClosed, inProcess]],
+    );
+  }),
+);
+
 conformance('subscriptions: changes of one at once are applied one after the other, each seeing the one before', (site) =>
   using(site, async ({ stores: { workspaces } }) => {
     await workspaces.createWorkspace(workspace('acme'));

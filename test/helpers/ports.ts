@@ -1,10 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../../dev/embedded-postgres.js';
 
 /** A local port that nothing listens on (it was free a moment ago): connections to it are refused. */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export const closedPort: () => Promise<number> = freePort;

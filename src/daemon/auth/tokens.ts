@@ -61,18 +61,23 @@ export class TokenService {
   }
 
   /**
-   * Signature, algorithm, expiry, shape and revocation; throws 401 otherwise.
-   * The signature and shape of a token never change, so they are checked once;
-   * expiry and revocation are checked on every call.
+   * Signature, algorithm, expiry and shape; throws 401 otherwise. The signature
+   * and shape of a token never change, so they are checked once; expiry on
+   * every call. Revocation is the caller's to check (`assertNotRevoked`), at
+   * the same time as its other reads.
    */
-  async verify(token: string): Promise<TokenClaims> {
+  async claimsOf(token: string): Promise<TokenClaims> {
     const claims = this.verified.get(token) ?? (await this.verifySignature(token));
     if (claims.exp <= nowSeconds()) {
       this.verified.delete(token);
       throw unauthorized('the session token is invalid or expired; log in again');
     }
-    if (await this.revocations.isRevoked(claims.jti)) throw unauthorized('the session token has been revoked; log in again');
     return claims;
+  }
+
+  /** Throws 401 when the token has been revoked (a logout, on any daemon). */
+  async assertNotRevoked(claims: TokenClaims): Promise<void> {
+    if (await this.revocations.isRevoked(claims.jti)) throw unauthorized('the session token has been revoked; log in again');
   }
 
   private async verifySignature(token: string): Promise<TokenClaims> {

@@ -11,6 +11,7 @@ import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
+import type { StoredSubscription } from '../workspaces/types.js';
 import type { ActivityFeed } from './activity.js';
 import type { EventPageQuery, RetentionPolicy } from './event-log.js';
 import type { EventPage, EventStore } from './store.js';
@@ -88,7 +89,8 @@ export class EventService {
   }
 
   async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
-    await this.deps.workspaces.assertExists(workspaceId);
+    // Both reads at once: on PostgreSQL each is a round trip that every publish waits for.
+    const [, active] = await Promise.all([this.deps.workspaces.assertExists(workspaceId), this.deps.workspaces.activeSubscriptions(workspaceId, input.eventKey)]);
     // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
     const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
@@ -105,7 +107,7 @@ export class EventService {
       occurredAt: new Date(now).toISOString(),
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const deliveries = (await this.subscribersOf(event)).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
+    const deliveries = this.subscribersOf(event, active).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
     await this.deps.events.publish(event, deliveries);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
@@ -175,9 +177,8 @@ export class EventService {
     return this.deps.events.recentBytes;
   }
 
-  /** Active subscriptions, plus built-ins that receive the event everywhere (once per extension). */
-  private async subscribersOf(event: PlatformEvent): Promise<SubscriberRef[]> {
-    const active = await this.deps.workspaces.activeSubscriptions(event.tenantId, event.eventKey);
+  /** The workspace's active subscriptions to the event, plus built-ins that receive it everywhere (once per extension). */
+  private subscribersOf(event: PlatformEvent, active: readonly StoredSubscription[]): SubscriberRef[] {
     const subscribers: SubscriberRef[] = active.map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));
     for (const extensionKey of this.deps.plugins.receiversEverywhere(event.eventKey)) {
       const subscribed = subscribers.some((s) => s.kind === 'IN_PROCESS' && s.extensionKey === extensionKey);

@@ -6,13 +6,31 @@ import type { DatabaseSettings } from './settings.js';
 /** How long getting a connection may take (a new one, or a free one from the pool) before the request is answered 503. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
+/**
+ * A statement of the hot paths (every request or every delivery), which each
+ * connection parses and plans once under its name instead of on every run.
+ * Its text never changes and names its columns (no `*`): a prepared statement
+ * whose result columns changed under it (a newer daemon's migration) fails.
+ */
+export interface Prepared {
+  name: string;
+  text: string;
+}
+
 /** What both the pool and a transaction's client answer: parameterised SQL only. */
 export interface Queryable {
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string | Prepared, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
 /** A schema name as written in SQL; settings only hold names that need no escaping (see config.ts). */
 export const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** The columns of a list, each prefixed with a table's alias. */
+export const qualified = (columns: string, alias: string) =>
+  columns
+    .split(',')
+    .map((column) => `${alias}.${column.trim()}`)
+    .join(', ');
 
 /**
  * A pg.Pool bound to the platform's schema: every connection starts with the
@@ -46,7 +64,7 @@ export class Database implements Queryable {
     return this.settings.schema;
   }
 
-  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string | Prepared, values?: unknown[]): Promise<pg.QueryResult<R>> {
     try {
       return await this.pool.query<R>(text, values);
     } catch (error) {

@@ -8,7 +8,7 @@ import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js'
 import type { EventPage, EventStore } from '../../events/store.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
-import type { Database } from './database.js';
+import { qualified, type Database, type Prepared } from './database.js';
 
 export interface PostgresDispatchOptions {
   /** PLATFORM_DELIVERY_LEASE: how long a claimed delivery stays this daemon's without a renewal. */
@@ -23,6 +23,67 @@ const NOTIFY_INTERVAL_MS = 50;
 /** Counts for /metrics and the status page are read at most this often. */
 const COUNT_CACHE_MS = 1_000;
 const TOPIC = 'deliveries';
+
+/** The columns of DeliveryRow, in statements that are prepared (no `*` there). */
+const DELIVERY_COLUMNS = `seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth, status,
+  run_attempts, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error, dead_letter_id, dead_at`;
+
+/** A group of publishes: their events and deliveries in one statement (one commit, one WAL flush). */
+const PUBLISH: Prepared = {
+  name: 'publish-events',
+  text: `WITH published AS (
+           INSERT INTO events (workspace_id, id, event_key, occurred_at, event)
+           SELECT workspace_id, id, event_key, occurred_at, event::json
+           FROM json_to_recordset($1::json) AS e(workspace_id text, id uuid, event_key text, occurred_at timestamptz, event text)
+         )
+         INSERT INTO deliveries (id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url,
+                                 depth, status, due_at, created_at, enqueued_at, lease_owner, lease_until)
+         SELECT id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth, 'PENDING',
+                due_at, enqueued_at, enqueued_at,
+                CASE WHEN leased THEN $3::uuid END, CASE WHEN leased THEN now() + $4 * interval '1 millisecond' END
+         FROM json_to_recordset($2::json) AS d(id text, workspace_id text, event_id uuid, event_key text, subscription_id text,
+              extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)`,
+};
+
+/** Due deliveries no daemon holds, leased to this one, with their events. */
+const CLAIM: Prepared = {
+  name: 'claim-deliveries',
+  text: `WITH claimed AS (
+           UPDATE deliveries SET lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond'
+           WHERE id IN (
+             SELECT id FROM deliveries
+             WHERE status = 'PENDING' AND due_at <= now() AND (lease_until IS NULL OR lease_until < now())
+             ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED
+           )
+           RETURNING ${DELIVERY_COLUMNS}
+         )
+         SELECT ${qualified(DELIVERY_COLUMNS, 'claimed')}, events.event FROM claimed JOIN events ON events.id = claimed.event_id`,
+};
+
+const RENEW: Prepared = {
+  name: 'renew-delivery-leases',
+  text: `UPDATE deliveries SET lease_until = now() + $3 * interval '1 millisecond'
+         WHERE id = ANY($1::text[]) AND lease_owner = $2 AND status = 'PENDING' RETURNING id`,
+};
+
+/** Results of attempts, each releasing its lease (only this daemon's lease: one taken over is left alone). */
+const WRITE_RESULTS: Prepared = {
+  name: 'write-delivery-results',
+  text: `WITH r AS (
+           SELECT id, status, attempt::json, due_at, run_attempts, first_attempt_at, last_error::json, completed_at, dead_letter_id, dead_at
+           FROM json_to_recordset($1::json) AS r(id text, status text, attempt text, due_at timestamptz, run_attempts integer,
+             first_attempt_at timestamptz, last_error text, completed_at timestamptz, dead_letter_id uuid, dead_at timestamptz)
+         ), changed AS (
+           UPDATE deliveries d SET status = r.status, due_at = r.due_at, run_attempts = r.run_attempts,
+             first_attempt_at = r.first_attempt_at, last_error = r.last_error, completed_at = r.completed_at,
+             dead_letter_id = coalesce(r.dead_letter_id, d.dead_letter_id), dead_at = r.dead_at,
+             attempt_count = d.attempt_count + (r.attempt IS NOT NULL)::integer, lease_owner = NULL, lease_until = NULL
+           FROM r WHERE d.id = r.id AND d.lease_owner = $2 AND d.status = 'PENDING'
+           RETURNING d.id, d.attempt_count
+         )
+         INSERT INTO delivery_attempts (delivery_id, number, attempt)
+         SELECT changed.id, changed.attempt_count, r.attempt FROM changed JOIN r ON r.id = changed.id WHERE r.attempt IS NOT NULL`,
+};
 
 interface DeliveryRow {
   seq: string;
@@ -154,18 +215,7 @@ export class PostgresDispatch {
       );
       try {
         await this.database.query(
-          `WITH published AS (
-             INSERT INTO events (workspace_id, id, event_key, occurred_at, event)
-             SELECT workspace_id, id, event_key, occurred_at, event::json
-             FROM json_to_recordset($1::json) AS e(workspace_id text, id uuid, event_key text, occurred_at timestamptz, event text)
-           )
-           INSERT INTO deliveries (id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url,
-                                   depth, status, due_at, created_at, enqueued_at, lease_owner, lease_until)
-           SELECT id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth, 'PENDING',
-                  due_at, enqueued_at, enqueued_at,
-                  CASE WHEN leased THEN $3::uuid END, CASE WHEN leased THEN now() + $4 * interval '1 millisecond' END
-           FROM json_to_recordset($2::json) AS d(id text, workspace_id text, event_id uuid, event_key text, subscription_id text,
-                extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)`,
+          PUBLISH,
           [
             JSON.stringify(group.map(({ event }) => ({ workspace_id: event.tenantId, id: event.id, event_key: event.eventKey, occurred_at: event.occurredAt, event: JSON.stringify(event) }))),
             JSON.stringify(rows),
@@ -204,19 +254,7 @@ export class PostgresDispatch {
 
   private async claim(limit: number): Promise<Delivery[]> {
     const sentAt = performance.now();
-    const { rows } = await this.database.query<DeliveryRow & { event: PlatformEvent }>(
-      `WITH claimed AS (
-         UPDATE deliveries SET lease_owner = $1, lease_until = now() + $2 * interval '1 millisecond'
-         WHERE id IN (
-           SELECT id FROM deliveries
-           WHERE status = 'PENDING' AND due_at <= now() AND (lease_until IS NULL OR lease_until < now())
-           ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED
-         )
-         RETURNING *
-       )
-       SELECT claimed.*, events.event FROM claimed JOIN events ON events.id = claimed.event_id`,
-      [this.owner, this.options.leaseMs, limit],
-    );
+    const { rows } = await this.database.query<DeliveryRow & { event: PlatformEvent }>(CLAIM, [this.owner, this.options.leaseMs, limit]);
     return rows.map((row) => this.hold(deliveryOf(row, row.event), sentAt));
   }
 
@@ -249,11 +287,7 @@ export class PostgresDispatch {
     const ids = [...this.held.keys()];
     const sentAt = performance.now();
     try {
-      const { rows } = await this.database.query<{ id: string }>(
-        `UPDATE deliveries SET lease_until = now() + $3 * interval '1 millisecond'
-         WHERE id = ANY($1::text[]) AND lease_owner = $2 AND status = 'PENDING' RETURNING id`,
-        [ids, this.owner, this.options.leaseMs],
-      );
+      const { rows } = await this.database.query<{ id: string }>(RENEW, [ids, this.owner, this.options.leaseMs]);
       const kept = new Set(rows.map((row) => row.id));
       for (const id of ids) {
         const delivery = this.held.get(id);
@@ -309,20 +343,7 @@ export class PostgresDispatch {
       this.results = [];
       try {
         await this.database.query(
-          `WITH r AS (
-             SELECT id, status, attempt::json, due_at, run_attempts, first_attempt_at, last_error::json, completed_at, dead_letter_id, dead_at
-             FROM json_to_recordset($1::json) AS r(id text, status text, attempt text, due_at timestamptz, run_attempts integer,
-               first_attempt_at timestamptz, last_error text, completed_at timestamptz, dead_letter_id uuid, dead_at timestamptz)
-           ), changed AS (
-             UPDATE deliveries d SET status = r.status, due_at = r.due_at, run_attempts = r.run_attempts,
-               first_attempt_at = r.first_attempt_at, last_error = r.last_error, completed_at = r.completed_at,
-               dead_letter_id = coalesce(r.dead_letter_id, d.dead_letter_id), dead_at = r.dead_at,
-               attempt_count = d.attempt_count + (r.attempt IS NOT NULL)::integer, lease_owner = NULL, lease_until = NULL
-             FROM r WHERE d.id = r.id AND d.lease_owner = $2 AND d.status = 'PENDING'
-             RETURNING d.id, d.attempt_count
-           )
-           INSERT INTO delivery_attempts (delivery_id, number, attempt)
-           SELECT changed.id, changed.attempt_count, r.attempt FROM changed JOIN r ON r.id = changed.id WHERE r.attempt IS NOT NULL`,
+          WRITE_RESULTS,
           // json within json_to_recordset is unescaped on the way (U+0000 would fail): nested as strings, cast back.
           [JSON.stringify(group.map(({ written: _written, attempt, last_error, ...result }) => ({ ...result, attempt: jsonText(attempt), last_error: jsonText(last_error) }))), this.owner],
         );

@@ -3,6 +3,7 @@ import { emailTaken, isActiveAdmin, lastActiveAdmin, type NewUser, type UserReco
 import type { Role } from '../../auth/schemas.js';
 import { notFound } from '../../errors.js';
 import type { ChangeFeed } from './change-feed.js';
+import { BatchedRead } from './batched-read.js';
 import { isUniqueViolation, type Database, type Queryable } from './database.js';
 
 interface UserRow {
@@ -18,6 +19,8 @@ interface UserRow {
 }
 
 const COLUMNS = 'id, email, full_name, roles, active, password_hash, token_version, created_at, updated_at';
+/** Every authenticated request reads its user. */
+const USERS_BY_ID = { name: 'users-by-id', text: `SELECT ${COLUMNS} FROM users WHERE id = ANY($1::text[])` };
 const TOPIC = 'users';
 /** First key of the advisory lock every change that takes away an active ADMIN waits for. */
 const ADMINS_LOCK = 0x75736572; // "user"
@@ -43,19 +46,28 @@ const toRecord = (row: UserRow): UserRecord => ({
  * the first committed).
  */
 export class PostgresUserStore implements UserStore {
+  private readonly byId: BatchedRead<string, UserRecord>;
+
   constructor(
     private readonly database: Database,
     private readonly feed: ChangeFeed,
-  ) {}
+  ) {
+    this.byId = new BatchedRead(
+      (id) => id,
+      async (ids) => {
+        const { rows } = await this.database.query<UserRow>(USERS_BY_ID, [ids]);
+        return new Map(rows.map((row) => [row.id, toRecord(row)]));
+      },
+    );
+  }
 
   async count(): Promise<number> {
     const { rows } = await this.database.query<{ count: number }>('SELECT count(*)::int AS count FROM users');
     return rows[0]!.count;
   }
 
-  async get(id: string): Promise<UserRecord | undefined> {
-    const { rows } = await this.database.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
-    return rows[0] && toRecord(rows[0]);
+  get(id: string): Promise<UserRecord | undefined> {
+    return this.byId.read(id);
   }
 
   async findByEmail(email: string): Promise<UserRecord | undefined> {

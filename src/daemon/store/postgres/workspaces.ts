@@ -11,8 +11,9 @@ import {
   type WorkspaceContents,
   type WorkspaceStore,
 } from '../../workspaces/store.js';
+import { BatchedRead } from './batched-read.js';
 import type { ChangeFeed } from './change-feed.js';
-import { isForeignKeyViolation, isUniqueViolation, type Database, type Queryable } from './database.js';
+import { isForeignKeyViolation, isUniqueViolation, qualified, type Database, type Queryable } from './database.js';
 
 const TOPIC = 'workspaces';
 /** First key of the advisory lock a new subscription takes for its (workspace, event key), to look for duplicates. */
@@ -60,13 +61,6 @@ const INSTALLATION_COLUMNS = 'workspace_id, extension_key, version, enabled, ins
 const SUBSCRIPTION_COLUMNS = `id, workspace_id, event_key, extension_key, kind, service_base_url, sealed_service_base_url,
   sealed_signing_secret, sealed_previous_signing_secret, previous_secret_until, enabled, disabled_reason, failing_since, created_at`;
 
-/** The columns of a list, each prefixed with a table's alias. */
-const qualified = (columns: string, alias: string) =>
-  columns
-    .split(',')
-    .map((column) => `${alias}.${column.trim()}`)
-    .join(', ');
-
 const toWorkspace = (row: WorkspaceRow): Workspace => ({
   id: row.id,
   name: row.name,
@@ -99,6 +93,16 @@ const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
   ...(row.failing_since === null ? {} : { failingSince: Number(row.failing_since) }),
 });
 
+/** Every publish asks whether its workspace exists, then which subscriptions receive its event. */
+const EXISTING_WORKSPACES = { name: 'existing-workspaces', text: 'SELECT id FROM workspaces WHERE id = ANY($1::text[])' };
+const ACTIVE_SUBSCRIPTIONS = {
+  name: 'active-subscriptions',
+  text: `SELECT ${qualified(SUBSCRIPTION_COLUMNS, 's')} FROM subscriptions s
+         JOIN installations i ON i.workspace_id = s.workspace_id AND i.extension_key = s.extension_key
+         WHERE (s.workspace_id, s.event_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND s.enabled AND i.enabled
+         ORDER BY s.seq`,
+};
+
 /**
  * The `workspaces`, `workspace_members`, `installations` and `subscriptions`
  * tables. One installation per extension and workspace is the primary key;
@@ -113,10 +117,36 @@ const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
  * (what they keep in memory) by NOTIFY, sent at commit.
  */
 export class PostgresWorkspaceStore implements WorkspaceStore {
+  private readonly existing: BatchedRead<string, true>;
+  /** By workspace and event key. */
+  private readonly active: BatchedRead<[string, string], StoredSubscription[]>;
+
   constructor(
     private readonly database: Database,
     private readonly feed: ChangeFeed,
-  ) {}
+  ) {
+    this.existing = new BatchedRead(
+      (id) => id,
+      async (ids) => {
+        const { rows } = await this.database.query<{ id: string }>(EXISTING_WORKSPACES, [ids]);
+        return new Map(rows.map((row) => [row.id, true]));
+      },
+    );
+    this.active = new BatchedRead(
+      (key) => JSON.stringify(key),
+      async (keys) => {
+        const { rows } = await this.database.query<SubscriptionRow>(ACTIVE_SUBSCRIPTIONS, [keys.map(([workspaceId]) => workspaceId), keys.map(([, eventKey]) => eventKey)]);
+        const found = new Map<string, StoredSubscription[]>();
+        for (const row of rows) {
+          const key = JSON.stringify([row.workspace_id, row.event_key]);
+          const list = found.get(key);
+          if (list) list.push(toSubscription(row));
+          else found.set(key, [toSubscription(row)]);
+        }
+        return found;
+      },
+    );
+  }
 
   // Workspaces and members
 
@@ -137,8 +167,7 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
   }
 
   async hasWorkspace(id: string): Promise<boolean> {
-    const { rowCount } = await this.database.query('SELECT 1 FROM workspaces WHERE id = $1', [id]);
-    return rowCount === 1;
+    return (await this.existing.read(id)) === true;
   }
 
   async listWorkspaces(memberId?: string): Promise<Workspace[]> {
@@ -283,15 +312,9 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
   }
 
   async activeSubscriptions(workspaceId: string, eventKey: string): Promise<StoredSubscription[]> {
-    const { rows } = await this.database.query<SubscriptionRow>(
-      `SELECT ${qualified(SUBSCRIPTION_COLUMNS, 's')} FROM subscriptions s
-       JOIN installations i ON i.workspace_id = s.workspace_id AND i.extension_key = s.extension_key
-       WHERE s.workspace_id = $1 AND s.event_key = $2 AND s.enabled AND i.enabled
-       ORDER BY s.seq`,
-      [workspaceId, eventKey],
-    );
-    return rows.map(toSubscription);
+    return (await this.active.read([workspaceId, eventKey])) ?? [];
   }
+
 
   async subscribe(subscription: StoredSubscription, isDuplicate: (other: StoredSubscription) => boolean): Promise<void> {
     const { workspaceId, eventKey } = subscription;
