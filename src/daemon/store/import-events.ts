@@ -6,7 +6,7 @@ import type { Delivery } from '../dispatch/types.js';
 import { replayEventLog } from '../events/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
 import type { Copied, ImportTarget } from './import.js';
-import { continueDeliverySequence, insertDeliveries, insertEvents, type DeliveryRow } from './postgres/import-rows.js';
+import { continueDeliverySequence, insertDeliveries, insertEvents, type ImportedDeliveryRow } from './postgres/import-rows.js';
 
 /**
  * The events domain's steps of `platform db import`. The event log can be
@@ -67,7 +67,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
     }
     const lettersByDelivery = new Map(letters.matching({}).map((letter) => [letter.deliveryId, letter]));
     const totals = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
-    let rows: DeliveryRow[] = [];
+    let rows: ImportedDeliveryRow[] = [];
     const write = async () => {
       const inserted = await insertDeliveries(tx, rows);
       rows = [];
@@ -100,7 +100,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
   }
 }
 
-function rowOfRecord(seq: number, record: DeliveryRecord, queued: Delivery | undefined, letter: StoredDeadLetter | undefined): DeliveryRow {
+function rowOfRecord(seq: number, record: DeliveryRecord, queued: Delivery | undefined, letter: StoredDeadLetter | undefined): ImportedDeliveryRow {
   const recorded = {
     seq,
     id: record.id,
@@ -171,7 +171,7 @@ function deadColumns(letter: StoredDeadLetter) {
   };
 }
 
-function rowOfLetter(seq: number, letter: StoredDeadLetter): DeliveryRow {
+function rowOfLetter(seq: number, letter: StoredDeadLetter): ImportedDeliveryRow {
   return {
     seq,
     id: letter.deliveryId,

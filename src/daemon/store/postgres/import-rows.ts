@@ -106,8 +106,8 @@ export async function insertEvents(tx: Queryable, events: readonly PlatformEvent
   }
 }
 
-/** A row of `deliveries` (migration 0007), with the attempts of every run. */
-export interface DeliveryRow {
+/** A row of `deliveries` (migration 0007) as db import writes it, with the attempts of every run (dispatch.ts reads rows back in its own shape: pg returns dates and bigints). */
+export interface ImportedDeliveryRow {
   /** The record's creation sequence on files: delivery cursors hold it. */
   seq: number;
   id: string;
@@ -149,7 +149,7 @@ export interface InsertedDeliveries {
  * `events` is left out. Insert the events first, and call
  * `continueDeliverySequence` after the last.
  */
-export async function insertDeliveries(tx: Queryable, rows: readonly DeliveryRow[]): Promise<InsertedDeliveries> {
+export async function insertDeliveries(tx: Queryable, rows: readonly ImportedDeliveryRow[]): Promise<InsertedDeliveries> {
   const inserted: InsertedDeliveries = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
   for (const batch of batches(rows)) {
     const { rows: counted } = await tx.query<{ records: number; pending: number; dead: number; attempts: number }>(
