@@ -46,6 +46,17 @@ function sample(text: string, series: string): number {
 const attemptsCounted = (text: string) =>
   ['delivered', 'retried', 'dead_lettered'].reduce((sum, outcome) => sum + sample(text, `platform_deliveries_total{outcome="${outcome}"}`), 0);
 
+
+/** Two daemons on one database, with workspace `load` subscribed to EVENT_KEY at `subscriberUrl` (started one after the other: the first migrates). */
+async function twoDaemonsDelivering(options: Parameters<typeof startTestDaemon>[0], subscriberUrl: string): Promise<TestDaemon[]> {
+  const daemons: TestDaemon[] = [await startTestDaemon(options)];
+  daemons.push(await startTestDaemon(options));
+  const admin = await daemons[0]!.admin();
+  await workspaceWith(admin, 'load', 'crm');
+  await subscribeExternal(admin, 'load', EVENT_KEY, 'crm', subscriberUrl);
+  return daemons;
+}
+
 test('three daemons, one SIGKILLed mid-load with attempts in flight: every acknowledged event is delivered, the killed one\'s deliveries resumed by the others, never two attempts of one delivery at once', async () => {
   const url = await freshDatabase();
   // Every third attempt outlasts two leases: without renewal another daemon would take it meanwhile.
@@ -139,12 +150,9 @@ test('a database restart mid-load: every acknowledged publish is delivered, a pu
     return { delayMs: index % 4 === 0 ? 4_000 : 20 };
   });
   const onDatabase = { database: { url, schema: 'platform' }, masterKey, deliveryLeaseMs: 1_000, dispatch: { ...FAST_DISPATCH, deliveryTimeoutMs: 10_000 } };
-  const daemons: TestDaemon[] = [await startTestDaemon(onDatabase)];
-  daemons.push(await startTestDaemon(onDatabase));
+  const daemons = await twoDaemonsDelivering(onDatabase, subscriber.url);
   try {
     const clients = await Promise.all(daemons.map((daemon) => daemon.admin()));
-    await workspaceWith(clients[0]!, 'load', 'crm');
-    await subscribeExternal(clients[0]!, 'load', EVENT_KEY, 'crm', subscriber.url);
 
     const acknowledged = new Set<string>();
     const refused: Array<{ status: number; code?: string }> = [];
@@ -213,12 +221,9 @@ test('per daemon: the subscriber\'s share of the delivery slots holds on each, /
     metricsToken: METRICS_TOKEN,
     dispatch: { ...FAST_DISPATCH, deliveryConcurrency: concurrency },
   };
-  const daemons: TestDaemon[] = [await startTestDaemon(onDatabase)];
-  daemons.push(await startTestDaemon(onDatabase));
+  const daemons = await twoDaemonsDelivering(onDatabase, subscriber.url);
   try {
     const clients = await Promise.all(daemons.map((daemon) => daemon.admin()));
-    await workspaceWith(clients[0]!, 'load', 'crm');
-    await subscribeExternal(clients[0]!, 'load', EVENT_KEY, 'crm', subscriber.url);
 
     const published = await Promise.all(Array.from({ length: 40 }, (_, n) => publish(clients[n % 2]!, n)));
     const eventIds = published.flatMap((answer) => ('eventId' in answer ? [answer.eventId] : []));
