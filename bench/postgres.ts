@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../dev/embedded-postgres.js';
 import type { PeerCommand, Produced } from './graphile-peer.js';
+import { benchLogFile } from './log-files.js';
 import type { Load, Row, Started, Subscriber } from './run.js';
 
 // ---------- what bench/run.ts lends this group ----------
@@ -235,7 +236,7 @@ const PEER = fileURLToPath(new URL('graphile-peer.ts', import.meta.url));
 
 /** bench/graphile-peer.ts on the daemon's core, like a daemon, delivering to `subscriberUrl`. */
 async function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: string): Promise<Peer> {
-  const logFile = join(mkdtempSync(join(tmpdir(), 'platform-bench-log-')), 'peer.log');
+  const logFile = benchLogFile('peer.log');
   const out = openSync(logFile, 'w');
   const command = [process.execPath, '--import', 'tsx', PEER];
   const argv = kit.PINNED ? ['taskset', '-c', '0', ...command] : command;

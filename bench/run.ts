@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measurePostgres } from './postgres.js';
+import { benchLogFile } from './log-files.js';
 
 const QUICK = process.argv.includes('--quick');
 /** `--only NAME` runs the baseline and that scenario alone (see ONLY_SCENARIOS). */
@@ -59,7 +60,7 @@ export interface Started {
 }
 
 async function startProcess(command: string[], marker: RegExp, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; logFile: string }> {
-  const logFile = join(mkdtempSync(join(tmpdir(), 'platform-bench-log-')), 'out.log');
+  const logFile = benchLogFile('out.log');
   const out = openSync(logFile, 'w');
   const argv = PINNED ? ['taskset', '-c', '0', ...command] : command;
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
