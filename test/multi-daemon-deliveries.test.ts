@@ -50,11 +50,16 @@ const attemptsCounted = (text: string) =>
 /** Two daemons on one database, with workspace `load` subscribed to EVENT_KEY at `subscriberUrl` (started one after the other: the first migrates). */
 async function twoDaemonsDelivering(options: Parameters<typeof startTestDaemon>[0], subscriberUrl: string): Promise<TestDaemon[]> {
   const daemons: TestDaemon[] = [await startTestDaemon(options)];
-  daemons.push(await startTestDaemon(options));
-  const admin = await daemons[0]!.admin();
-  await workspaceWith(admin, 'load', 'crm');
-  await subscribeExternal(admin, 'load', EVENT_KEY, 'crm', subscriberUrl);
-  return daemons;
+  try {
+    daemons.push(await startTestDaemon(options));
+    const admin = await daemons[0]!.admin();
+    await workspaceWith(admin, 'load', 'crm');
+    await subscribeExternal(admin, 'load', EVENT_KEY, 'crm', subscriberUrl);
+    return daemons;
+  } catch (error) {
+    for (const daemon of daemons) await daemon.destroy();
+    throw error;
+  }
 }
 
 test('three daemons, one SIGKILLed mid-load with attempts in flight: every acknowledged event is delivered, the killed one\'s deliveries resumed by the others, never two attempts of one delivery at once', async () => {

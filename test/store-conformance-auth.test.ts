@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { NewUser } from '../src/daemon/auth/users.js';
-import { conformance, rejection, using } from './helpers/stores.js';
+import { conformance, rejection, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -245,8 +245,7 @@ conformance('login attempts: prune forgets what no longer counts, and keeps what
 conformance(
   'several daemons: a change on one is reported to the others, not to itself, and a revocation or a throttle place holds on both at once',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       const heard: Array<{ by: string; id: string | null }> = [];
       one.stores.users.onChange((id) => heard.push({ by: 'one', id }));
       two.stores.users.onChange((id) => heard.push({ by: 'two', id }));
@@ -263,10 +262,7 @@ conformance(
       assert.is(await two.stores.revocations.isRevoked('shared-jti'), true);
       const places = await Promise.all([one, two, one, two].map((daemon) => daemon.stores.loginAttempts.reserve('shared', 3, WINDOW)));
       assert.is(places.filter((place) => 'id' in place).length, 3);
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );

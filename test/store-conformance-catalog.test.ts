@@ -5,7 +5,7 @@ import { UserNames } from '../src/daemon/auth/names.js';
 import { CatalogService } from '../src/daemon/catalog/service.js';
 import type { AuditRecord, StoredExtension, StoredVersion } from '../src/daemon/catalog/types.js';
 import { newestFirst, samePrecedence } from '../src/daemon/catalog/versions.js';
-import { conformance, rejection, type OpenedStores, using } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -189,8 +189,7 @@ async function catalogOf(opened: OpenedStores): Promise<CatalogService> {
 conformance(
   'several daemons: a catalog change on one reaches search, detail and the author names on the other',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       const author = await one.stores.users.insert({ email: 'author@example.test', fullName: 'Author', roles: ['ADMIN'], passwordHash: 'x' });
       const [first, second] = [await catalogOf(one), await catalogOf(two)];
       await one.listen();
@@ -215,10 +214,7 @@ conformance(
 
       await one.stores.users.modify(author.id, (record) => (record.fullName = 'Renamed Author'));
       await waitFor('the author renamed on the other daemon', () => second.browse({ limit: 10, offset: 0 }).items[0]?.author === 'Renamed Author');
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );
@@ -226,8 +222,7 @@ conformance(
 conformance(
   'several daemons: a change made while the other lost its feed connection reaches it once it is back',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       const actor = { id: 'someone', email: 'someone@example.test', fullName: 'Someone' };
       const [first, second] = [await catalogOf(one), await catalogOf(two)];
       await Promise.all([one.listen(), two.listen()]);
@@ -239,10 +234,7 @@ conformance(
       await first.create(actor, { extensionKey: 'meanwhile', name: 'Made while nobody listened' });
       await waitFor('the change made meanwhile found on the other daemon', () => second.browse({ search: 'nobody', limit: 10, offset: 0 }).total === 1);
       assert.ok(two.feedErrors.length > 0, 'the other daemon did lose its connection');
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../src/daemon/chat/store.js';
-import { conformance, type OpenedStores, using } from './helpers/stores.js';
+import { conformance, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 
 /**
  * The chat store, held to one contract on both backends: each case runs on a
@@ -111,8 +111,7 @@ conformance('chat: what was acknowledged is there after a restart, the limit inc
 conformance(
   'several daemons: posts to one channel from two daemons at once are all kept, in one order both read, within the limit',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       await Promise.all([postMany(one, 'acme', 'shared', 60, 60), postMany(two, 'acme', 'shared', 60, 60)]);
       const fromOne = await one.stores.chat.messages('acme', 'shared', MESSAGES_PER_CHANNEL);
       assert.is(fromOne.length, 120);
@@ -127,10 +126,7 @@ conformance(
       assert.is(kept.length, MESSAGES_PER_CHANNEL);
       assert.ok(kept.every((posted) => !fromOne.some((old) => old.id === posted.id)), 'the 120 older ones were dropped');
       assert.is((await two.stores.chat.channelsOf('acme'))[0]!.messageCount, MESSAGES_PER_CHANNEL);
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );

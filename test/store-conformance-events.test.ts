@@ -6,7 +6,7 @@ import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/dead
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';
-import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
+import { conformance, rejection, type OpenedStores, type StoreSite, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
 /**
@@ -210,9 +210,7 @@ conformance(
   'two daemons claiming from one queue at once never get the same delivery',
   async (site) => {
     const ids = await queue(site, 60);
-    const a = await site.open();
-    const b = await site.open();
-    try {
+    await usingTwo(site, async (a, b) => {
       const claimed: string[][] = [[], []];
       for (let round = 0; round < 10; round += 1) {
         const [fromA, fromB] = await Promise.all([a.stores.deliveries.claim(4), b.stores.deliveries.claim(4)]);
@@ -225,10 +223,7 @@ conformance(
       assert.equal(new Set(all), new Set(ids));
       assert.ok(claimed[0]!.length > 0 && claimed[1]!.length > 0, 'both daemons got work');
       assert.equal(await a.stores.deliveries.claim(10), [], 'every one is leased');
-    } finally {
-      await a.close();
-      await b.close();
-    }
+    });
   },
   { shared: true },
 );
@@ -237,9 +232,7 @@ conformance(
   'a lease that lapses is taken over; the first daemon’s late result is not written over the second’s',
   async (site) => {
     const [id] = await queue(site, 1);
-    const a = await site.open({ deliveryLeaseMs: 300 });
-    const b = await site.open({ deliveryLeaseMs: 300 });
-    try {
+    await usingTwo(site, async (a, b) => {
       const [held] = await a.stores.deliveries.claim(1);
       assert.is(held?.id, id);
       assert.equal(await b.stores.deliveries.claim(1), [], 'leased while a renews it');
@@ -255,10 +248,7 @@ conformance(
       await a.stores.deliveries.settled();
       const [record] = await b.stores.deliveries.ofEvent('ws-a', taken!.event.id);
       assert.equal([record?.status, record?.attempts.map((x) => x.outcome)], ['SUCCEEDED', ['SUCCESS']]);
-    } finally {
-      await a.close();
-      await b.close();
-    }
+    }, { deliveryLeaseMs: 300 });
   },
   { shared: true },
 );
@@ -286,19 +276,14 @@ conformance(
   'a claimed delivery is renewed while held, so no other daemon takes it',
   async (site) => {
     await queue(site, 1);
-    const a = await site.open({ deliveryLeaseMs: 300 });
-    const b = await site.open({ deliveryLeaseMs: 300 });
-    try {
+    await usingTwo(site, async (a, b) => {
       assert.is((await a.stores.deliveries.claim(1)).length, 1);
       const renewedPast = Date.now() + 900;
       while (Date.now() < renewedPast) {
         assert.equal(await b.stores.deliveries.claim(1), [], 'still leased to a');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-    } finally {
-      await a.close();
-      await b.close();
-    }
+    }, { deliveryLeaseMs: 300 });
   },
   { shared: true },
 );
@@ -306,9 +291,7 @@ conformance(
 conformance(
   'a dead letter replayed by two daemons at once is replayed once',
   async (site) => {
-    const a = await site.open();
-    const b = await site.open();
-    try {
+    await usingTwo(site, async (a, b) => {
       const event = eventIn('ws-a');
       const delivery = deliveryOf(event);
       await a.stores.events.publish(event, [delivery]);
@@ -318,10 +301,7 @@ conformance(
       const [record] = await a.stores.deliveries.ofEvent('ws-a', event.id);
       assert.is(record?.status, 'PENDING');
       assert.is((fromA[0] ?? fromB[0])!.replayCount, 1);
-    } finally {
-      await a.close();
-      await b.close();
-    }
+    });
   },
   { shared: true },
 );

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { MemoryWebhookReplayStore } from '../src/daemon/store/file/webhook-replays.js';
 import { REPLAY_WINDOW_MS, type ReplayClaim } from '../src/daemon/webhooks/replays.js';
 import { firstWindow, requestPage, REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../src/daemon/webhooks/request-log.js';
-import { BACKENDS, conformance, type OpenedStores, using } from './helpers/stores.js';
+import { BACKENDS, conformance, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 
 /**
  * The inbound webhook stores (request log, replay check), held to one
@@ -94,8 +94,7 @@ conformance('request log: what was recorded is there after a restart, and number
 conformance(
   'several daemons: calls of one extension recorded on two daemons at once are numbered without gaps or repeats, and both page them alike',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       await Promise.all([recordMany(one, 'shared', 150, 75), recordMany(two, 'shared', 150, 75, 150)]);
       const fromOne = await one.stores.webhookRequests.newestFirst('shared', { before: 10_000, floor: 1 }, 1000);
       assert.equal(fromOne.map((call) => call.seq), Array.from({ length: 300 }, (_, n) => 300 - n));
@@ -107,10 +106,7 @@ conformance(
       await Promise.all([recordMany(one, 'shared', REQUESTS_PER_EXTENSION, 50), recordMany(two, 'shared', REQUESTS_PER_EXTENSION, 50)]);
       assert.equal(await two.stores.webhookRequests.keptRange('shared'), { oldest: 2 * REQUESTS_PER_EXTENSION + 300 - 999, newest: 2 * REQUESTS_PER_EXTENSION + 300 });
       assert.is((await one.stores.webhookRequests.newestFirst('shared', { before: 10_000, floor: 1 }, 5000)).length, REQUESTS_PER_EXTENSION);
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );
@@ -201,8 +197,7 @@ conformance('replay check: a published id survives a restart where the check is 
 conformance(
   'several daemons: calls with one delivery id arriving at two daemons at once publish once; the others wait and are duplicates',
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       for (let round = 0; round < 5; round += 1) {
         const published: string[] = [];
         const call = async (daemon: OpenedStores, name: string): Promise<'published' | 'duplicate'> => {
@@ -218,10 +213,7 @@ conformance(
         assert.is(published.length, 1, `round ${round}: ${published.join(', ')}`);
         assert.is(outcomes.filter((outcome) => outcome === 'duplicate').length, 7);
       }
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );
@@ -229,8 +221,7 @@ conformance(
 conformance(
   "several daemons: a call waiting on another daemon's claim gets the id when that publish fails",
   async (site) => {
-    const [one, two] = [await site.open(), await site.open()];
-    try {
+    await usingTwo(site, async (one, two) => {
       const first = claimed(await one.stores.webhookReplays.claim('gh', 'failing'));
       let settled = false;
       const waiting = two.stores.webhookReplays.claim('gh', 'failing').finally(() => (settled = true));
@@ -240,10 +231,7 @@ conformance(
       const second = claimed(await waiting);
       await second.commit();
       assert.is(await one.stores.webhookReplays.claim('gh', 'failing'), null);
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   },
   { shared: true },
 );

@@ -36,6 +36,11 @@ export async function using<T>(site: StoreSite, run: (opened: OpenedStores) => P
   }
 }
 
+/** Runs `run` on the stores of two daemons opened on the site (both with `options`), both closed afterwards whatever happens. */
+export async function usingTwo<T>(site: StoreSite, run: (first: OpenedStores, second: OpenedStores) => Promise<T>, options: StoreOptions = {}): Promise<T> {
+  return using(site, (first) => using(site, (second) => run(first, second), options), options);
+}
+
 export interface Backend {
   name: 'file' | 'postgres';
   /** Several daemons may use one site at once. */
