@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import { ActivityFeed, type ActivityItem } from '../src/daemon/events/activity.js';
+import { ActivityFeed, KEPT_ITEMS, type ActivityItem } from '../src/daemon/events/activity.js';
 import { conformance, type OpenedStores } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -56,6 +56,28 @@ conformance('items reach a stream once each, in id order, with their data as app
 
     const resumed = follow(feed, stream.ids()[0]!);
     assert.equal(resumed.ids(), stream.ids().slice(1), 'the kept items after the id, at once');
+  } finally {
+    await opened.close();
+  }
+});
+
+conformance('a burst of more items than the history keeps reaches a stream whole, and the latest KEPT_ITEMS are kept', async (site) => {
+  const opened = await site.open();
+  try {
+    const feed = await daemon(opened);
+    const stream = follow(feed);
+    const burst = KEPT_ITEMS + KEPT_ITEMS / 2;
+    for (let n = 1; n <= burst; n += 1) feed.eventPublished(event(n));
+    await waitFor('the whole burst', () => stream.items.length === burst || undefined);
+    feed.eventPublished(event(burst + 1));
+    await waitFor('the item after it', () => stream.items.length === burst + 1 || undefined);
+    assert.ok(increasing(stream.ids()), 'once each, in order');
+
+    const latest = stream.ids().slice(-KEPT_ITEMS);
+    assert.equal(follow(feed, 0).ids(), latest, 'the kept history');
+    // Every daemon reads the history from the table: nothing older may linger there.
+    const rows = await opened.database?.query<{ id: string }>('SELECT id FROM activity ORDER BY id');
+    if (rows) assert.equal(rows.rows.map((row) => Number(row.id)), latest, 'the table holds the latest items only');
   } finally {
     await opened.close();
   }

@@ -142,9 +142,9 @@ export class PostgresActivityLog implements ActivityLog {
       const wait = this.lastWriteAt + WRITE_INTERVAL_MS - Date.now();
       if (wait > 0) await sleep(wait);
       this.lastWriteAt = Date.now();
-      const group = this.unwritten;
-      this.unwritten = [];
-      this.unwrittenBytes = 0;
+      // At most KEPT_ITEMS: then no row a write adds is among those it trims (see write).
+      const group = this.unwritten.splice(0, KEPT_ITEMS);
+      for (const entry of group) this.unwrittenBytes -= entry.json.length;
       if (this.dropped > 0) {
         this.logError(`live streams missed ${this.dropped} activity items: more were waiting to be written than the daemon holds`);
         this.dropped = 0;
@@ -184,6 +184,11 @@ export class PostgresActivityLog implements ActivityLog {
   /**
    * One statement: ids from the sequence row (locked until the commit, so
    * ids become visible in order on every daemon), the rows, and the trim.
+   * Ids are given out without gaps, so the rows this write pushes out of
+   * the latest KEPT_ITEMS are exactly the $2 ids ending KEPT_ITEMS below its
+   * last: the trim deletes that range alone. (`id <= bound` alone walked
+   * every row deleted before and not yet vacuumed, in the index and the
+   * table: 4.6 ms a write under load, the largest statement the bench saw.)
    */
   private async write(group: NewActivity[]): Promise<number> {
     const { rows } = await this.database.query<{ last_id: string }>(
@@ -196,7 +201,7 @@ export class PostgresActivityLog implements ActivityLog {
          SELECT issued.last_id - $2 + item.n, $3, item.type, item.workspace_id, item.event_key, item.size, item.data
          FROM issued, json_to_recordset($1::json) AS item(n integer, type text, workspace_id text, event_key text, size integer, data text)
        ), trimmed AS (
-         DELETE FROM activity WHERE id <= (SELECT last_id FROM issued) - $4
+         DELETE FROM activity WHERE id <= (SELECT last_id FROM issued) - $4 AND id > (SELECT last_id FROM issued) - $2 - $4
        )
        SELECT last_id FROM issued`,
       [
