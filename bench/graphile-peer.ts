@@ -27,8 +27,8 @@ export interface Produced {
   p99: number;
 }
 
-/** As the daemon's outgoing deliveries (PLATFORM_DELIVERY_CONCURRENCY, default 32). */
-const CONCURRENCY = 32;
+/** As the daemon's outgoing deliveries (PLATFORM_DELIVERY_CONCURRENCY, default 64). */
+const CONCURRENCY = 64;
 /** One connection per producer, so that 50 producers run 50 transactions at once as 50 publishing connections do. */
 const PRODUCER_POOL = 50;
 /** As scenario 5's autocannon connections. */

@@ -212,7 +212,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
         DEFAULT_RETRY_SCHEDULE,
       ),
       deliveryTimeoutMs: parseSetting('PLATFORM_DELIVERY_TIMEOUT', Count(1, 600_000), env.PLATFORM_DELIVERY_TIMEOUT, 10_000),
-      deliveryConcurrency: parseSetting('PLATFORM_DELIVERY_CONCURRENCY', Count(1, 1024), env.PLATFORM_DELIVERY_CONCURRENCY, 32),
+      deliveryConcurrency: parseSetting('PLATFORM_DELIVERY_CONCURRENCY', Count(1, 1024), env.PLATFORM_DELIVERY_CONCURRENCY, 64),
       handlerConcurrency: parseSetting('PLATFORM_HANDLER_CONCURRENCY', Count(1, 256), env.PLATFORM_HANDLER_CONCURRENCY, 8),
       handlerTimeoutMs: parseSetting('PLATFORM_HANDLER_TIMEOUT', Count(1, 600_000), env.PLATFORM_HANDLER_TIMEOUT, 30_000),
       denyPrivateTargets: flags.denyPrivateTargets ?? isTrue(env.PLATFORM_DENY_PRIVATE_TARGETS),
