@@ -111,47 +111,50 @@ const CPU_CGROUP_LAYOUTS = [
 ];
 
 /**
- * Limits the process `pid` (every thread it has and starts) to `share` of a
- * core, in a cgroup of its own; returns that cgroup's folder, for
- * `releaseCpuLimit` once the process has ended, or null where this process
- * may not make one (not root, no cpu controller).
+ * A new cgroup named `name` whose CPU quota this process may set, with the
+ * files that set it to `us` microseconds per period; null where it may not
+ * (not root, no cpu controller). A folder made where no cgroup is (v1
+ * machines mount a tmpfs at /sys/fs/cgroup) lacks those files and limits
+ * nothing: it is removed and not taken.
  */
-function limitCpu(pid: number, share: number): string | null {
+function cpuCgroup(name: string, us: number): { folder: string; quota: Record<string, string> } | null {
   for (const { root, quota } of CPU_CGROUP_LAYOUTS) {
-    const folder = join(root, `platform-bench-${pid}`);
+    const folder = join(root, name);
     try {
       mkdirSync(folder);
     } catch {
       continue;
     }
-    const files = Object.entries(quota(Math.round(share * CFS_PERIOD_US)));
-    try {
-      // Only a cgroup has them: a folder made elsewhere (a tmpfs where v1 mounts its hierarchies) limits nothing.
-      if (!files.every(([file]) => existsSync(join(folder, file)))) throw new Error('not a cgroup with the cpu controller');
-      for (const [file, value] of files) writeFileSync(join(folder, file), value);
-      writeFileSync(join(folder, 'cgroup.procs'), String(pid));
-      return folder;
-    } catch {
-      releaseCpuLimit(folder);
-    }
+    const files = quota(us);
+    if (Object.keys(files).every((file) => existsSync(join(folder, file)))) return { folder, quota: files };
+    releaseCpuLimit(folder);
   }
   return null;
 }
 
-/** Whether this process may make CPU-limited cgroups (root, with the cpu controller). */
+/** Whether this process may limit daemons to a share of a core. */
 function canLimitCpu(): boolean {
-  for (const { root, quota } of CPU_CGROUP_LAYOUTS) {
-    const folder = join(root, `platform-bench-probe-${process.pid}`);
-    try {
-      mkdirSync(folder);
-    } catch {
-      continue;
-    }
-    const limitable = Object.keys(quota(0)).every((file) => existsSync(join(folder, file)));
-    releaseCpuLimit(folder);
-    if (limitable) return true;
+  const probe = cpuCgroup(`platform-bench-probe-${process.pid}`, 0);
+  if (probe) releaseCpuLimit(probe.folder);
+  return probe !== null;
+}
+
+/**
+ * Limits the process `pid` (every thread it has and starts) to `share` of a
+ * core, in a cgroup of its own; returns that cgroup's folder, for
+ * `releaseCpuLimit` once the process has ended, or null where it cannot.
+ */
+function limitCpu(pid: number, share: number): string | null {
+  const cgroup = cpuCgroup(`platform-bench-${pid}`, Math.round(share * CFS_PERIOD_US));
+  if (!cgroup) return null;
+  try {
+    for (const [file, value] of Object.entries(cgroup.quota)) writeFileSync(join(cgroup.folder, file), value);
+    writeFileSync(join(cgroup.folder, 'cgroup.procs'), String(pid));
+    return cgroup.folder;
+  } catch {
+    releaseCpuLimit(cgroup.folder);
+    return null;
   }
-  return false;
 }
 
 function releaseCpuLimit(folder: string): void {
@@ -614,6 +617,9 @@ async function measureDeliveryRounds(kit: BenchKit, base: Load, cluster: Embedde
       `on files in the same rounds ${rateOf(files).toLocaleString('en')} events/s, ${microsPerEvent(files.cpuMs, files)} µs of daemon CPU per event`,
   });
   const share = `${DAEMON_CPU_SHARE * 100} % of a core`;
+  const unlimited =
+    `without limits, both on the daemon's core: ${rateOf(two).toLocaleString('en')} events/s ` +
+    `(${((rateOf(two) / rateOf(one)) * 100).toFixed(0)} % of 14d), ${tallyNote(two, 'acknowledged', 'the two daemons')}`;
   if (!limited) {
     kit.record({
       scenario: `${TWO_DAEMONS}, each limited to ${share}, ${length}, 25 + 25 conn.`,
@@ -626,8 +632,7 @@ async function measureDeliveryRounds(kit: BenchKit, base: Load, cluster: Embedde
       target: `>= 1 daemon's limited alike`,
       met: false,
       note:
-        'not measured: limiting a daemon to a share of a core takes a cgroup CPU quota (run the bench as root, with the cpu controller); ' +
-        `without limits, both on the daemon's core: ${rateOf(two).toLocaleString('en')} events/s (${((rateOf(two) / rateOf(one)) * 100).toFixed(0)} % of 14d), ${tallyNote(two, 'acknowledged', 'the two daemons')}`,
+        `not measured: limiting a daemon to a share of a core takes a cgroup CPU quota (run the bench as root, with the cpu controller); ${unlimited}`,
     });
     return;
   }
@@ -642,8 +647,7 @@ async function measureDeliveryRounds(kit: BenchKit, base: Load, cluster: Embedde
     target: `>= 1 daemon's limited alike (${rateOf(oneLimited).toLocaleString('en')} events/s)`,
     met: rateOf(twoLimited) >= rateOf(oneLimited) && twoLimited.drained && twoLimited.errors === 0 && oneLimited.drained,
     note:
-      `${tallyNote(twoLimited, 'acknowledged', 'the two daemons')}; 1 daemon limited alike: ${tallyNote(oneLimited, 'acknowledged', 'the daemon')}; ` +
-      `without limits, both on the daemon's core: ${rateOf(two).toLocaleString('en')} events/s (${((rateOf(two) / rateOf(one)) * 100).toFixed(0)} % of 14d), ${tallyNote(two, 'acknowledged', 'the two daemons')}`,
+      `${tallyNote(twoLimited, 'acknowledged', 'the two daemons')}; 1 daemon limited alike: ${tallyNote(oneLimited, 'acknowledged', 'the daemon')}; ${unlimited}`,
   });
 }
 
