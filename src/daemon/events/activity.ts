@@ -16,6 +16,8 @@ export interface ActivityItem {
   size: number;
   /** The item as a server-sent event (`id`, `event`, `data`), encoded once for every stream. */
   readonly frame: Buffer;
+  /** For an item appended on this daemon: its place among this daemon's appends (NewActivity.appendNo). */
+  appendNo?: number;
 }
 
 export interface ActivityListener {
@@ -35,6 +37,12 @@ export interface NewActivity {
   eventKey: string;
   /** The item's data as JSON. */
   json: string;
+  /**
+   * This daemon's count of appends, this one included: lets a stream that
+   * opens before an earlier append has its id (a shared log gives ids after a
+   * round trip) tell that item from later ones.
+   */
+  appendNo: number;
 }
 
 /**
@@ -60,8 +68,14 @@ export interface ActivityLog {
 
 interface Follower {
   listener: ActivityListener;
-  /** Items up to this id were seen already (the client's Last-Event-ID). */
+  /** Items up to this id were seen already (the client's Last-Event-ID), or came before the stream. */
   after: number;
+  /**
+   * This daemon's appends up to this number came before the stream: the
+   * client never asked for them. One arriving later (its id came after a
+   * round trip) moves `after` up to it.
+   */
+  appendedBefore: number;
 }
 
 /**
@@ -76,6 +90,8 @@ export class ActivityFeed {
   /** The highest id heard (0: none yet). */
   private newestId = 0;
   private readonly followers = new Set<Follower>();
+  /** Items appended on this daemon so far. */
+  private appended = 0;
   private open = true;
 
   private constructor(private readonly log: ActivityLog) {}
@@ -88,7 +104,7 @@ export class ActivityFeed {
   }
 
   eventPublished(event: PlatformEvent): void {
-    this.log.append({ type: 'event.published', workspaceId: event.tenantId, eventKey: event.eventKey, json: JSON.stringify(event) });
+    this.append('event.published', event.tenantId, event.eventKey, JSON.stringify(event));
   }
 
   delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
@@ -104,14 +120,19 @@ export class ActivityFeed {
       attempts: delivery.attempts,
       ...extra,
     };
-    this.log.append({ type, workspaceId: event.tenantId, eventKey: event.eventKey, json: JSON.stringify(summary) });
+    this.append(type, event.tenantId, event.eventKey, JSON.stringify(summary));
   }
 
   /** Enabled or disabled, by hand or automatically. */
   subscriptionChanged(subscription: PublicSubscription): void {
     const { id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason } = subscription;
     const summary: StreamSubscription = { subscriptionId: id, workspaceId, eventKey, extensionKey, kind, enabled, disabledReason };
-    this.log.append({ type: 'subscription.changed', workspaceId, eventKey, json: JSON.stringify(summary) });
+    this.append('subscription.changed', workspaceId, eventKey, JSON.stringify(summary));
+  }
+
+  private append(type: ActivityType, workspaceId: string, eventKey: string, json: string): void {
+    this.appended += 1;
+    this.log.append({ type, workspaceId, eventKey, json, appendNo: this.appended });
   }
 
   /**
@@ -121,7 +142,9 @@ export class ActivityFeed {
    * up to it are held back until heard, so none is repeated. An id still
    * ahead once every issued item has been heard was never issued by this
    * log (a client of another platform, or an id from before the clock was
-   * set back): the stream then goes on from there, with what arrived meanwhile.
+   * set back): the stream then goes on from there, with what arrived
+   * meanwhile. A stream without a Last-Event-ID, or with one never issued,
+   * gets nothing appended on this daemon before it opened.
    * Returns the unsubscribe function; on a closed feed the listener is closed at once.
    */
   follow(lastEventId: number | null, listener: ActivityListener): () => void {
@@ -129,17 +152,19 @@ export class ActivityFeed {
       listener.closed();
       return () => undefined;
     }
-    const follower: Follower = { listener, after: lastEventId ?? 0 };
+    const follower: Follower = { listener, after: lastEventId ?? this.newestId, appendedBefore: lastEventId === null ? this.appended : 0 };
     if (lastEventId !== null) {
       for (const item of this.ring) if (item.id > lastEventId) listener.item(item);
       if (lastEventId > this.newestId) {
         const heardAtStart = this.newestId;
+        const appendedAtStart = this.appended;
         this.log.caughtUp().then(
           () => {
             if (lastEventId <= this.newestId || !this.followers.has(follower)) return;
             // Never issued: what arrived while that was being found out was held back; it is new to this client.
-            for (const item of this.ring) if (item.id > heardAtStart) listener.item(item);
-            follower.after = 0;
+            follower.after = heardAtStart;
+            follower.appendedBefore = appendedAtStart;
+            for (const item of this.ring) if (item.id > heardAtStart) this.offer(follower, item);
           },
           // Unknown whether the id was issued: holding back stays safe (nothing repeated).
           () => undefined,
@@ -160,7 +185,12 @@ export class ActivityFeed {
 
   private received(items: ActivityItem[]): void {
     this.keep(items);
-    for (const { listener, after } of this.followers) for (const item of items) if (item.id > after) listener.item(item);
+    for (const follower of this.followers) for (const item of items) this.offer(follower, item);
+  }
+
+  private offer(follower: Follower, item: ActivityItem): void {
+    if (item.appendNo !== undefined && item.appendNo <= follower.appendedBefore) follower.after = Math.max(follower.after, item.id);
+    else if (item.id > follower.after) follower.listener.item(item);
   }
 
   private keep(items: ActivityItem[]): void {
@@ -175,8 +205,11 @@ export class ActivityFeed {
   }
 }
 
-/** An item whose frame is encoded when a stream first needs it; the JSON is let go then. */
-export function activityItem(id: number, { type, workspaceId, eventKey, json }: NewActivity): ActivityItem {
+/**
+ * An item whose frame is encoded when a stream first needs it; the JSON is
+ * let go then. Items read back from a shared log have no append number.
+ */
+export function activityItem(id: number, { type, workspaceId, eventKey, json, appendNo }: Omit<NewActivity, 'appendNo'> & { appendNo?: number }): ActivityItem {
   let data: string | null = json;
   let frame: Buffer | undefined;
   return {
@@ -185,6 +218,7 @@ export function activityItem(id: number, { type, workspaceId, eventKey, json }: 
     workspaceId,
     eventKey,
     size: json.length,
+    appendNo,
     get frame() {
       frame ??= Buffer.from(`id: ${id}\nevent: ${type}\ndata: ${data}\n\n`);
       data = null;
