@@ -14,6 +14,7 @@ import { takeTornTails } from './store/append-log.js';
 import { FILE_MODE, ensurePrivateDir } from './store/files.js';
 import { lockDataDir } from './store/lock.js';
 import { redactUrl } from './store/postgres/settings.js';
+import { keepTickShapeAlive } from './tick-shape.js';
 
 export interface Daemon {
   url: string;
@@ -36,6 +37,7 @@ export interface StartOptions {
  * was started and rethrows (StartupError carries an operator-readable message).
  */
 export async function startDaemon(config: DaemonConfig, options: StartOptions = {}): Promise<Daemon> {
+  keepTickShapeAlive();
   const logger = options.logger ?? createLogger();
   await ensurePrivateDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);
