@@ -7,8 +7,8 @@ let kept: object | undefined;
  * process, so that the hidden classes V8 gives these entries are never freed.
  *
  * Why: V8 holds those hidden classes only weakly. A major GC while the daemon
- * is idle and no tick is queued (V8's memory reducer runs one seconds after
- * activity stops) frees them, and the next tick builds new ones. The inline
+ * is idle and no tick is queued (V8's memory reducer starts one a few seconds
+ * after activity stops) frees them, and the next tick builds new ones. The inline
  * cache of nextTick's object literal then meets a second hidden class, turns
  * megamorphic for good, and every nextTick (several per request) takes V8's
  * slow runtime path. Measured in the bench: `/api/health` went from 18 to
