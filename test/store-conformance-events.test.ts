@@ -165,22 +165,66 @@ conformance('deliveries filter by since and until to the millisecond, both ends 
   }),
 );
 
-// Files never compact the segment being written (decisions: "The event log"): this case needs a sealed segment there.
+// Files never compact the segment being written (decisions: "The event log"): these cases need a sealed segment
+// there, and files keep pending deliveries and dead letters in files of their own (delivery-records.test.ts).
 conformance(
   'retention removes expired events and the records of their deliveries, and keeps the rest',
   (site) =>
-  using(site, async ({ stores: { events, deliveries } }) => {
-    const old = eventIn('ws-a');
-    old.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
-    const fresh = eventIn('ws-a');
-    await events.publish(old, [deliveryOf(old)]);
-    await events.publish(fresh, [deliveryOf(fresh)]);
-    const removed = await events.applyRetention({ maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
-    assert.equal(removed, { removedEvents: 1, removedDeliveries: 1 });
-    assert.is(await events.find('ws-a', old.id), undefined);
-    assert.equal(await deliveries.ofEvent('ws-a', old.id), []);
-    assert.equal((await deliveries.ofEvent('ws-a', fresh.id)).length, 1);
-  }),
+    using(site, async ({ stores: { events, deliveries } }) => {
+      const old = eventIn('ws-a');
+      old.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+      const fresh = eventIn('ws-a');
+      const delivered = deliveryOf(old);
+      await events.publish(old, [delivered]);
+      await events.publish(fresh, [deliveryOf(fresh)]);
+      deliveries.succeeded(delivered, attempt('SUCCESS', 200));
+      await deliveries.settled();
+      const removed = await events.applyRetention({ maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
+      assert.equal(removed, { removedEvents: 1, removedDeliveries: 1 });
+      assert.is(await events.find('ws-a', old.id), undefined);
+      assert.equal(await deliveries.ofEvent('ws-a', old.id), []);
+      assert.equal((await deliveries.ofEvent('ws-a', fresh.id)).length, 1);
+    }),
+  { shared: true },
+);
+
+conformance(
+  'retention keeps an expired event while a delivery of it is still pending or a dead letter, unlisted, and removes it once they end',
+  (site) =>
+    using(site, async (opened) => {
+      const { events, deliveries, deadLetters } = opened.stores;
+      const policy = { maxAgeMs: 86_400_000, maxPerWorkspace: 100 };
+      const expired = () => {
+        const event = eventIn('ws-a');
+        event.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+        return event;
+      };
+      const retried = expired();
+      const failed = expired();
+      const retry = deliveryOf(retried);
+      const dead = deliveryOf(failed);
+      await events.publish(retried, [retry]);
+      await events.publish(failed, [dead]);
+      retry.attempts = 1;
+      retry.nextAttemptAt = Date.now();
+      deliveries.retrying(retry, attempt('RETRY', 503));
+      const letter = await killed(opened, dead);
+      await deliveries.settled();
+
+      assert.equal(await events.applyRetention(policy, Date.now()), { removedEvents: 0, removedDeliveries: 0 });
+      assert.equal((await events.page('ws-a', { limit: 10 }, policy, Date.now())).items, [], 'expired events are not listed');
+      assert.equal(await events.find('ws-a', failed.id), failed, "the dead letter's event is still found");
+      const [claimed] = await deliveries.claim(5);
+      assert.is(claimed?.id, retry.id, 'the retry is still claimed');
+      const [replayed] = await deadLetters.replay([letter.id], Date.now());
+      assert.is(replayed?.id, dead.id, 'the dead letter is still replayed');
+
+      deliveries.succeeded(claimed!, attempt('SUCCESS', 200));
+      await deliveries.settled();
+      assert.equal(await events.applyRetention(policy, Date.now()), { removedEvents: 1, removedDeliveries: 1 });
+      assert.is(await events.find('ws-a', retried.id), undefined);
+      assert.equal(await events.find('ws-a', failed.id), failed, 'the replayed delivery is pending again');
+    }),
   { shared: true },
 );
 

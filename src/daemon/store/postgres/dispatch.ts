@@ -444,6 +444,9 @@ export class PostgresDispatch {
         return rows[0]?.event;
       },
       // One daemon at a time runs it: the job's lock (PostgresJobLock).
+      // A delivery still PENDING or DEAD keeps its event (hidden from listings, which apply the
+      // policy themselves): the row is the queue entry and the dead letter, which on files
+      // outlive the event in their own files. A later run removes the event once they end.
       applyRetention: (policy, now) =>
         this.database.transaction(async (tx) => {
           const { rows } = await tx.query<{ id: string }>(
@@ -451,7 +454,8 @@ export class PostgresDispatch {
                SELECT seq FROM (
                  SELECT seq, occurred_at, row_number() OVER (PARTITION BY workspace_id ORDER BY seq DESC) AS rank FROM events
                ) ranked WHERE rank > $1 OR occurred_at < $2
-             ) RETURNING id`,
+             ) AND NOT EXISTS (SELECT 1 FROM deliveries WHERE event_id = events.id AND status IN ('PENDING', 'DEAD'))
+             RETURNING id`,
             [policy.maxPerWorkspace, new Date(now - policy.maxAgeMs).toISOString()],
           );
           const removed = await tx.query('DELETE FROM deliveries WHERE event_id = ANY($1::uuid[])', [rows.map((row) => row.id)]);
