@@ -383,13 +383,15 @@ async function listings(admin: Api, other?: Listings): Promise<Listings> {
   };
 }
 
-test('db import leaves out, and counts, a dead letter whose event is no longer in the log', async () => {
+test('db import keeps a dead letter whose event retention removed from the log, with the event copied from the letter', async () => {
   const dir = await tempDir();
   const files = await openFileStores(dir);
   const at = new Date().toISOString();
   const deadLetterIds: string[] = [];
+  const eventIds: string[] = [];
   for (const n of [1, 2]) {
     const event = { id: randomUUID(), eventKey: 'order.created', tenantId: 'shop', actor: 'ana', publishedBy: 'user-1', payload: { n }, schemaVersion: null, occurredAt: at };
+    eventIds.push(event.id);
     const delivery: Delivery = {
       id: `msg_${randomUUID().replaceAll('-', '')}`,
       event,
@@ -418,15 +420,21 @@ test('db import leaves out, and counts, a dead letter whose event is no longer i
   assert.is(imported.code, 0, imported.stderr);
   for (const [kind, count] of [
     ['events', 1],
-    ['delivery records', 1],
-    ['dead letters', 1],
-    ['deliveries of events no longer kept \\(left out\\)', 1],
+    ['events gone from the log, kept for their pending deliveries and dead letters', 1],
+    ['delivery records', 2],
+    ['dead letters', 2],
   ] as const) {
     assert.match(imported.stdout, new RegExp(`^${kind} +${count}$`, 'm'), `${kind} in\n${imported.stdout}`);
   }
+  assert.not.match(imported.stdout, 'left out');
   const postgres = await openPostgres(url);
   try {
-    assert.equal((await postgres.stores.deadLetters.matching({})).map((letter) => letter.id), [deadLetterIds[1]]);
+    assert.equal(new Set((await postgres.stores.deadLetters.matching({})).map((letter) => letter.id)), new Set(deadLetterIds));
+    assert.is((await postgres.stores.events.find('shop', eventIds[0]!))?.id, eventIds[0], 'the removed event, copied from its letter');
+    const [replayed] = await postgres.stores.deadLetters.replay([deadLetterIds[0]!], Date.now());
+    assert.is(replayed?.event.id, eventIds[0], 'and the letter replays');
+    const page = await postgres.stores.events.page('shop', { limit: 10 }, { maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
+    assert.equal(page.items.map((event) => event.id), [eventIds[1], eventIds[0]], 'it stays the oldest');
   } finally {
     await postgres.close();
   }

@@ -6,7 +6,7 @@ import type { Delivery } from '../dispatch/types.js';
 import { replayEventLog } from '../events/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
 import type { Copied, ImportTarget } from './import.js';
-import { continueDeliverySequence, insertDeliveries, insertEvents, type ImportedDeliveryRow } from './postgres/import-rows.js';
+import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsOfDeliveries, type ImportedDeliveryRow } from './postgres/import-rows.js';
 
 /**
  * The events domain's steps of `platform db import`. The event log can be
@@ -53,7 +53,9 @@ export async function copyEventLog(dataDir: string, { tx }: ImportTarget): Promi
  * pending (due time, attempts of this run, replay count) or what its dead
  * letter holds once it is one. Pending deliveries go in unleased, for any
  * daemon to claim when due; dead letters stay replayable. Call after the
- * event log is copied: a delivery whose event is gone from it is left out.
+ * event log is copied. The event of a pending delivery or a dead letter that
+ * retention removed from the log is copied from the delivery's own copy; a
+ * finished delivery whose event is gone is left out.
  */
 export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Promise<Copied[]> {
   // What reconciling the records writes is a repair the next start of a file daemon makes again.
@@ -66,6 +68,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
       if (!other || other.replayCount < delivery.replayCount) queued.set(delivery.id, delivery);
     }
     const lettersByDelivery = new Map(letters.matching({}).map((letter) => [letter.deliveryId, letter]));
+    const keptForDeliveries = await insertEventsOfDeliveries(tx, [...queued.values(), ...lettersByDelivery.values()].map(({ event }) => event));
     const totals = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
     let rows: ImportedDeliveryRow[] = [];
     const write = async () => {
@@ -87,6 +90,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
     await write();
     await continueDeliverySequence(tx);
     return [
+      ...(keptForDeliveries > 0 ? [{ kind: 'events gone from the log, kept for their pending deliveries and dead letters', count: keptForDeliveries }] : []),
       { kind: 'delivery records', count: totals.records },
       { kind: 'delivery attempts', count: totals.attempts },
       { kind: 'pending deliveries', count: totals.pending },

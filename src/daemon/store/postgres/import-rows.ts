@@ -106,6 +106,45 @@ export async function insertEvents(tx: Queryable, events: readonly PlatformEvent
   }
 }
 
+/**
+ * The events of pending deliveries and dead letters that are not in `events`:
+ * files' retention removed them from the log, while the outbox entry or the
+ * letter kept its own copy. Inserted oldest first with `seq`s below every
+ * other event's, so that they stay their workspace's oldest (listings apply
+ * the retention policy, as to any event, and PostgreSQL's retention keeps them
+ * while a delivery of them is pending or dead). Call after the log is copied;
+ * returns how many were inserted.
+ */
+export async function insertEventsOfDeliveries(tx: Queryable, events: Iterable<PlatformEvent>): Promise<number> {
+  const missing = new Map<string, PlatformEvent>();
+  for (const event of events) missing.set(event.id, event);
+  for (const batch of batches([...missing.keys()])) {
+    const { rows } = await tx.query<{ id: string }>('SELECT id FROM events WHERE id = ANY($1::uuid[])', [batch]);
+    for (const { id } of rows) missing.delete(id);
+  }
+  if (missing.size === 0) return 0;
+  const oldestFirst = [...missing.values()].sort((a, b) => Date.parse(a.occurredAt) - Date.parse(b.occurredAt));
+  const { rows } = await tx.query<{ lowest: string }>('SELECT coalesce(min(seq), 1) AS lowest FROM events');
+  let seq = Number(rows[0]!.lowest) - oldestFirst.length;
+  for (const batch of batches(oldestFirst)) {
+    await tx.query(
+      `INSERT INTO events (seq, workspace_id, id, event_key, occurred_at, event)
+       OVERRIDING SYSTEM VALUE
+       SELECT seq, workspace_id, id, event_key, occurred_at, event::json
+       FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::text[]) AS e (seq, workspace_id, id, event_key, occurred_at, event)`,
+      [
+        batch.map(() => seq++),
+        batch.map((event) => event.tenantId),
+        batch.map((event) => event.id),
+        batch.map((event) => event.eventKey),
+        batch.map((event) => event.occurredAt),
+        batch.map((event) => JSON.stringify(event)),
+      ],
+    );
+  }
+  return oldestFirst.length;
+}
+
 /** A row of `deliveries` (migration 0007) as db import writes it, with the attempts of every run (dispatch.ts reads rows back in its own shape: pg returns dates and bigints). */
 export interface ImportedDeliveryRow {
   /** The record's creation sequence on files: delivery cursors hold it. */
