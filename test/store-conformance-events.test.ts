@@ -30,6 +30,13 @@ function eventIn(workspaceId: string, eventKey = 'order.created', payload: Recor
   };
 }
 
+/** An event two days old: past a one-day retention. */
+function expiredIn(workspaceId: string): PlatformEvent {
+  const event = eventIn(workspaceId);
+  event.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+  return event;
+}
+
 const deliveryOf = (event: PlatformEvent, subscriptionId = 'sub-1'): Delivery =>
   newDelivery(event, 1, { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' }, Date.now());
 
@@ -171,8 +178,7 @@ conformance(
   'retention removes expired events and the records of their deliveries, and keeps the rest',
   (site) =>
     using(site, async ({ stores: { events, deliveries } }) => {
-      const old = eventIn('ws-a');
-      old.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
+      const old = expiredIn('ws-a');
       const fresh = eventIn('ws-a');
       const delivered = deliveryOf(old);
       await events.publish(old, [delivered]);
@@ -194,13 +200,8 @@ conformance(
     using(site, async (opened) => {
       const { events, deliveries, deadLetters } = opened.stores;
       const policy = { maxAgeMs: 86_400_000, maxPerWorkspace: 100 };
-      const expired = () => {
-        const event = eventIn('ws-a');
-        event.occurredAt = new Date(Date.now() - 2 * 86_400_000).toISOString();
-        return event;
-      };
-      const retried = expired();
-      const failed = expired();
+      const retried = expiredIn('ws-a');
+      const failed = expiredIn('ws-a');
       const retry = deliveryOf(retried);
       const dead = deliveryOf(failed);
       await events.publish(retried, [retry]);

@@ -94,16 +94,21 @@ export async function insertEvents(tx: Queryable, events: readonly PlatformEvent
        FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[])
          WITH ORDINALITY AS e (workspace_id, id, event_key, occurred_at, event, position)
        ORDER BY position`,
-      [
-        batch.map((event) => event.tenantId),
-        batch.map((event) => event.id),
-        batch.map((event) => event.eventKey),
-        batch.map((event) => event.occurredAt),
-        // As a publish writes it: JSON.stringify escapes U+0000, and the json column keeps the text (and its key order).
-        batch.map((event) => JSON.stringify(event)),
-      ],
+      eventColumns(batch),
     );
   }
+}
+
+/** An events batch as the arrays `unnest` takes: workspace, id, key, time, and the event as a publish writes it. */
+function eventColumns(batch: readonly PlatformEvent[]): [string[], string[], string[], string[], string[]] {
+  return [
+    batch.map((event) => event.tenantId),
+    batch.map((event) => event.id),
+    batch.map((event) => event.eventKey),
+    batch.map((event) => event.occurredAt),
+    // JSON.stringify escapes U+0000, and the json column keeps the text (and its key order).
+    batch.map((event) => JSON.stringify(event)),
+  ];
 }
 
 /**
@@ -132,14 +137,7 @@ export async function insertEventsOfDeliveries(tx: Queryable, events: Iterable<P
        OVERRIDING SYSTEM VALUE
        SELECT seq, workspace_id, id, event_key, occurred_at, event::json
        FROM unnest($1::bigint[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::text[]) AS e (seq, workspace_id, id, event_key, occurred_at, event)`,
-      [
-        batch.map(() => seq++),
-        batch.map((event) => event.tenantId),
-        batch.map((event) => event.id),
-        batch.map((event) => event.eventKey),
-        batch.map((event) => event.occurredAt),
-        batch.map((event) => JSON.stringify(event)),
-      ],
+      [batch.map(() => seq++), ...eventColumns(batch)],
     );
   }
   return oldestFirst.length;
