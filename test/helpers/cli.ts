@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { testDatabaseFor } from './postgres.js';
+import { tempDirSync } from './temp.js';
 import { waitFor } from './wait.js';
 
 export const PLATFORM_BIN = fileURLToPath(new URL('../../bin/platform', import.meta.url));
@@ -12,7 +13,15 @@ export interface CliResult {
 }
 
 /**
- * Runs `bin/platform` as a process (the built CLI), with stdin piped, never a TTY.
+ * Where the CLI runs unless a test says otherwise: never in the clone, whose
+ * `./data` and `~/.config/platform` may be a running daemon's and its user's
+ * (the README's daemon may run in the same clone while the tests do).
+ */
+const SCRATCH = tempDirSync('platform-cli-');
+
+/**
+ * Runs `bin/platform` as a process (the built CLI), with stdin piped, never a TTY,
+ * in a scratch folder with a scratch HOME unless `cwd` or `env.HOME` are given.
  * With `shell`, runs that shell with `args` instead (for pipelines).
  */
 export function runCli(
@@ -21,8 +30,8 @@ export function runCli(
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(options.shell ?? process.execPath, options.shell ? args : [PLATFORM_BIN, ...args], {
-      cwd: options.cwd,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
+      cwd: options.cwd ?? SCRATCH,
+      env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -61,7 +70,8 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const databaseUrl = givesDatabase ? null : await testDatabaseFor(dataDir);
   const databaseArgs = databaseUrl ? ['--database-url', databaseUrl] : [];
   const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...databaseArgs, ...extraArgs], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PLATFORM_BCRYPT_COST: '4', ...env },
+    cwd: SCRATCH,
+    env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, PLATFORM_BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -91,7 +101,8 @@ export function runCliOnTty(
   const commandLine = [process.execPath, PLATFORM_BIN, ...args].map(quote).join(' ') + (options.shellSuffix ? ` ${options.shellSuffix}` : '');
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qefc', commandLine, '/dev/null'], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TERM: 'dumb', ...options.env },
+      cwd: SCRATCH,
+      env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, TERM: 'dumb', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,13 @@ process.once('exit', () => {
 /** A fresh directory under the OS temp area, removed when the test process ends. */
 export async function tempDir(prefix = 'platform-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** tempDir, synchronously: for what a module needs when it loads. */
+export function tempDirSync(prefix = 'platform-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);
   return dir;
 }
