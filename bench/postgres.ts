@@ -1,5 +1,5 @@
 /**
- * 14: the PostgreSQL backend (issue 16, CONTRACT.md section 11), run last in a
+ * 14: the PostgreSQL backend (docs/scaling.md), run last in a
  * full bench and alone with `--only postgres`. One embedded PostgreSQL on this
  * machine serves the whole group, with a fresh database per scenario:
  *

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -27,6 +28,17 @@ test('docs/api.md documents every endpoint the daemon serves, and no other', asy
     assert.ok(served.length >= 40, `${served.length} endpoints`);
   } finally {
     await t.destroy();
+  }
+});
+
+test('the docs stand alone: none cites a document or tracker outside the repository', () => {
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+  for (const file of files) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const outside of [/CONTRACT(\.md)?\b/, /MACHINE-NOTES/, /DESIGN\.md/, /\bshared\//, /\bissue \d+/i]) {
+      assert.not.match(text, outside, `${file} cites ${outside}`);
+    }
   }
 });
 

@@ -280,7 +280,7 @@ test('the body is limited while streaming (chunked, no Content-Length)', async (
 });
 
 // ---------------------------------------------------------------------------
-// Provider handshakes, delivery ids, {type} (CONTRACT 8)
+// Provider handshakes, delivery ids, {type}
 
 const STD_SECRET = `whsec_${Buffer.from('standard webhooks http test key!').toString('base64')}`;
 

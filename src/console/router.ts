@@ -13,7 +13,7 @@ declare module 'vue-router' {
   }
 }
 
-// CONTRACT §10's routes. Every page is its own chunk: the first load carries only what it shows.
+// The console's routes (README, The web console). Every page is its own chunk: the first load carries only what it shows.
 const routes: RouteRecordRaw[] = [
   { path: '/login', component: () => import('./pages/LoginPage.vue'), meta: { title: 'Sign in', public: true } },
   { path: '/', component: () => import('./pages/OverviewPage.vue'), meta: { title: 'Overview' } },

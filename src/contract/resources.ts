@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 
 /**
- * What the HTTP API answers (CONTRACT §§1-12), as valibot schemas: the
+ * What the HTTP API answers (docs/api.md), as valibot schemas: the
  * OpenAPI document describes each route's `data` and `meta` from them
  * (responses.ts), and the types the CLI, the console and the daemon share are
  * inferred from them (types.ts). Objects are strict: an answer has exactly

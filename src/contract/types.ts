@@ -1,5 +1,5 @@
 /**
- * Response shapes of the HTTP API (CONTRACT §§1-12), for clients: the types of
+ * Response shapes of the HTTP API (docs/api.md), for clients: the types of
  * the schemas in resources.ts, which the API document is generated from, and
  * of the live streams' items. Node-free, so the web console can import it; the daemon's own records live
  * in its domain code.

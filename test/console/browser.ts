@@ -31,7 +31,7 @@ function skippingEverything(): Test {
 }
 
 export function launchBrowser(): Promise<Browser> {
-  // As root Chromium needs --no-sandbox; the other two keep it quiet (MACHINE-NOTES).
+  // As root Chromium needs --no-sandbox; the other two keep it quiet.
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
 }
 

@@ -25,7 +25,7 @@ import {
 } from './helpers-fuzz.js';
 
 /**
- * The hostile-input pass of issue 7. Every route the daemon serves (the route
+ * The hostile-input pass. Every route the daemon serves (the route
  * table, not a hand-kept list) gets hostile bodies, content types, path
  * parameters, query strings and methods, from an anonymous caller, a USER and
  * an ADMIN, one request at a time. Every answer must be a 4xx envelope (a 2xx
@@ -67,7 +67,7 @@ interface RouteFixture {
   baseline: number[];
   /** Why a mutation of the body that stays valid may succeed. */
   validMutationsSucceed?: string;
-  /** Reads any content type (the webhook endpoint, CONTRACT §6). */
+  /** Reads any content type (the webhook endpoint). */
   anyContentType?: true;
   /** Acts without reading a body: only content-type refusals may be sent by a logged-in caller. */
   endsTheSession?: true;
@@ -228,7 +228,7 @@ const ROUTES: Record<string, RouteFixture> = {
   'POST /api/workspaces/:id/events/publish': {
     access: 'user',
     params: { id: WORKSPACE },
-    // A chat notification without its message: refused at publish, and nothing is recorded (CONTRACT §5).
+    // A chat notification without its message: refused at publish, and nothing is recorded.
     body: { eventKey: 'platform.notification', actor: 'fuzz', schemaVersion: '1', payload: { channel: 'fuzz', sender: 'fuzz' } },
     baseline: [400],
   },
@@ -310,7 +310,7 @@ const ROUTES: Record<string, RouteFixture> = {
   },
 };
 
-/** The contract's 4xx codes and their statuses (CONTRACT §1). */
+/** The API's 4xx codes and their statuses (docs/api.md). */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   VALIDATION_ERROR: 400,
   INVALID_JSON: 400,
@@ -751,7 +751,7 @@ test('every route refuses hostile input with a 4xx envelope and changes nothing'
     const answer = await client.send(withToken(request, identity));
     // Writes reach the disk before the answer is sent, so comparing now is enough.
     const after = snapshotDataDir(t.dataDir);
-    // The webhook request log records every call of an existing extension, refused ones too (CONTRACT §9), after the answer.
+    // The webhook request log records every call of an existing extension, refused ones too, after the answer.
     const changed = changedFiles(before, after).filter((file) => file !== 'webhook-requests.log');
     before = after;
     return { answer, changed };

@@ -1,5 +1,5 @@
 /**
- * The header policy of the web console (CONTRACT §10), in one place. The API's
+ * The header policy of the web console (docs/security.md), in one place. The API's
  * own headers (nosniff, no-store) are written with its envelope.
  */
 export const CONSOLE_CSP = [

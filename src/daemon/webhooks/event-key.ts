@@ -5,7 +5,7 @@ const TYPE_PLACEHOLDER = '{type}';
 /** What `{type}` becomes for a call that names no usable type. */
 const UNTYPED = 'webhook.received';
 
-/** CONTRACT 8: lower-cased, every character outside `[a-z0-9_.-]` turned into `-`. */
+/** The event key's `{type}`: lower-cased, every character outside `[a-z0-9_.-]` turned into `-`. */
 function normalizedType(eventType: string): string {
   return eventType.toLowerCase().replace(/[^a-z0-9_.-]/gu, '-');
 }

@@ -1,4 +1,4 @@
-/** CONTRACT 8: a provider's delivery id seen again within 24 hours is a duplicate. */
+/** A provider's delivery id seen again within 24 hours is a duplicate. */
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** A reserved delivery id: commit once its event is published, release when that failed. The first of the two settles it. */

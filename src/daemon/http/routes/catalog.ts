@@ -14,7 +14,7 @@ import { Reply } from '../endpoint.js';
 const BROWSE = '/api/marketplace/extensions';
 const ADMIN = '/api/admin/marketplace/extensions';
 
-/** The marketplace (CONTRACT §3): public browse, ADMIN changes, and the ADMIN audit trail. */
+/** The marketplace: public browse, ADMIN changes, and the ADMIN audit trail. */
 export const catalogRoutes: RouteModule = (routes, { endpoint, services: { catalog } }) => {
   routes.get(
     BROWSE,

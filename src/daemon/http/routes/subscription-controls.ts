@@ -12,7 +12,7 @@ const TestBody = jsonObject({
   payload: v.optional(v.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object')),
 });
 
-/** Enabling, disabling, moving, rotating the secret of and testing a subscription (CONTRACT §9). */
+/** Enabling, disabling, moving, rotating the secret of and testing a subscription (docs/api.md, Subscriptions). */
 export const subscriptionControlRoutes: RouteModule = (routes, { endpoint, config, services: { workspaces, events } }) => {
   routes.patch(
     '/api/workspaces/:id/subscriptions/:subscriptionId',
