@@ -109,6 +109,28 @@ conformance(
   { shared: true },
 );
 
+conformance(
+  'daemons sharing the database aim at the same instants: each instant of a job runs once, the others skip it',
+  async (site) => {
+    const daemons = [await site.open(), await site.open()];
+    const logger = createLogger({ sink: { out: () => undefined, err: () => undefined }, format: 'json', level: 'error' });
+    const outcomes: string[] = [];
+    // Each run outlasts the moment the other daemon's timer fires for the same instant.
+    const job = { name: 'event-retention', intervalMs: 1000, run: () => new Promise((resolve) => setTimeout(resolve, 300)) };
+    const runners = daemons.map((opened) => startJobs([job], opened.stores.jobLock, logger, (_name, outcome) => outcomes.push(outcome)));
+    try {
+      await waitFor('three instants on both daemons', () => outcomes.length >= 6, 8_000);
+      const firstSix = outcomes.slice(0, 6);
+      assert.is(firstSix.filter((outcome) => outcome === 'succeeded').length, 3, firstSix.join());
+      assert.is(firstSix.filter((outcome) => outcome === 'skipped').length, 3, firstSix.join());
+    } finally {
+      for (const runner of runners) await runner.stop();
+      for (const opened of daemons) await opened.close();
+    }
+  },
+  { shared: true },
+);
+
 conformance('a job whose run throws is logged once per failure, by name, and keeps running at its interval', async (site) => {
   const opened = await site.open();
   const lines: string[] = [];
