@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { test } from 'uvu';
@@ -275,6 +275,10 @@ test('a data directory lives through retention, segment rotation and restarts: n
     await restart();
   }
   assert.is(t.dataDir, dataDir);
+  if (TEST_BACKEND === 'files') {
+    const segments = (await readdir(join(dataDir, 'events'))).filter((name) => name.startsWith('segment-')).sort();
+    assert.ok(segments.length >= 2 && segments[0] !== 'segment-000001.log', `rotated, and expired segments deleted: ${segments.join()}`);
+  }
   const admin = await t.admin();
   await afterRuns(t, admin, 1);
   assert.equal(await listedIds(admin, 'keep'), newestFirst(young), 'every unexpired event of keep');
