@@ -95,6 +95,45 @@ test('fully expired segments are deleted; the segment being written is never tou
   await log.close();
 });
 
+const WEEK_POLICY = { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 };
+const listedIds = async (log: EventLog) => (await log.page('w', { limit: 100 }, WEEK_POLICY, NOW)).items.map((e) => e.id);
+
+test('retention on an empty log keeps the segment being written: appends and listing go on, also after a reopen', async () => {
+  const dir = join(await tempDir(), 'events');
+  const options = { segmentMaxEvents: 3, recent: { perWorkspace: 10, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } };
+  const log = await EventLog.open(dir, options);
+  await log.applyRetention(WEEK_POLICY, NOW);
+  await log.applyRetention(WEEK_POLICY, NOW);
+  const fresh = event('w', 0);
+  await log.append(fresh);
+  assert.equal(await listedIds(log), [fresh.id]);
+  await log.close();
+  const reopened = await EventLog.open(dir, options);
+  assert.equal(await listedIds(reopened), [fresh.id]);
+  await reopened.close();
+});
+
+test('retention that removes every event, right after a rotation, keeps the new segment being written', async () => {
+  const dir = join(await tempDir(), 'events');
+  const options = { segmentMaxEvents: 3, recent: { perWorkspace: 10, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } };
+  const log = await EventLog.open(dir, options);
+  // The third append fills the only segment and starts the next one.
+  for (let i = 0; i < 3; i += 1) await log.append(event('w', 30 * DAY));
+  const { removedEvents } = await log.applyRetention(WEEK_POLICY, NOW);
+  assert.is(removedEvents, 3);
+  assert.equal(segments(dir), ['segment-000002.log']);
+  const fresh = [event('w', 0), event('w', 0)];
+  for (const e of fresh) await log.append(e);
+  assert.equal(await listedIds(log), fresh.map((e) => e.id).reverse());
+  await log.applyRetention(WEEK_POLICY, NOW);
+  await log.append(event('w', 0));
+  assert.is(log.storedCount, 3);
+  await log.close();
+  const reopened = await EventLog.open(dir, options);
+  assert.is(reopened.storedCount, 3);
+  await reopened.close();
+});
+
 const RECENT_FOUR = { perWorkspace: 4, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 };
 
 function pageAll(log: EventLog, workspace: string, query: { limit: number; eventKey?: string }, policy: { maxAgeMs: number; maxPerWorkspace: number }, between: () => Promise<void> = async () => undefined) {

@@ -85,7 +85,7 @@ conformance(
     let ticks = 0;
     let runs = 0;
     const runner = startJobs(
-      [{ name: 'prune-login-throttle', cronTime: '* * * * * *', run: async () => (runs += 1) }],
+      [{ name: 'prune-login-throttle', intervalMs: 1000, run: async () => (runs += 1) }],
       { runAlone: (name, work) => ((ticks += 1), own.stores.jobLock.runAlone(name, work)) },
       logger,
     );
@@ -108,5 +108,67 @@ conformance(
   },
   { shared: true },
 );
+
+conformance(
+  'daemons sharing the database aim at the same instants: each instant of a job runs once, the others skip it',
+  async (site) => {
+    const daemons = [await site.open(), await site.open()];
+    const logger = createLogger({ sink: { out: () => undefined, err: () => undefined }, format: 'json', level: 'error' });
+    const outcomes: string[] = [];
+    // Each run outlasts the moment the other daemon's timer fires for the same instant.
+    const job = { name: 'event-retention', intervalMs: 1000, run: () => new Promise((resolve) => setTimeout(resolve, 300)) };
+    const runners = daemons.map((opened) => startJobs([job], opened.stores.jobLock, logger, (_name, outcome) => outcomes.push(outcome)));
+    try {
+      await waitFor('three instants on both daemons', () => outcomes.length >= 6, 8_000);
+      const firstSix = outcomes.slice(0, 6);
+      assert.is(firstSix.filter((outcome) => outcome === 'succeeded').length, 3, firstSix.join());
+      assert.is(firstSix.filter((outcome) => outcome === 'skipped').length, 3, firstSix.join());
+    } finally {
+      for (const runner of runners) await runner.stop();
+      for (const opened of daemons) await opened.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance('a job whose run throws is logged once per failure, by name, and keeps running at its interval', async (site) => {
+  const opened = await site.open();
+  const lines: string[] = [];
+  const logger = createLogger({ sink: { out: (text) => lines.push(text), err: (text) => lines.push(text) }, format: 'json', level: 'info' });
+  const outcomes: string[] = [];
+  let runs = 0;
+  const runner = startJobs(
+    [
+      {
+        name: 'event-retention',
+        intervalMs: 1000,
+        run: async () => {
+          runs += 1;
+          if (runs <= 2) throw new Error(`disk on fire (run ${runs})`);
+        },
+      },
+    ],
+    opened.stores.jobLock,
+    logger,
+    (job, outcome) => outcomes.push(`${job}:${outcome}`),
+  );
+  try {
+    await waitFor('a run after two failures', () => outcomes.length >= 3, 6_000);
+    logger.flush();
+    const logged = lines.map((line) => JSON.parse(line) as { level: string; msg: string });
+    assert.equal(outcomes.slice(0, 3), ['event-retention:failed', 'event-retention:failed', 'event-retention:succeeded']);
+    assert.equal(
+      logged.map(({ level, msg }) => `${level} ${msg}`),
+      [
+        'error job event-retention failed: disk on fire (run 1)',
+        'error job event-retention failed: disk on fire (run 2)',
+        'info job event-retention succeeded again',
+      ],
+    );
+  } finally {
+    await runner.stop();
+    await opened.close();
+  }
+});
 
 test.run();

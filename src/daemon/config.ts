@@ -55,6 +55,10 @@ export interface DaemonConfig {
   countRequests: boolean;
   /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
+  /** Events per segment file of the event log (files only): retention deletes or rewrites sealed segments. Fixed; tests lower it. */
+  eventSegmentEvents: number;
+  /** How often each scheduled job runs (README, Configuration; docs/decisions.md, "Scheduled jobs"). */
+  jobs: JobIntervals;
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
   streamHeartbeatMs: number;
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
@@ -76,6 +80,21 @@ export interface DaemonConfig {
     /** `--quiet`: no access lines at all. */
     quiet: boolean;
   };
+}
+
+/**
+ * Milliseconds between runs of each scheduled job; the environment gives them
+ * in seconds (at least 1), tests in milliseconds.
+ */
+export interface JobIntervals {
+  /** PLATFORM_EVENT_RETENTION_INTERVAL: removing expired events and their delivery records. */
+  eventRetentionMs: number;
+  /** PLATFORM_TOKEN_PRUNE_INTERVAL: forgetting revocations of tokens that have expired anyway. */
+  tokenPruneMs: number;
+  /** PLATFORM_LOGIN_THROTTLE_PRUNE_INTERVAL: forgetting failed logins older than the throttle's window. */
+  loginThrottlePruneMs: number;
+  /** PLATFORM_WEBHOOK_REPLAY_PRUNE_INTERVAL: forgetting inbound webhook ids past their 24-hour replay window. */
+  webhookReplayPruneMs: number;
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -172,6 +191,25 @@ function parseDatabase(flags: ServeFlags, env: NodeJS.ProcessEnv): DatabaseSetti
   return { url, schema };
 }
 
+/** Seconds between two runs of a scheduled job: at least 1, at most a week. */
+const Interval = v.pipe(
+  v.string(),
+  v.regex(/^\d+$/, 'must be a whole number of seconds'),
+  v.transform(Number),
+  v.minValue(1, 'must be at least 1 second'),
+  v.maxValue(7 * 86_400, 'must be at most 604800 seconds (a week)'),
+);
+
+function parseJobIntervals(env: NodeJS.ProcessEnv): JobIntervals {
+  const seconds = (name: string, fallback: number) => parseSetting(name, Interval, env[name], fallback) * 1000;
+  return {
+    eventRetentionMs: seconds('PLATFORM_EVENT_RETENTION_INTERVAL', 600),
+    tokenPruneMs: seconds('PLATFORM_TOKEN_PRUNE_INTERVAL', 600),
+    loginThrottlePruneMs: seconds('PLATFORM_LOGIN_THROTTLE_PRUNE_INTERVAL', 300),
+    webhookReplayPruneMs: seconds('PLATFORM_WEBHOOK_REPLAY_PRUNE_INTERVAL', 600),
+  };
+}
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** Flags win over environment variables, which win over defaults. */
@@ -229,6 +267,8 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     recordDeliveries: env.PLATFORM_BENCH_DELIVERY_RECORDS !== 'off',
     countRequests: env.PLATFORM_BENCH_METRICS !== 'off',
     recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
+    eventSegmentEvents: 100_000,
+    jobs: parseJobIntervals(env),
     streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),

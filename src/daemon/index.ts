@@ -55,7 +55,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
-    const jobs = startJobs(opened.jobs, opened.jobLock, logger);
+    const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { JobOutcome } from './jobs.js';
 
 /** How a delivery attempt ended: delivered, to be retried, or given up (dead letter). */
 export type DeliveryOutcome = 'delivered' | 'retried' | 'dead_lettered';
@@ -10,6 +11,7 @@ export interface DomainMetrics {
 }
 
 export interface Metrics extends DomainMetrics {
+  jobRan(jobName: string, outcome: JobOutcome): void;
   httpRequest(method: string, route: string, status: number, seconds: number): void;
   webhookRequest(outcome: string): void;
   metricsRefused(): void;
@@ -164,6 +166,12 @@ export function createMetrics(live: { pendingDeliveries: () => Promise<number>; 
     labelNames: ['outcome'] as const,
     registers,
   });
+  const jobRuns = new Counter({
+    name: 'platform_job_runs_total',
+    help: 'Scheduled job runs, by job and outcome: succeeded, failed, skipped (another daemon was running it)',
+    labelNames: ['job', 'outcome'] as const,
+    registers,
+  });
   const refused = new Counter({
     name: 'platform_metrics_refused_total',
     help: 'Scrapes of /metrics refused for a missing or wrong token',
@@ -174,6 +182,7 @@ export function createMetrics(live: { pendingDeliveries: () => Promise<number>; 
     httpRequest,
     webhookRequest: (outcome) => webhooks.labels(outcome).inc(),
     metricsRefused: () => refused.inc(),
+    jobRan: (jobName, outcome) => jobRuns.labels(jobName, outcome).inc(),
     eventPublished: () => published.inc(),
     deliveryAttempted(outcome, seconds) {
       deliveries.labels(outcome).inc();

@@ -67,7 +67,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     let databaseFault: Services['databaseFault'] = null;
     const storeOptions = {
       logError: (message: string) => logger.error(message),
-      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries },
+      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents },
       deliveryLeaseMs: config.deliveryLeaseMs,
     };
     if (config.database) {
@@ -137,11 +137,12 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       handlerTimeoutMs: config.dispatch.handlerTimeoutMs,
     });
 
+    const intervals = config.jobs;
     const jobs: ScheduledJob[] = [
-      { name: 'prune-revoked-tokens', cronTime: '0 */10 * * * *', run: () => tokens.pruneExpired() },
-      { name: 'prune-login-throttle', cronTime: '30 */5 * * * *', run: () => throttle.prune() },
-      { name: 'event-retention', cronTime: '15 */10 * * * *', run: () => events.applyRetention() },
-      { name: 'prune-webhook-replays', cronTime: '45 */10 * * * *', run: () => webhooks.forgetExpiredReplays() },
+      { name: 'prune-revoked-tokens', intervalMs: intervals.tokenPruneMs, run: () => tokens.pruneExpired() },
+      { name: 'event-retention', intervalMs: intervals.eventRetentionMs, run: () => events.applyRetention() },
+      { name: 'prune-login-throttle', intervalMs: intervals.loginThrottlePruneMs, run: () => throttle.prune() },
+      { name: 'prune-webhook-replays', intervalMs: intervals.webhookReplayPruneMs, run: () => webhooks.forgetExpiredReplays() },
     ];
     return {
       services: {

@@ -259,15 +259,23 @@ export class EventLog {
    * Keeps, per workspace, only events younger than maxAgeMs and among its newest
    * maxPerWorkspace ("whichever is fewer"). Walks segments newest to oldest,
    * so each workspace's count of newer kept events is known at every segment.
+   *
+   * Only sealed segments are compacted or deleted: the segment being written
+   * stays, even empty (appends need it), and so does one a rotation started
+   * while retention ran. A rotation under way is awaited first: until it ends,
+   * the segment it seals may still be taking appends.
    */
   async applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedIds: Set<string> }> {
+    if (this.rolling) await this.rolling;
     const cutoff = now - policy.maxAgeMs;
     const newerKept = new Map<string, number>();
     const removedIds = new Set<string>();
+    const emptied = new Set<Segment>();
     let removedEvents = 0;
-    for (let index = this.segments.length - 1; index >= 0; index -= 1) {
+    const activeIndex = this.segments.length - 1;
+    for (let index = activeIndex; index >= 0; index -= 1) {
       const segment = this.segments[index]!;
-      const isActive = index === this.segments.length - 1;
+      const isActive = index === activeIndex;
       const expiresSome = [...segment.workspaces].some(([workspaceId, lines]) => {
         const newer = newerKept.get(workspaceId) ?? 0;
         return newer + lines.length > policy.maxPerWorkspace || lines.oldest < cutoff;
@@ -287,8 +295,11 @@ export class EventLog {
         newerKept.set(event.tenantId, kept + 1);
         return true;
       });
+      const compacted = this.segments[index]!;
+      if (compacted.count === 0) emptied.add(compacted);
     }
-    this.segments.splice(0, this.segments.length, ...this.segments.filter((segment) => segment.count > 0));
+    // Only the segments this run deleted go: a new segment (empty until its first append) stays.
+    this.segments.splice(0, this.segments.length, ...this.segments.filter((segment) => !emptied.has(segment)));
     return { removedEvents, removedIds };
   }
 

@@ -14,6 +14,8 @@ export interface FileDispatchOptions {
   recentMemory?: Omit<RecentLimits, 'perWorkspace'>;
   /** False (the bench's comparison only) keeps no delivery records. */
   recordDeliveries?: boolean;
+  /** Events per segment of the event log (default 100,000). */
+  segmentEvents?: number;
   reportError: (error: unknown) => void;
 }
 
@@ -30,7 +32,7 @@ export async function openFileDispatch(dataDir: string, options: FileDispatchOpt
   deadLetters: DeadLetterStore;
 }> {
   const log = await EventLog.open(join(dataDir, 'events'), {
-    segmentMaxEvents: 100_000,
+    segmentMaxEvents: options.segmentEvents ?? 100_000,
     recent: { perWorkspace: 1_000, ...(options.recentMemory ?? DEFAULT_RECENT_MEMORY) },
   });
   const { outbox, letters, records } = await openDeliveryFiles(dataDir, options.reportError, options.recordDeliveries ?? true);
