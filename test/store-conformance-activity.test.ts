@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import { ActivityFeed, KEPT_ITEMS, type ActivityItem } from '../src/daemon/events/activity.js';
+import { ActivityFeed, KEPT_ITEMS, STREAM_PAYLOAD_BYTES, type ActivityItem } from '../src/daemon/events/activity.js';
 import { conformance, type OpenedStores } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -125,6 +125,32 @@ conformance(
       const resumed = follow(two, onOne.ids()[1]!);
       await waitFor('the item after the id', () => resumed.items.length > 0 || undefined);
       assert.equal(resumed.frames(), onOne.frames().slice(2));
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  },
+  { shared: true },
+);
+
+conformance(
+  'an event whose payload is over 16 KiB is kept and shared without it, with payloadBytes: every item stays small',
+  async (site) => {
+    const [first, second] = [await site.open(), await site.open()];
+    try {
+      const [one, two] = [await daemon(first), await daemon(second)];
+      const onTwo = follow(two);
+      const large = event(1, { text: 'x'.repeat(200_000) });
+      const small = event(2);
+      one.eventPublished(large);
+      one.eventPublished(small);
+      await waitFor('both items on the other daemon', () => onTwo.items.length === 2 || undefined);
+      const [largeData, smallData] = onTwo.frames().map((frame) => JSON.parse(frame.split('\ndata: ')[1]!));
+      const { payload, ...rest } = large;
+      assert.equal(largeData, { ...rest, payloadBytes: Buffer.byteLength(JSON.stringify(payload)) });
+      assert.equal(smallData, small);
+      const { rows } = await first.database!.query<{ size: number; bytes: number }>('SELECT size, octet_length(data) AS bytes FROM activity ORDER BY id');
+      assert.ok(rows.every((row) => row.size < STREAM_PAYLOAD_BYTES && row.bytes < STREAM_PAYLOAD_BYTES), JSON.stringify(rows));
     } finally {
       await second.close();
       await first.close();

@@ -1,9 +1,9 @@
 import { onBeforeUnmount, reactive } from 'vue';
-import type { PlatformEvent, StreamDelivery, StreamSubscription } from '../contract/types';
+import type { StreamDelivery, StreamEvent, StreamSubscription } from '../contract/types';
 
 export type DeliveryItemType = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
 export type LiveItem =
-  | { type: 'event.published'; data: PlatformEvent }
+  | { type: 'event.published'; data: StreamEvent }
   | { type: DeliveryItemType; data: StreamDelivery }
   | { type: 'subscription.changed'; data: StreamSubscription };
 

@@ -5,7 +5,7 @@
  * in its domain code.
  */
 
-import type { SubscriberKind } from './resources.js';
+import type { PlatformEvent, SubscriberKind } from './resources.js';
 
 export interface Envelope<T> {
   code: string;
@@ -17,6 +17,14 @@ export interface Envelope<T> {
 
 /** Every resource's type (each schema's InferOutput), by the schema's name. */
 export type * from './resources.js';
+
+/**
+ * `data` of an `event.published` item of a live stream: the event, with its
+ * payload when the payload's JSON is at most 16 KiB (16,384 bytes); a larger
+ * one is left out and `payloadBytes` gives its size (read the event itself,
+ * GET /api/workspaces/{id}/events/{eventId}, for the payload).
+ */
+export type StreamEvent = (PlatformEvent & { payloadBytes?: never }) | (Omit<PlatformEvent, 'payload'> & { payload?: never; payloadBytes: number });
 
 /**
  * `data` of a delivery item of a live stream (`delivery.succeeded`,

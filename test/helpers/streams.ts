@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { request, type IncomingMessage } from 'node:http';
+import { PLATFORM_BIN } from './cli.js';
 import { waitFor } from './wait.js';
 
 export interface Item {
@@ -63,3 +65,21 @@ export function openStream(url: string, path: string, token: string, lastEventId
     req.end();
   });
 }
+
+/** `platform events tail` as a process, with what it printed so far; connected once it says it follows. */
+export async function tail(url: string, token: string, args: string[]) {
+  const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', PLATFORM_URL: url, PLATFORM_TOKEN: token };
+  const child = spawn(process.execPath, [PLATFORM_BIN, 'events', 'tail', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk) => (output.stdout += chunk));
+  child.stderr.on('data', (chunk) => (output.stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    await waitFor('tail connected', () => output.stderr.includes('following') || undefined);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return { output, env, exited, kill: (signal: NodeJS.Signals) => child.kill(signal) };
+}
+export type Tail = Awaited<ReturnType<typeof tail>>;

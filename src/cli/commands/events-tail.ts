@@ -37,7 +37,7 @@ export function registerEventsTail(events: Command): void {
       const print = (item: StreamItem) => {
         if (flags.event !== undefined && item.data.eventKey !== flags.event) return;
         if (flags.json) printLine(JSON.stringify(item));
-        else printLine(describe(item));
+        else printLine(describe(workspace, item));
       };
       await follow(url + paths.workspaceStream(workspace), token, stop.signal, print);
     });
@@ -106,10 +106,14 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Str
   }
 }
 
-function describe({ type, data }: StreamItem): string {
+function describe(workspace: string, { type, data }: StreamItem): string {
   const time = new Date().toISOString().slice(11, 19);
   if (type === 'event.published') {
-    return `${time}  published  ${String(data.eventKey)}  ${String(data.id)}  by ${String(data.actor)}`;
+    const line = `${time}  published  ${String(data.eventKey)}  ${String(data.id)}  by ${String(data.actor)}`;
+    if (typeof data.payloadBytes !== 'number') return line;
+    // Streams carry a payload up to 16 KiB only; the event itself has it.
+    const id = String(data.id);
+    return `${line}  (payload of ${data.payloadBytes} bytes not sent live: platform events show ${workspace} ${id}, or GET ${paths.event(workspace, id)})`;
   }
   if (type === 'subscription.changed') {
     const state = data.enabled === true ? 'enabled' : `disabled: ${String(data.disabledReason)}`;

@@ -1,7 +1,7 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { Delivery } from '../dispatch/types.js';
 import type { PublicSubscription } from '../workspaces/types.js';
-import type { StreamDelivery, StreamSubscription } from '../../contract/types.js';
+import type { StreamDelivery, StreamEvent, StreamSubscription } from '../../contract/types.js';
 
 export type DeliveryActivity = 'delivery.succeeded' | 'delivery.retrying' | 'delivery.dead';
 export type ActivityType = 'event.published' | DeliveryActivity | 'subscription.changed';
@@ -26,7 +26,20 @@ export interface ActivityListener {
   closed(): void;
 }
 
-/** Every daemon keeps the latest 1,000 items for resuming, within this many bytes (an event may be 256 KiB). */
+/**
+ * An event's payload travels on live streams only while its JSON is at most
+ * this many bytes; a larger one is announced by its size (`payloadBytes`) and
+ * read from the event listing. An item is then at most about 17 KiB: a
+ * consumer's unread budget holds dozens, and the history below a few MiB per
+ * hundred, whatever the events weigh (a payload may be 256 KiB).
+ */
+export const STREAM_PAYLOAD_BYTES = 16 * 1024;
+
+/**
+ * Every daemon keeps the latest 1,000 items for resuming, within this many
+ * bytes: a safety bound, out of reach while items stay as small as the
+ * payload limit above makes them (1,000 of them are about 17 MiB at most).
+ */
 export const KEPT_ITEMS = 1_000;
 export const KEPT_BYTES = 32 * 1024 * 1024;
 
@@ -104,7 +117,7 @@ export class ActivityFeed {
   }
 
   eventPublished(event: PlatformEvent): void {
-    this.append('event.published', event.tenantId, event.eventKey, JSON.stringify(event));
+    this.append('event.published', event.tenantId, event.eventKey, JSON.stringify(streamEvent(event)));
   }
 
   delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
@@ -203,6 +216,14 @@ export class ActivityFeed {
       this.ringBytes -= this.ring.shift()!.size;
     }
   }
+}
+
+/** The event as live streams carry it: without a payload over STREAM_PAYLOAD_BYTES, and with its size instead. */
+export function streamEvent(event: PlatformEvent): StreamEvent {
+  const payloadBytes = Buffer.byteLength(JSON.stringify(event.payload));
+  if (payloadBytes <= STREAM_PAYLOAD_BYTES) return event;
+  const { payload: _payload, ...rest } = event;
+  return { ...rest, payloadBytes };
 }
 
 /**

@@ -13,20 +13,31 @@ import { workspaceMember } from './access.js';
 /** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
 const MAX_STREAMS = 1_000;
 const MAX_STREAMS_PER_USER = 20;
-/** A consumer that leaves more than this unread is dropped rather than buffered for. */
+/**
+ * A consumer is dropped once more than this many bytes of new items arrived
+ * for it while it had not taken what it was last given: its own lag. What
+ * waits for it otherwise (the history it resumes with, a burst that arrived
+ * while it was keeping up) is not its lag: that is written in pieces as its
+ * socket takes them, and stays bounded by the history.
+ */
 const MAX_UNREAD_BYTES = 1024 * 1024;
+/** One write to a consumer's socket carries at most this many bytes (one item at least): what the daemon copies per stream. */
+const PIECE_BYTES = 64 * 1024;
 /**
  * Items reach a stream in one write at most this long after they happen: at
  * thousands of items a second, a write per item per stream costs the daemon
  * more than everything else it does for them.
  */
 const FLUSH_MS = 20;
+const CONNECTED = Buffer.from(': connected\n\n');
 const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 const WorkspaceParams = v.object({ id: Slug });
 const SSE = {
   contentType: 'text/event-stream',
-  description: 'server-sent events of the activity feed (`id`, `event`, `data` per item); send Last-Event-ID to resume',
+  description:
+    'server-sent events of the activity feed (`id`, `event`, `data` per item); send Last-Event-ID to resume. ' +
+    'An event whose payload is over 16 KiB of JSON comes without `payload` and with `payloadBytes`.',
 };
 
 interface StreamDeps {
@@ -130,44 +141,69 @@ class LiveStreams {
     });
 
     const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
-    let unsent: Buffer[] = [];
-    let unsentBytes = 0;
+    /** Frames not written yet; `lag` marks those that arrived while a piece was in flight. */
+    const waiting: Array<{ frame: Buffer; lag: boolean }> = [];
+    let lagBytes = 0;
+    /** A piece was handed to the socket and the consumer has not taken it yet (its write has not completed). */
+    let inFlight = false;
     let flushTimer: NodeJS.Timeout | null = null;
+    /** Writes the next piece once the consumer took the previous one, until nothing waits. */
     const flush = () => {
       if (flushTimer) clearTimeout(flushTimer);
       flushTimer = null;
-      if (res.destroyed || unsentBytes === 0) return;
-      res.write(Buffer.concat(unsent, unsentBytes));
-      unsent = [];
-      unsentBytes = 0;
-      // writableLength counts what the socket has not handed to the kernel yet.
-      if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+      if (inFlight || res.destroyed || res.writableEnded || waiting.length === 0) return;
+      const frames: Buffer[] = [];
+      let bytes = 0;
+      while (waiting.length > 0 && (frames.length === 0 || bytes + waiting[0]!.frame.length <= PIECE_BYTES)) {
+        const { frame, lag } = waiting.shift()!;
+        if (lag) lagBytes -= frame.length;
+        frames.push(frame);
+        bytes += frame.length;
+      }
+      inFlight = true;
+      res.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames, bytes), () => {
+        inFlight = false;
+        flush();
+      });
     };
-    const send = (bytes: Buffer) => {
-      if (res.destroyed) return;
-      unsent.push(bytes);
-      unsentBytes += bytes.length;
-      if (unsentBytes + res.writableLength > MAX_UNREAD_BYTES) res.destroy();
-      else flushTimer ??= setTimeout(flush, FLUSH_MS);
+    const send = (frame: Buffer) => {
+      if (res.destroyed || res.writableEnded) return;
+      waiting.push({ frame, lag: inFlight });
+      if (!inFlight) {
+        flushTimer ??= setTimeout(flush, FLUSH_MS);
+        return;
+      }
+      lagBytes += frame.length;
+      // It has not taken what it was given, and more than its budget came since: it is dropped, and resumes with Last-Event-ID.
+      if (lagBytes > MAX_UNREAD_BYTES) {
+        waiting.length = 0;
+        res.destroy();
+      }
     };
     const sendItem = (item: ActivityItem) => {
       if (visible(item)) send(item.frame);
     };
-    const end = (reason: string) => {
-      flush();
-      if (!res.writableEnded && !res.destroyed) res.end(`: ${reason}\n\n`);
+    /** Ends the stream with a comment saying why: after what waits (the daemon stops), or at once (the caller lost access). */
+    const end = (reason: string, waitingItems: 'sent' | 'dropped') => {
+      if (flushTimer) clearTimeout(flushTimer);
+      flushTimer = null;
+      if (res.writableEnded || res.destroyed) return;
+      if (waitingItems === 'sent') for (const { frame } of waiting) res.write(frame);
+      waiting.length = 0;
+      res.end(`: ${reason}\n\n`);
     };
 
-    send(Buffer.from(': connected\n\n'));
+    send(CONNECTED);
+    // The kept items after Last-Event-ID wait behind it, before the first write: the history, not lag.
+    const unsubscribe = this.deps.activity.follow(lastEventId, { item: sendItem, closed: () => end('the daemon is stopping', 'sent') });
     flush();
-    const unsubscribe = this.deps.activity.follow(lastEventId, { item: sendItem, closed: () => end('the daemon is stopping') });
     const stream = {
       userId,
       check: () =>
         void this.deps.auth
           .authenticate(token)
           .then((current) => scope.stillAllowed(current))
-          .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`)),
+          .catch((error: unknown) => end(`closed: ${error instanceof DomainError ? error.message : 'the caller could not be checked'}`, 'dropped')),
     };
     this.open.add(stream);
     const heartbeat = setInterval(() => {
