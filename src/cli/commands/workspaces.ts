@@ -108,7 +108,7 @@ export function registerWorkspaces(program: Command): void {
       const deleted = await clientFor(command).delete<DeletedWorkspace>(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
       printLine(`deleted workspace ${id}`);
       for (const extensionKey of deleted.clearedWebhooks) {
-        printLine(`removed webhook.workspaceId of ${extensionKey}: its inbound webhook calls are refused until it names a workspace`);
+        printLine(`removed webhook.workspaceId of ${extensionKey}: its inbound webhook calls fail until it names a workspace again`);
       }
     });
 
