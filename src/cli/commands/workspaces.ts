@@ -102,7 +102,7 @@ export function registerWorkspaces(program: Command): void {
     ),
     'platform workspaces delete acme --yes',
   )
-    .option('--force', "also remove its installations, subscriptions and dead letters, and the webhook.workspaceId settings naming it")
+    .option('--force', 'also remove its installations, subscriptions and dead letters, and the webhook.workspaceId settings naming it')
     .action(async (id: string, flags: { force?: boolean; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Delete workspace ${id}${flags.force ? ' with everything in it' : ''}?`, flags);
       const deleted = await clientFor(command).delete<DeletedWorkspace>(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
