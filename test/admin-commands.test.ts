@@ -131,14 +131,16 @@ test('workspaces: rename (PATCH), delete refused while extensions are installed 
   assert.is((await admin.get('/api/workspaces/gone')).status, 200, 'a refused delete changes nothing');
   assert.is((await admin.delete('/api/admin/workspaces/gone?force=maybe')).status, 400);
 
-  assert.is((await admin.delete('/api/admin/workspaces/gone?force=true')).status, 204);
+  const forced = await admin.delete('/api/admin/workspaces/gone?force=true');
+  assert.is(forced.status, 200);
+  assert.equal(forced.body.data, { id: 'gone', clearedWebhooks: [] });
   assert.is((await admin.get('/api/workspaces/gone')).status, 404);
   const letters = (await admin.get('/api/admin/dead-letters')).body.data as Array<{ event: { tenantId: string } }>;
   assert.equal(letters.filter((letter) => letter.event.tenantId === 'gone'), [], 'its dead letters went with it');
   await createWorkspace(admin, 'gone');
   assert.equal((await admin.get('/api/workspaces/gone/subscriptions')).body.data, [], 'a new workspace of that id starts empty');
   assert.equal((await admin.get('/api/workspaces/gone/extensions')).body.data, []);
-  assert.is((await admin.delete('/api/admin/workspaces/gone')).status, 204, 'an empty workspace needs no force');
+  assert.is((await admin.delete('/api/admin/workspaces/gone')).status, 200, 'an empty workspace needs no force');
 });
 
 test('workspaces show, rename and delete from the CLI', async () => {
@@ -265,6 +267,49 @@ test('ext config unset removes a field (SECRET too); webhook.workspaceId must na
   assert.match(String(missing.body.message), 'no-such-workspace');
   await createWorkspace(admin, 'hooks');
   assert.is((await admin.put(base, { fields: [{ name: 'webhook.workspaceId', type: 'STRING', value: 'hooks' }] })).status, 200);
+});
+
+test('a workspace inbound webhooks publish into is deleted only with force, which removes those webhook.workspaceId settings', async () => {
+  await createWorkspace(admin, 'hooked');
+  await createWorkspace(admin, 'kept');
+  const configOf = (key: string) => `/api/admin/marketplace/extensions/${key}/config`;
+  const pointAt = (workspaceId: string) => ({
+    fields: [
+      { name: 'webhook.scheme', type: 'STRING', value: 'github' },
+      { name: 'webhook.workspaceId', type: 'STRING', value: workspaceId },
+    ],
+  });
+  for (const [key, workspaceId] of [['inbound-one', 'hooked'], ['inbound-two', 'hooked'], ['inbound-kept', 'kept']] as const) {
+    await publishExtension(admin, key, '1.0.0');
+    assert.is((await admin.put(configOf(key), pointAt(workspaceId))).status, 200);
+  }
+  const settings = async (key: string) =>
+    Object.fromEntries(((await admin.get(configOf(key))).body.data.fields as Array<{ name: string; value: unknown }>).map((field) => [field.name, field.value]));
+
+  const refused = await admin.delete('/api/admin/workspaces/hooked');
+  assert.is(refused.status, 409);
+  assert.is(refused.body.code, 'CONFLICT');
+  assert.match(String(refused.body.message), 'inbound-one, inbound-two');
+  assert.not.match(String(refused.body.message), 'inbound-kept');
+  const refusedByCli = await cli(['workspaces', 'delete', 'hooked', '--yes']);
+  assert.is(refusedByCli.code, 1);
+  assert.match(refusedByCli.stderr, 'webhook.workspaceId');
+  assert.is((await admin.get('/api/workspaces/hooked')).status, 200, 'a refused delete changes nothing');
+  assert.is((await settings('inbound-one'))['webhook.workspaceId'], 'hooked');
+
+  const forced = await cli(['workspaces', 'delete', 'hooked', '--force', '--yes']);
+  assert.is(forced.code, 0, forced.stderr);
+  assert.match(forced.stdout, 'removed webhook.workspaceId of inbound-one');
+  assert.match(forced.stdout, 'removed webhook.workspaceId of inbound-two');
+  assert.is((await admin.get('/api/workspaces/hooked')).status, 404);
+  assert.equal(await settings('inbound-one'), { 'webhook.scheme': 'github' }, 'only the setting naming the workspace goes');
+  assert.equal(await settings('inbound-two'), { 'webhook.scheme': 'github' });
+  assert.equal(await settings('inbound-kept'), { 'webhook.scheme': 'github', 'webhook.workspaceId': 'kept' });
+  assert.is(t.daemon.services.extensionConfig.webhookSettings('inbound-one')?.workspaceId, undefined, 'the webhook endpoint reads the change');
+
+  // A workspace created later under the same id receives nothing meant for the old one.
+  await createWorkspace(admin, 'hooked');
+  assert.is((await admin.delete('/api/admin/workspaces/hooked')).status, 200);
 });
 
 test.run();

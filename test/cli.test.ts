@@ -235,9 +235,44 @@ test('passwd changes the password and keeps the CLI session working with the fre
   assert.is((await cli(['whoami'], { env: own })).code, 0, 'the session was updated with the fresh token');
   const old = await t.anon.post('/api/auth/login', { email: 'cli-user@example.test', password: 'cli-user-password' });
   assert.is(old.status, 401);
-  const tooShort = await cli(['passwd', '--password-stdin'], { input: 'new-cli-password\nshort\n', env: own });
-  assert.is(tooShort.code, 1);
-  assert.match(tooShort.stderr, 'newPassword');
+});
+
+test('a new password the daemon would refuse (under 8 or over 72 bytes) is refused before any request', async () => {
+  // Nothing listens there: a request would exit 3, so exit 2 shows the check came first.
+  const unreachable = { XDG_CONFIG_HOME: await tempDir(), PLATFORM_URL: `http://127.0.0.1:${await closedPort()}`, PLATFORM_TOKEN: 'not-needed' };
+  for (const [args, input] of [
+    [['users', 'add', '--email', 'short@example.test', '--full-name', 'Short', '--password-stdin'], 'short'],
+    [['users', 'reset-password', 'short@example.test', '--password-stdin'], 'short'],
+    [['passwd', '--password-stdin'], 'current-password\nshort'],
+    [['users', 'add', '--email', 'long@example.test', '--full-name', 'Long', '--password-stdin'], 'é'.repeat(37)],
+  ] as const) {
+    const refused = await runCli([...args], { input, env: unreachable });
+    assert.is(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+    assert.match(refused.stderr, /the new password must be at (least 8|most 72) bytes/);
+  }
+
+  // At the prompt: the same rule, said at once, and the question stays open (left here with Ctrl-C).
+  const prompted = await runCliOnTty(['users', 'add', '--email', 'short@example.test', '--full-name', 'Short'], {
+    env: { XDG_CONFIG_HOME: config, PLATFORM_URL: t.url },
+    steps: [
+      { after: 'Password for the new user', type: 'short\r' },
+      { after: 'must be at least 8 bytes', type: '\x03' },
+    ],
+  });
+  assert.is(prompted.code, 130, prompted.stdout);
+  assert.not.match(prompted.stdout, 'Password for the new user again');
+  const users = (await t.admin()).get('/api/admin/users');
+  assert.not.ok((await users).body.data.some((user: { email: string }) => user.email === 'short@example.test'));
+});
+
+test('Ctrl-C or Ctrl-D at a prompt ends the command quietly with exit 130, having sent nothing', async () => {
+  const env = { XDG_CONFIG_HOME: await tempDir(), PLATFORM_URL: t.url };
+  for (const key of ['\x03', '\x04']) {
+    const left = await runCliOnTty(['login', '--email', ADMIN.email], { env, steps: [{ after: 'Password', type: key }] });
+    assert.is(left.code, 130, `${JSON.stringify(key)}: ${left.stdout}`);
+    assert.not.match(left.stdout, /error|ExitPromptError|at /i);
+    assert.is((await cli(['whoami'], { env })).code, 1, 'not logged in');
+  }
 });
 
 test('PLATFORM_TOKEN overrides the session; a saved token is never sent to another URL', async () => {

@@ -17,7 +17,7 @@ import { registerStatus } from './commands/status.js';
 import { registerUsers } from './commands/users.js';
 import { registerWebhooks } from './commands/webhooks.js';
 import { registerWorkspaces } from './commands/workspaces.js';
-import { CliError, EXIT, usageError } from './errors.js';
+import { CliError, EXIT, Interrupted, usageError } from './errors.js';
 import { DEFAULT_TIMEOUT_SECONDS } from './client.js';
 import { secondsFlag } from './flags.js';
 import { commandPath, examples, finishCommandTree, withExample } from './help.js';
@@ -95,6 +95,8 @@ try {
     // Help and --version end here too, with exit code 0; every other parse error is a usage error.
     process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage);
   }
+  // The prompt has already left the cursor at the start of a line: exit as a shell does on Ctrl-C.
+  if (error instanceof Interrupted) process.exit(error.exitCode);
   if (error instanceof CliError) fail(error.message, error.exitCode);
   if (error instanceof Error && error.name === 'StartupError') fail(error.message, EXIT.daemonError);
   fail(`unexpected error: ${error instanceof Error ? error.message : String(error)}`, EXIT.daemonError);

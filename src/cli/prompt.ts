@@ -1,4 +1,4 @@
-import { CliError, EXIT, usageError } from './errors.js';
+import { CliError, EXIT, Interrupted, usageError } from './errors.js';
 
 /** Prompts need a terminal to read from; without one, missing input is a usage error. */
 export const isInteractive = () => Boolean(process.stdin.isTTY);
@@ -10,8 +10,15 @@ export const isInteractive = () => Boolean(process.stdin.isTTY);
 async function prompt<T>(question: Record<string, unknown>): Promise<T> {
   const inquirer = (await import('inquirer')).default;
   const output = process.stdout.isTTY ? process.stdout : process.stderr;
-  const answers = await inquirer.createPromptModule({ output })([{ name: 'value', ...question }] as never);
-  return (answers as { value: T }).value;
+  try {
+    const answers = await inquirer.createPromptModule({ output })([{ name: 'value', ...question }] as never);
+    return (answers as { value: T }).value;
+  } catch (error) {
+    // Inquirer rejects with an error named ExitPromptError (its class is not exported) on Ctrl-C, and on
+    // Ctrl-D once nothing else keeps the process alive: the user chose to stop, which is no error.
+    if (error instanceof Error && error.name === 'ExitPromptError') throw new Interrupted();
+    throw error;
+  }
 }
 
 /** Asks for a value on a TTY; without one, a missing value is a usage error naming `flag`. */

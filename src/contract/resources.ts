@@ -88,6 +88,10 @@ export const Workspace = v.strictObject({
 });
 export type Workspace = v.InferOutput<typeof Workspace>;
 
+/** The answer to a workspace's deletion: `clearedWebhooks` names the extensions whose webhook.workspaceId named it and was removed (force only). */
+export const DeletedWorkspace = v.strictObject({ id: v.string(), clearedWebhooks: v.array(v.string()) });
+export type DeletedWorkspace = v.InferOutput<typeof DeletedWorkspace>;
+
 export const Installation = v.strictObject({
   workspaceId: v.string(),
   extensionKey: v.string(),
@@ -299,6 +303,7 @@ export const namedResources = {
   CategoryCount,
   AuditRecord,
   Workspace,
+  DeletedWorkspace,
   Installation,
   Subscription,
   CreatedSubscription,

@@ -9,6 +9,7 @@ import {
   DaemonStatus,
   DeadLetter,
   DeadLetterState,
+  DeletedWorkspace,
   DeliveryRecord,
   DiscardedDeadLetters,
   EventWithDeliveries,
@@ -78,6 +79,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'GET /api/workspaces': answers(v.array(Workspace)),
   'GET /api/workspaces/:id': answers(Workspace),
   'PATCH /api/admin/workspaces/:id': answers(Workspace),
+  'DELETE /api/admin/workspaces/:id': answers(DeletedWorkspace),
   'PUT /api/admin/workspaces/:id/members/:userId': answers(Workspace),
 
   'POST /api/workspaces/:id/extensions': answers(Installation),

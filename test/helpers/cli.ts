@@ -89,14 +89,22 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
 
 /**
  * Runs `bin/platform` on a pseudo-terminal (util-linux `script`), for prompts:
- * `answers` are typed once the prompt is on screen. `shellSuffix` is appended to
+ * `answers` are typed once the prompt is on screen (once `waitFor` shows), or
+ * each of `steps` in turn, once its `after` shows after the previous step. `shellSuffix` is appended to
  * the command line, e.g. `> file` to redirect stdout while stdin stays a terminal.
  * The result's `stdout` is everything the terminal showed.
  */
 export function runCliOnTty(
   args: string[],
-  options: { env?: Record<string, string>; answers?: string; waitFor?: string; shellSuffix?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    answers?: string;
+    waitFor?: string;
+    steps?: Array<{ after: string; type: string }>;
+    shellSuffix?: string;
+  } = {},
 ): Promise<CliResult> {
+  const steps = options.steps ?? (options.answers === undefined ? [] : [{ after: options.waitFor ?? '?', type: options.answers }]);
   const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
   const commandLine = [process.execPath, PLATFORM_BIN, ...args].map(quote).join(' ') + (options.shellSuffix ? ` ${options.shellSuffix}` : '');
   return new Promise((resolve, reject) => {
@@ -107,12 +115,16 @@ export function runCliOnTty(
     });
     let stdout = '';
     let stderr = '';
-    let answered = false;
+    let next = 0;
+    /** Where the output after the previous step starts. */
+    let seenUpTo = 0;
     child.stdout.on('data', (chunk) => {
       stdout += chunk;
-      if (!answered && options.answers !== undefined && stdout.includes(options.waitFor ?? '?')) {
-        answered = true;
-        child.stdin.write(options.answers);
+      const step = steps[next];
+      if (step && stdout.indexOf(step.after, seenUpTo) >= 0) {
+        next += 1;
+        seenUpTo = stdout.length;
+        child.stdin.write(step.type);
       }
     });
     child.stderr.on('data', (chunk) => (stderr += chunk));

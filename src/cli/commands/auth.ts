@@ -3,6 +3,7 @@ import { clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
+import { askNewPassword, checkedNewPassword } from '../passwords.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
 import { paths } from '../../contract/paths.js';
@@ -75,12 +76,10 @@ export function registerAuth(program: Command): void {
       let newPassword: string;
       if (flags.passwordStdin) {
         [currentPassword, newPassword] = (await readStdinLines(2, 'the current and the new password')) as [string, string];
+        checkedNewPassword(newPassword);
       } else {
         currentPassword = await askSecret('Current password', '--password-stdin');
-        newPassword = await askSecret('New password (8-72 bytes)', '--password-stdin');
-        if ((await askSecret('New password again', '--password-stdin')) !== newPassword) {
-          throw usageError('the new passwords do not match');
-        }
+        newPassword = await askNewPassword('New password');
       }
       const response = await clientFor(command).request<null>('PUT', paths.myPassword, {
         body: { currentPassword, newPassword },

@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { daemonConfig } from '../daemon-config.js';
 import { type Client, clientFor } from '../client.js';
-import { CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT } from '../errors.js';
 import { choiceFlag, eachOf, withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { askSecret, confirmOrStop, readStdin } from '../prompt.js';
+import { askNewPassword, checkedNewPassword } from '../passwords.js';
+import { confirmOrStop, readStdin } from '../prompt.js';
 import { paths } from '../../contract/paths.js';
 import type { User } from '../../contract/types.js';
 
@@ -30,12 +31,7 @@ export function registerUsers(program: Command): void {
     .option('--role <role...>', 'ADMIN and/or USER (default USER)', eachOf(choiceFlag(['ADMIN', 'USER'])))
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { email: string; fullName: string; role?: string[]; passwordStdin?: boolean }, command: Command) => {
-      let password: string;
-      if (flags.passwordStdin) password = await readStdin('the password');
-      else {
-        password = await askSecret('Password for the new user (8-72 bytes)', '--password-stdin');
-        if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
-      }
+      const password = flags.passwordStdin ? checkedNewPassword(await readStdin('the password')) : await askNewPassword('Password for the new user');
       const roles = flags.role;
       const user = await clientFor(command).post<User>(paths.users, {
         email: flags.email,
@@ -129,9 +125,5 @@ export function registerUsers(program: Command): void {
     });
 }
 
-async function newPassword(fromStdin: boolean | undefined): Promise<string> {
-  if (fromStdin) return readStdin();
-  const password = await askSecret('New password (8-72 bytes)', '--password-stdin');
-  if ((await askSecret('Password again', '--password-stdin')) !== password) throw usageError('the passwords do not match');
-  return password;
-}
+const newPassword = async (fromStdin: boolean | undefined): Promise<string> =>
+  fromStdin ? checkedNewPassword(await readStdin('the password')) : askNewPassword('New password');

@@ -6,7 +6,7 @@ import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
 import { confirmOrStop } from '../prompt.js';
 import { paths } from '../../contract/paths.js';
-import type { CreatedSubscription, Installation, Subscription, User, WarningsMeta, Workspace } from '../../contract/types.js';
+import type { CreatedSubscription, DeletedWorkspace, Installation, Subscription, User, WarningsMeta, Workspace } from '../../contract/types.js';
 import { findUser } from './users.js';
 
 
@@ -95,14 +95,21 @@ export function registerWorkspaces(program: Command): void {
     });
 
   withExample(
-    withYes(workspaces.command('delete <id>').description('delete a workspace (ADMIN); refused while extensions are installed, unless --force')),
+    withYes(
+      workspaces
+        .command('delete <id>')
+        .description('delete a workspace (ADMIN); refused while extensions are installed or inbound webhooks publish into it, unless --force'),
+    ),
     'platform workspaces delete acme --yes',
   )
-    .option('--force', 'also remove its installations, subscriptions and dead letters')
+    .option('--force', 'also remove its installations, subscriptions and dead letters, and the webhook.workspaceId settings naming it')
     .action(async (id: string, flags: { force?: boolean; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Delete workspace ${id}${flags.force ? ' with everything in it' : ''}?`, flags);
-      await clientFor(command).delete(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
+      const deleted = await clientFor(command).delete<DeletedWorkspace>(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
       printLine(`deleted workspace ${id}`);
+      for (const extensionKey of deleted.clearedWebhooks) {
+        printLine(`removed webhook.workspaceId of ${extensionKey}: its inbound webhook calls fail until it names a workspace again`);
+      }
     });
 
   for (const [name, method] of [

@@ -145,6 +145,33 @@ export class ExtensionConfigService {
     await this.storing(extensionKey, removing);
   }
 
+  /** The extensions whose inbound webhook calls become events in `workspaceId` (their webhook.workspaceId), as stored. */
+  async webhooksInto(workspaceId: string): Promise<string[]> {
+    const every = await this.store.loadAll();
+    return [...every].filter(([, fields]) => namesWorkspace(fields, workspaceId)).map(([extensionKey]) => extensionKey);
+  }
+
+  /**
+   * Removes webhook.workspaceId wherever it names `workspaceId` (a deleted
+   * workspace): their calls are then refused as not configured, rather than
+   * published into whatever workspace is created later under the same id.
+   * Resolves with the extensions changed.
+   */
+  async clearWebhookWorkspace(workspaceId: string): Promise<string[]> {
+    const cleared: string[] = [];
+    for (const extensionKey of await this.webhooksInto(workspaceId)) {
+      let changed = false;
+      const clearing = this.store.update(extensionKey, (current) => {
+        // Read again under the store's lock: another admin may have pointed it elsewhere meanwhile.
+        changed = namesWorkspace(current, workspaceId);
+        return changed ? current.filter((field) => field.name !== 'webhook.workspaceId') : null;
+      });
+      await this.storing(extensionKey, clearing);
+      if (changed) cleared.push(extensionKey);
+    }
+    return cleared;
+  }
+
   /**
    * The values an extension's handlers see, SECRET values decrypted; cached until the next change.
    * Only configured extensions are cached: anyone can name a key at the webhook endpoint.
@@ -227,6 +254,9 @@ export class ExtensionConfigService {
     if (!this.catalog.has(extensionKey)) throw notFound(`extension ${extensionKey} not found`);
   }
 }
+
+const namesWorkspace = (fields: readonly StoredField[], workspaceId: string) =>
+  fields.some((field) => field.name === 'webhook.workspaceId' && field.value === workspaceId);
 
 function toView(field: StoredField): FieldView {
   const set = field.value !== null;

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { EventKey } from '../../events/schemas.js';
 import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
+import { deleteWorkspace } from '../../workspaces/deletion.js';
 import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
 import { isVersionRequest } from '../../workspaces/versions.js';
 import type { RouteModule } from '../context.js';
@@ -42,7 +43,7 @@ const SubscribeBody = jsonObject({
   serviceBaseUrl: v.optional(HttpUrl),
 });
 
-export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { workspaces } }) => {
+export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { workspaces, extensionConfig } }) => {
   const member = workspaceMember(workspaces);
 
   routes.post(
@@ -69,8 +70,7 @@ export const workspaceRoutes: RouteModule = (routes, { endpoint, services: { wor
       access: 'admin',
       params: WorkspaceParams,
       query: DeleteWorkspaceQuery,
-      status: 204,
-      handle: ({ params, query }) => workspaces.delete(params.id, query.force === 'true'),
+      handle: ({ params, query }) => deleteWorkspace({ workspaces, webhooks: extensionConfig }, params.id, query.force === 'true'),
     }),
   );
   routes.put(
