@@ -48,12 +48,15 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const { services } = opened;
     const resumed = opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
-    // generated password was never shown.
+    // generated password was never shown. Until `started()` below, every request is answered
+    // 503 (health: status starting), so that the first 200 means the administrator and the
+    // seed are there.
     http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics, config.countRequests));
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger);
+    http.started();
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);
