@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PLATFORM_BIN, spawnDaemon, type CliResult } from './helpers/cli.js';
-import { ADMIN } from './helpers/daemon.js';
+import { isPlatformEntry } from '../src/daemon/store/data-dir.js';
+import { ADMIN, startTestDaemon } from './helpers/daemon.js';
+import { workspaceWith } from './helpers/fixtures.js';
 import { filesOnly } from './helpers/postgres.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -144,6 +146,21 @@ test("the daemon tightens the mode of its own files only: an operator's files an
   } finally {
     second.child.kill('SIGTERM');
     await second.exited;
+  }
+});
+
+test('every name a daemon writes at the top of its data directory marks it as a platform data directory', async () => {
+  const t = await startTestDaemon({ seed: true, bootstrapAdmin: null });
+  try {
+    const admin = await t.as('admin@localhost', readFileSync(join(t.dataDir, 'initial-admin-password'), 'utf8').trim());
+    await workspaceWith(admin, 'acme', 'crm');
+    assert.is((await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed', payload: {} })).status, 200);
+    assert.is((await admin.post('/api/auth/logout')).status, 200);
+    const names = readdirSync(t.dataDir).filter((name) => name !== 'plugins');
+    assert.ok(names.length > 0);
+    for (const name of names) assert.ok(isPlatformEntry(name), `${name} is known as the platform's`);
+  } finally {
+    await t.stop();
   }
 });
 

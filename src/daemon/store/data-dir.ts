@@ -32,6 +32,9 @@ const PLATFORM_FOLDERS = new Map([
   ['events', /^segment-\d{6,}\.log$/],
 ]);
 
+/** Whether `name`, at the top of a directory, is something the platform writes there. */
+export const isPlatformEntry = (name: string): boolean => PLATFORM_FILES.has(name) || PLATFORM_FOLDERS.has(name);
+
 /**
  * What an operator may put in a new data directory before the first start: the
  * plugins folder (and whatever folder `--plugins-dir` names inside it), and the
@@ -54,7 +57,7 @@ export async function openDataDir(dataDir: string, pluginsDir: string): Promise<
   const entries = await readdir(dataDir).catch((error: NodeJS.ErrnoException) => {
     throw new StartupError(`cannot read the data directory ${dataDir} (${error.code ?? error.message})`);
   });
-  if (entries.some((name) => PLATFORM_FILES.has(name) || PLATFORM_FOLDERS.has(name))) return;
+  if (entries.some(isPlatformEntry)) return;
   const foreign = entries.filter((name) => !preparedByOperator(name, dataDir, pluginsDir));
   if (foreign.length > 0) {
     throw new StartupError(
