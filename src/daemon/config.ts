@@ -212,11 +212,27 @@ function parseJobIntervals(env: NodeJS.ProcessEnv): JobIntervals {
 
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
+/** An empty one would resolve to the current directory, which is no data directory (a git clone, a home). */
+function resolveDataDir(given: string | undefined): string {
+  if (given !== undefined && given.trim() === '') {
+    throw new ConfigError('--data-dir / PLATFORM_DATA_DIR is empty: give a directory, or leave it unset for ./data');
+  }
+  return resolve(given ?? './data');
+}
+
+/** Both or neither: one alone used to be ignored, and admin@localhost was generated instead of the administrator asked for. */
+function resolveBootstrapAdmin(env: NodeJS.ProcessEnv): DaemonConfig['bootstrapAdmin'] {
+  const email = env.PLATFORM_ADMIN_EMAIL || null;
+  const password = env.PLATFORM_ADMIN_PASSWORD || null;
+  if (email !== null && password === null) throw new ConfigError('PLATFORM_ADMIN_EMAIL is set but PLATFORM_ADMIN_PASSWORD is not: set both, or neither');
+  if (password !== null && email === null) throw new ConfigError('PLATFORM_ADMIN_PASSWORD is set but PLATFORM_ADMIN_EMAIL is not: set both, or neither');
+  return email !== null && password !== null ? { email, password } : null;
+}
+
 /** Flags win over environment variables, which win over defaults. */
 export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): DaemonConfig {
-  const dataDir = resolve(flags.dataDir ?? env.PLATFORM_DATA_DIR ?? './data');
-  const adminEmail = env.PLATFORM_ADMIN_EMAIL;
-  const adminPassword = env.PLATFORM_ADMIN_PASSWORD;
+  const dataDir = resolveDataDir(flags.dataDir ?? env.PLATFORM_DATA_DIR);
+  const bootstrapAdmin = resolveBootstrapAdmin(env);
   const jwtSecret = env.PLATFORM_JWT_SECRET || null;
   if (jwtSecret !== null && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('PLATFORM_JWT_SECRET must be at least 32 bytes long');
@@ -236,7 +252,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
     jwtSecret,
     bcryptCost: parseSetting('PLATFORM_BCRYPT_COST', Count(4, 15), env.PLATFORM_BCRYPT_COST, 10),
-    bootstrapAdmin: adminEmail && adminPassword ? { email: adminEmail, password: adminPassword } : null,
+    bootstrapAdmin,
     loginThrottle: { maxFailures: 5, windowSeconds: 15 * 60 },
     shutdownGraceMs: 10_000,
     seed: flags.seed ?? isTrue(env.PLATFORM_SEED),

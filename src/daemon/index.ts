@@ -1,6 +1,4 @@
 import type { DaemonConfig } from './config.js';
-import { chmod, lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ensureFirstAdmin, leftoverPasswordFile, type FirstAdmin } from './auth/bootstrap.js';
 import { removeStaleSnapshots } from './backup/snapshot.js';
 import { SEED_FILE, describeSeeding, seedCatalog } from './catalog/seed.js';
@@ -11,7 +9,7 @@ import { startJobs } from './jobs.js';
 import { createLogger, type Logger } from './log.js';
 import { openServices, type Services } from './services.js';
 import { takeTornTails } from './store/append-log.js';
-import { FILE_MODE, ensurePrivateDir } from './store/files.js';
+import { openDataDir, tightenPlatformFiles } from './store/data-dir.js';
 import { lockDataDir } from './store/lock.js';
 import { redactUrl } from './store/postgres/settings.js';
 import { keepTickShapeAlive } from './tick-shape.js';
@@ -39,23 +37,26 @@ export interface StartOptions {
 export async function startDaemon(config: DaemonConfig, options: StartOptions = {}): Promise<Daemon> {
   keepTickShapeAlive();
   const logger = options.logger ?? createLogger();
-  await ensurePrivateDir(config.dataDir);
+  await openDataDir(config.dataDir, config.pluginsDir);
   const lock = lockDataDir(config.dataDir);
   let opened: Awaited<ReturnType<typeof openServices>> | undefined;
   let http: HttpServer | undefined;
   try {
-    const tightened = await tightenFileModes(config.dataDir, config.pluginsDir);
+    const tightened = await tightenPlatformFiles(config.dataDir);
     await removeStaleSnapshots(config.dataDir);
     opened = await openServices(config, logger);
     const { services } = opened;
     const resumed = opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
-    // generated password was never shown.
+    // generated password was never shown. Until `started()` below, every request is answered
+    // 503 (health: status starting), so that the first 200 means the administrator and the
+    // seed are there.
     http = await startHttpServer(createApiApp(services, config, logger), config, createRequestObserver(logger, services.metrics, config.countRequests));
     const firstAdmin = await ensureFirstAdmin(services.auth, config.dataDir, config.bootstrapAdmin);
     const seeded = config.seed ? await seedCatalog(services.catalog, services.auth.users) : null;
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
+    http.started();
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);
@@ -107,22 +108,4 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     lock.release();
     throw error;
   }
-}
-
-/**
- * Every data file is meant to be 0600: one copied in or restored with a wider
- * mode is tightened before anything reads it. Plugins are code, not data: left alone.
- */
-async function tightenFileModes(dir: string, pluginsDir: string): Promise<string[]> {
-  const tightened: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (path === pluginsDir) continue;
-    if (entry.isDirectory()) tightened.push(...(await tightenFileModes(path, pluginsDir)));
-    else if (entry.isFile() && ((await lstat(path)).mode & 0o077) !== 0) {
-      await chmod(path, FILE_MODE);
-      tightened.push(path);
-    }
-  }
-  return tightened;
 }

@@ -8,7 +8,7 @@ import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { openServices } from './services.js';
 import { FileUserStore } from './store/file/users.js';
-import { ensurePrivateDir } from './store/files.js';
+import { openDataDir } from './store/data-dir.js';
 import { assertPlatformDataDir, lockDataDir } from './store/lock.js';
 
 /**
@@ -20,7 +20,7 @@ export async function initDataDir(
   config: DaemonConfig,
   credentials: { email: string; password: string },
 ): Promise<FirstAdmin | null> {
-  await ensurePrivateDir(config.dataDir);
+  await openDataDir(config.dataDir, config.pluginsDir);
   const lock = lockDataDir(config.dataDir);
   try {
     const opened = await openServices(config, createLogger());

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { daemonConfig } from '../daemon-config.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { examples } from '../help.js';
 import { printLine } from '../output.js';
@@ -13,7 +14,7 @@ export function registerInit(program: Command): void {
     .option('--email <email>', "the administrator's e-mail")
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { dataDir?: string; email?: string; passwordStdin?: boolean }) => {
-      const { resolveConfig } = await import('../../daemon/config.js');
+      const config = await daemonConfig({ dataDir: flags.dataDir });
       const { Email, Password } = await import('../../daemon/auth/schemas.js');
       const v = await import('valibot');
       const check = (schema: typeof Email | typeof Password) => (value: string) => {
@@ -38,10 +39,14 @@ export function registerInit(program: Command): void {
         if (verdict !== true) throw usageError(`${name} ${verdict}`);
       }
 
-      const config = resolveConfig({ dataDir: flags.dataDir });
       const { initDataDir } = await import('../../daemon/init.js');
       const created = await initDataDir(config, { email, password });
       if (!created) throw new CliError(`${config.dataDir} already has users; nothing was changed`, EXIT.daemonError);
-      printLine(`initialized ${config.dataDir}: administrator ${created.email} created. Start the daemon with \`platform serve\`.`);
+      printLine(`initialized ${config.dataDir}: administrator ${created.email} created. Start the daemon with \`platform serve --data-dir ${shellWord(config.dataDir)}\`.`);
     });
+}
+
+/** A path as one word a shell reads back unchanged. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }

@@ -36,10 +36,17 @@ export function registerServe(program: Command): void {
       process.on('uncaughtException', report('an exception was thrown'));
       // Listening before the start completes: a signal during the start stops the daemon once it is
       // up, never kills it half-started. SIGHUP (its terminal closed) stops as cleanly as SIGTERM.
+      let starting = true;
       const signal = new Promise<NodeJS.Signals>((resolve) => {
-        for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(name, resolve);
+        for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+          process.once(name, (received: NodeJS.Signals) => {
+            if (starting) logger.info(`received ${received} while starting; stopping as soon as the start is complete`);
+            resolve(received);
+          });
+        }
       });
       const daemon = await startDaemon(config, { logger });
+      starting = false;
       const received = await signal;
       process.once('SIGINT', () => process.exit(130));
       logger.info(`received ${received}; stopping (finishing requests in flight${received === 'SIGINT' ? '; Ctrl-C again to force' : ''})`);

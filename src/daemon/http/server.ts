@@ -13,9 +13,17 @@ export interface HttpServer {
   url: string;
   port: number;
   server: Server;
+  /**
+   * The daemon is fully started: requests reach the app from now on. Until
+   * then the health routes answer 503 `{status: "starting"}` and every other
+   * request 503 UNAVAILABLE with Retry-After.
+   */
+  started(): void;
   /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes every connection. */
   close(graceMs: number): Promise<void>;
 }
+
+const HEALTH_ROUTES = new Set(['/api/health', '/api/health/ready']);
 
 export async function startHttpServer(
   app: App,
@@ -23,6 +31,7 @@ export async function startHttpServer(
   observer: RequestObserver,
 ): Promise<HttpServer> {
   const handle = toNodeListener(app);
+  let starting = true;
   let draining = false;
   // Known once listening: it depends on the address the host name resolved to.
   let hostAccepted: ((host: string | undefined) => boolean) | null = null;
@@ -43,6 +52,10 @@ export async function startHttpServer(
     if (hostAccepted && !hostAccepted(req.headers.host)) {
       const message = 'this daemon does not answer for the host this request names (see --allowed-hosts)';
       sendDomainError(res, new DomainError('MISDIRECTED_REQUEST', message));
+      return;
+    }
+    if (starting) {
+      answerStarting(req, res);
       return;
     }
     if (applyCors(req, res, options.corsOrigins) === 'answered') return;
@@ -88,6 +101,9 @@ export async function startHttpServer(
     url: `http://${host}:${port}`,
     port,
     server,
+    started() {
+      starting = false;
+    },
     async close(graceMs) {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -97,6 +113,18 @@ export async function startHttpServer(
       server.closeAllConnections();
     },
   };
+}
+
+/** While the daemon starts: nothing is served yet, and the caller is told to come back in a second. */
+function answerStarting(req: ObservedRequest, res: ObservedResponse): void {
+  res.setHeader('retry-after', '1');
+  const health = HEALTH_ROUTES.has((req.url ?? '').split('?')[0]!);
+  sendEnvelope(res, 503, {
+    code: 'UNAVAILABLE',
+    message: health ? 'the daemon is starting' : 'the daemon is starting; retry in a second',
+    data: health ? { status: 'starting' } : null,
+    meta: null,
+  });
 }
 
 function listenFailure(error: unknown, host: string, port: number): string {

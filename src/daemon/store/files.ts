@@ -1,14 +1,55 @@
-import { mkdir, open, rename, unlink, chmod } from 'node:fs/promises';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { unavailable } from '../errors.js';
+import { StartupError, unavailable } from '../errors.js';
 
 export const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
 
-/** Creates the directory (0700) or tightens an existing one we own. */
-export async function ensurePrivateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: DIR_MODE });
-  await chmod(dir, DIR_MODE).catch(() => undefined);
+/**
+ * Creates the directory and its missing parents (0700), or leaves an existing
+ * one as it is: its mode is its owner's choice. One level at a time, not
+ * `mkdir -p`: Node's recursive mkdir loops forever, at full CPU, where mkdir
+ * answers ENOENT under a parent that exists (/proc). A path that cannot be
+ * created is a StartupError naming it and why, in one line.
+ */
+export async function ensurePrivateDir(dir: string, what = 'directory'): Promise<void> {
+  const missing: string[] = [];
+  for (let path = dir; ; path = dirname(path)) {
+    const found = await stat(path).catch((error: NodeJS.ErrnoException) => error);
+    if (!(found instanceof Error)) {
+      if (found.isDirectory()) break;
+      throw new StartupError(`cannot use ${dir} as the ${what}: ${path === dir ? 'it' : path} is not a directory`);
+    }
+    // ENOTDIR: a parent is a file; going up names it.
+    if ((found.code !== 'ENOENT' && found.code !== 'ENOTDIR') || dirname(path) === path) throw new StartupError(`cannot create the ${what} ${dir}: ${whyNot(found, path)}`);
+    missing.unshift(path);
+  }
+  for (const path of missing) {
+    try {
+      await mkdir(path, { mode: DIR_MODE });
+    } catch (error) {
+      // Created meanwhile by another process: fine, as long as it is a directory.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST' && (await stat(path)).isDirectory()) continue;
+      throw new StartupError(`cannot create the ${what} ${dir}: ${whyNot(error as NodeJS.ErrnoException, path)}`);
+    }
+  }
+}
+
+function whyNot(error: NodeJS.ErrnoException, path: string): string {
+  switch (error.code) {
+    case 'ENOENT':
+      return `${dirname(path)} does not accept new directories`;
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied on ${path}`;
+    case 'EROFS':
+      return `${path} is on a read-only file system`;
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'the disk is full';
+    default:
+      return `${path}: ${error.code ?? error.message}`;
+  }
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
