@@ -78,7 +78,7 @@ export class WorkspaceService {
   private reloads: Promise<void> = Promise.resolve();
   /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
   private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
-  /** Decrypted subscriber URLs that carry credentials, with the sealed URL they came from. */
+  /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
   private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
@@ -114,7 +114,7 @@ export class WorkspaceService {
     return service;
   }
 
-  /** Data written before URL credentials were sealed: sealed at open, so they are in clear nowhere after a start. */
+  /** Data written before URL credentials (user information, then query strings) were sealed: sealed at open, so they are in clear nowhere after a start. */
   private async sealClearCredentials(): Promise<void> {
     const clear = [...this.subscriptions.values()].filter(hasClearCredentials);
     await Promise.all(
