@@ -4,7 +4,7 @@ import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runCli } from './helpers/cli.js';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
@@ -23,6 +23,7 @@ let admin: Api;
 let subscriber: Subscriber;
 let withCredentials: string;
 let masked: string;
+let signingSecret: string;
 
 const read = (name: string) => readFileSync(join(t.dataDir, name), 'utf8');
 const postgresOnly = (suite: typeof test) => (TEST_BACKEND === 'postgres' ? suite : suite.skip);
@@ -78,6 +79,7 @@ test.after(async () => {
 
 test('URL credentials and query string are shown masked, stored sealed, and still used for deliveries', async () => {
   const created = await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', withCredentials);
+  signingSecret = created.signingSecret;
   assert.is((created as any).serviceBaseUrl, masked);
   assert.is((created as any).deliveryUrl, masked.replace('/hooks?', '/hooks/events?'));
   const listed = await admin.get('/api/workspaces/acme/subscriptions');
@@ -129,6 +131,46 @@ test('a URL with a query string only, set by PATCH, is shown as ?**** and delive
 
   // Back to the URL the next tests expect.
   assert.is((await admin.patch(`/api/workspaces/acme/subscriptions/${subscription.id}`, { serviceBaseUrl: withCredentials })).status, 200);
+});
+
+/** The response excerpts of an event's deliveries, as `client` sees them on the event's page and in the listing. */
+async function excerptsOf(client: Api, eventId: string): Promise<string[]> {
+  const shown = await waitFor('the recorded attempt', async () => {
+    const page = await client.get(`/api/workspaces/acme/events/${eventId}`);
+    return page.body.data.deliveries[0]?.attempts.length > 0 && page;
+  });
+  const listed = await client.get('/api/workspaces/acme/deliveries?limit=500');
+  const excerpts = [shown.body.data.deliveries[0].attempts[0].responseExcerpt];
+  excerpts.push(...listed.body.data.filter((record: any) => record.eventId === eventId).flatMap((record: any) => record.attempts.map((a: any) => a.responseExcerpt)));
+  for (const text of [shown.text, listed.text]) {
+    for (const secret of [...SECRETS, signingSecret, BASIC]) assert.not.ok(text.includes(secret), `${secret} shown`);
+  }
+  return excerpts;
+}
+
+test('a subscriber that echoes its request shows nobody its credentials in responseExcerpt', async () => {
+  const member = await createUser(t, 'member@example.test');
+  assert.is((await admin.put(`/api/admin/workspaces/acme/members/${member.id}`)).status, 200);
+  const signingKey = signingSecret.slice('whsec_'.length);
+  subscriber.answer((request) => ({
+    body: JSON.stringify({ path: request.path, headers: request.headers, configured: { signingSecret, signingKey, password: PASSWORD } }),
+  }));
+  const published = await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed' });
+  for (const client of [member, admin]) {
+    for (const excerpt of await excerptsOf(client, published.body.meta.eventId)) {
+      assert.match(excerpt, '"authorization":"Basic ****"');
+      assert.match(excerpt, '"path":"/hooks/events?****"');
+      assert.match(excerpt, '"signingSecret":"****","signingKey":"****","password":"****"');
+    }
+  }
+
+  // The excerpt ends 2 KiB in, in the middle of the password: what is left of it is masked too.
+  subscriber.answer(() => ({ body: `${'x'.repeat(2048 - 6)}${PASSWORD}` }));
+  const cut = await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed' });
+  const [excerpt] = await excerptsOf(member, cut.body.meta.eventId);
+  assert.is(excerpt, `${'x'.repeat(2048 - 6)}****`);
+  await assertNowhereInClear('after echoes');
+  subscriber.answer(() => ({}));
 });
 
 filesOnly(test)('data written with clear credentials is sealed and masked when the daemon opens it (files only: writes workspaces.json)', async () => {
@@ -205,6 +247,29 @@ filesOnly(test)('platform keys rotate re-seals URL credentials; deliveries still
   const [delivery] = await waitFor('the delivery', () => subscriber.received.length > before && subscriber.received.slice(before));
   assert.is(delivery!.headers.authorization, BASIC);
   assert.is(delivery!.path, `/hooks/events?api_key=${API_KEY}&v=2`);
+});
+
+// Last: it leaves a clear key in a recorded excerpt, as an earlier version did.
+test('an excerpt recorded with credentials by an earlier version is shown masked', async () => {
+  await t.stop();
+  // As an earlier version recorded it: the key in clear in the excerpt.
+  if (TEST_BACKEND === 'files') {
+    writeFileSync(join(t.dataDir, 'deliveries.log'), read('deliveries.log').replaceAll('events?****', `events?api_key=${API_KEY}&v=2`));
+  } else {
+    await onDatabase((client) =>
+      client.query(`UPDATE platform.delivery_attempts SET attempt = replace(attempt::text, 'events?****', $1)::json`, [`events?api_key=${API_KEY}&v=2`]),
+    );
+  }
+  const stored = Object.values(await storedText()).join('');
+  assert.ok(stored.includes(`api_key=${API_KEY}`), 'set-up: the key in clear in a recorded excerpt');
+
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH }, t.dataDir);
+  admin = await t.admin();
+  const member = await t.as('member@example.test', 'user-password-1');
+  const listed = await member.get('/api/workspaces/acme/deliveries?limit=500');
+  assert.is(listed.status, 200);
+  assert.match(listed.text, 'events?****');
+  assert.not.ok(listed.text.includes(API_KEY));
 });
 
 test.run();
