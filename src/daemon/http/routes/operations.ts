@@ -7,7 +7,7 @@ import { DomainError, unauthorized } from '../../errors.js';
 import { Readiness } from '../../readiness.js';
 import { asStorageError } from '../../store/files.js';
 import type { RouteModule } from '../context.js';
-import { bearerToken } from '../endpoint.js';
+import { bearerToken, sessionCookieName } from '../endpoint.js';
 
 const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'false']), 'false') });
 
@@ -49,7 +49,7 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
       },
       handle: async ({ event }) => {
         const { req, res } = event.node;
-        if (!(await mayScrape(bearerToken(req)))) {
+        if (!(await mayScrape(bearerToken(req, sessionCookieName(config.secureCookies))))) {
           metrics.metricsRefused();
           throw unauthorized('metrics need an ADMIN session or Authorization: Bearer <PLATFORM_METRICS_TOKEN>');
         }
