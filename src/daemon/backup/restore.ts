@@ -160,7 +160,10 @@ export async function restoreArchive(file: string, dataDir: string, trusted: Tru
   await mkdir(dirname(dataDir), { recursive: true });
   const staging = await mkdtemp(join(dirname(dataDir), `.${basename(dataDir)}.restore-`));
   try {
-    await extract({ file, cwd: staging, strict: true, preservePaths: false, filter: (path) => path !== MANIFEST_FILE });
+    // The file is read again: should it have changed since it was verified, only what the signed manifest lists comes out.
+    const listed = new Set(manifest.files.map((entry) => entry.path));
+    const isListed = (path: string, entry: { type?: string }) => entry.type === 'Directory' || (entry.type === 'File' && listed.has(path));
+    await extract({ file, cwd: staging, strict: true, preservePaths: false, filter: (path, entry) => isListed(path, entry as { type?: string }) });
     let done = 0;
     for (const entry of manifest.files) {
       await checkExtracted(staging, entry, file);
