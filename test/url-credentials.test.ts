@@ -207,9 +207,11 @@ filesOnly(test)('data written with clear credentials is sealed and masked when t
 
 postgresOnly(test)('a database written with clear query strings is masked by its migration and sealed at the start (PostgreSQL only: edits rows)', async () => {
   await t.stop();
-  // As an older version left it: the URL in clear in the subscription and its deliveries, migration 9 not applied.
+  // As an older version left it: the query string in clear in the subscription (whose user information it masked and
+  // sealed with the rest) and the URL in clear in its deliveries, migration 9 not applied.
+  const { host } = new URL(subscriber.url);
   await onDatabase(async (client) => {
-    await client.query('UPDATE platform.subscriptions SET service_base_url = $1, sealed_service_base_url = NULL', [withCredentials]);
+    await client.query('UPDATE platform.subscriptions SET service_base_url = $1', [`http://****@${host}/hooks?api_key=${API_KEY}&v=2`]);
     await client.query('UPDATE platform.deliveries SET service_base_url = $1 WHERE service_base_url IS NOT NULL', [withCredentials]);
     await client.query('DELETE FROM platform.schema_migrations WHERE version = 9');
   });

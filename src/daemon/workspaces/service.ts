@@ -124,7 +124,7 @@ export class WorkspaceService {
         this.storing(
           workspaceId,
           this.store.updateSubscription(workspaceId, id, (current) =>
-            hasClearCredentials(current) ? { ...current, ...this.storedUrl(current.serviceBaseUrl!) } : null,
+            hasClearCredentials(current) ? { ...current, ...this.storedUrl(this.fullUrl(current)!) } : null,
           ),
         ),
       ),
@@ -567,9 +567,10 @@ export class WorkspaceService {
   }
 }
 
+/** Shown with credentials: written before they were sealed, or (a query string) before they were masked. */
 function hasClearCredentials(subscription: StoredSubscription): boolean {
   const url = subscription.serviceBaseUrl;
-  return url !== null && subscription.sealedServiceBaseUrl === undefined && hasCredentials(url);
+  return url !== null && maskCredentials(url) !== url;
 }
 
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
