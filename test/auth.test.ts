@@ -1,4 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
+import { runCli } from './helpers/cli.js';
+import { tempDir } from './helpers/temp.js';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { test } from 'uvu';
@@ -37,6 +39,8 @@ test('login answers the User and sets the session cookie with the contract attri
   assert.ok(cookie, 'a platform_token cookie');
   for (const attribute of ['HttpOnly', 'SameSite=Lax', 'Path=/', 'Max-Age=28800']) assert.match(cookie, attribute);
   assert.not.match(cookie, 'Secure');
+  assert.not.match(cookie, 'Domain');
+  assert.not.ok(result.headers.getSetCookie().some((value) => value.startsWith('__Host-')), 'the plain name without TLS');
   assert.not.match(result.text, ADMIN.password);
 });
 
@@ -258,11 +262,44 @@ test('check order on a protected route: 401, then 403, then 400, then 404', asyn
   assert.is(missing.body.code, 'NOT_FOUND');
 });
 
-test('secure cookies when configured', async () => {
+test('behind TLS (--secure-cookies) the session cookie is __Host-platform_token, Secure, Path=/, without Domain, and only that name is read', async () => {
   const secure = await startTestDaemon({ secureCookies: true });
   try {
     const result = await secure.anon.post('/api/auth/login', ADMIN);
-    assert.match(result.headers.getSetCookie().join(), /platform_token=[^;]+;.*Secure/);
+    const [cookie, ...others] = result.headers.getSetCookie();
+    assert.is(others.length, 0);
+    assert.match(cookie!, /^__Host-platform_token=[^;]+;/);
+    for (const attribute of ['Secure', 'Path=/', 'HttpOnly', 'SameSite=Lax', 'Max-Age=28800']) assert.match(cookie!, attribute);
+    assert.not.match(cookie!, 'Domain');
+    const token = tokenOf(result);
+
+    const me = (cookieHeader: string) => call(secure.url, 'GET', '/api/auth/me', { headers: { cookie: cookieHeader } });
+    assert.is((await me(`other=1; __Host-platform_token=${token}`)).status, 200, 'the name it sets is accepted');
+    assert.is((await me(`platform_token=${token}`)).status, 401, 'the plain name, which any subdomain could set, is not');
+
+    const document = JSON.parse((await secure.anon.get('/api/openapi.json')).text);
+    assert.is(document.components.securitySchemes.cookie.name, '__Host-platform_token');
+
+    const changed = await call(secure.url, 'PUT', '/api/auth/me/password', {
+      json: { currentPassword: ADMIN.password, newPassword: 'admin-password-2' },
+      headers: { cookie: `__Host-platform_token=${token}` },
+    });
+    assert.is(changed.status, 200, changed.text);
+    const fresh = changed.headers.getSetCookie()[0]!;
+    assert.match(fresh, /^__Host-platform_token=[^;]+;.*Secure/);
+    const logout = await call(secure.url, 'POST', '/api/auth/logout', { headers: { cookie: fresh.split(';')[0]! } });
+    assert.is(logout.status, 200, logout.text);
+    assert.match(logout.headers.getSetCookie()[0]!, /^__Host-platform_token=;.*Max-Age=0.*Secure/);
+
+    // The CLI takes its session from the prefixed cookie too.
+    const config = await tempDir('platform-cli-');
+    const login = await runCli(['login', '--email', ADMIN.email, '--password-stdin'], {
+      input: 'admin-password-2\n',
+      env: { XDG_CONFIG_HOME: config, PLATFORM_URL: secure.url },
+    });
+    assert.is(login.code, 0, login.stderr);
+    const whoami = await runCli(['whoami'], { env: { XDG_CONFIG_HOME: config, PLATFORM_URL: secure.url } });
+    assert.match(whoami.stdout, ADMIN.email);
   } finally {
     await secure.destroy();
   }

@@ -1,4 +1,5 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { create as createTar, extract } from 'tar';
@@ -107,12 +108,13 @@ filesOnly(test)('a backup taken while 10 clients publish restores every acknowle
   assert.not.ok(existsSync(`${archive}.partial`));
 
   const restoredDir = join(work, 'restored');
-  const restore = await runCli(['restore', archive, '--data-dir', restoredDir]);
+  const restore = await runCli(['restore', archive, '--data-dir', restoredDir, '--master-key-file', sourceKeyFile()]);
   assert.is(restore.code, 0, restore.stderr);
-  assert.match(restore.stdout, 'PLATFORM_MASTER_KEY');
+  assert.match(restore.stdout, 'which the restored daemon will use');
   assert.match(restore.stdout, 'PLATFORM_JWT_SECRET');
   const restoredFiles = filesUnder(restoredDir).map((file) => relative(restoredDir, file));
-  assert.not.ok(restoredFiles.includes('master.key') || restoredFiles.includes('jwt-secret'), 'keys stay out without --include-keys');
+  assert.not.ok(restoredFiles.includes('jwt-secret'), 'keys stay out of the archive without --include-keys');
+  assert.equal(readFileSync(join(restoredDir, 'master.key')), readFileSync(sourceKeyFile()), 'the key given becomes the master.key');
   assert.not.ok(restoredFiles.includes('daemon.lock'));
   for (const file of restoredFiles.filter((name) => name.endsWith('.log'))) {
     const text = readFileSync(join(restoredDir, file), 'utf8');
@@ -121,8 +123,6 @@ filesOnly(test)('a backup taken while 10 clients publish restores every acknowle
     for (const line of text.trimEnd().split('\n')) JSON.parse(line);
   }
 
-  // The operator supplies the master key the archive does not hold.
-  copyFileSync(join(source.dataDir, 'master.key'), join(restoredDir, 'master.key'));
   const restored = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } }, restoredDir);
   try {
     const restoredAdmin = await restored.admin();
@@ -166,9 +166,17 @@ async function repacked(name: string, change: (dir: string) => void): Promise<st
   return file;
 }
 
-async function assertRefused(file: string, why: RegExp | string, target = join(work, `target-${Math.random().toString(36).slice(2)}`)) {
-  const result = await runCli(['restore', file, '--data-dir', target]);
-  assert.is(result.code, 1, result.stdout + result.stderr);
+const sourceKeyFile = () => join(source.dataDir, 'master.key');
+
+async function assertRefused(
+  file: string,
+  why: RegExp | string,
+  options: { keyFile?: string; exitCode?: number; env?: Record<string, string> } = {},
+  target = join(work, `target-${Math.random().toString(36).slice(2)}`),
+) {
+  const keyFlags = options.env ? [] : ['--master-key-file', options.keyFile ?? sourceKeyFile()];
+  const result = await runCli(['restore', file, '--data-dir', target, ...keyFlags], { env: options.env ?? {} });
+  assert.is(result.code, options.exitCode ?? 1, result.stdout + result.stderr);
   assert.match(result.stderr, why);
   assert.is(result.stderr.trim().split('\n').length, 1, 'one line');
   assert.not.ok(existsSync(target), 'nothing was written');
@@ -209,21 +217,113 @@ filesOnly(test)('restore refuses a truncated, altered or newer archive, a non-ar
   const occupied = join(work, 'occupied');
   mkdirSync(occupied);
   writeFileSync(join(occupied, 'keep.txt'), 'mine');
-  const result = await runCli(['restore', archive, '--data-dir', occupied]);
+  const result = await runCli(['restore', archive, '--data-dir', occupied, '--master-key-file', sourceKeyFile()]);
   assert.is(result.code, 1);
   assert.match(result.stderr, 'is not empty');
   assert.equal(readdirSync(occupied), ['keep.txt']);
   assert.is(statSync(join(occupied, 'keep.txt')).size, 4);
 });
 
-filesOnly(test)('--include-keys puts master.key and jwt-secret in the archive, and restore says so (files only: backs up the data directory)', async () => {
+/** The manifest's checksums made to match the files again, and (given a master key) signed again, as an attacker would. */
+function recomputeManifest(dir: string, masterKey?: Buffer): void {
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+  manifest.files = filesUnder(dir)
+    .map((full) => relative(dir, full))
+    .filter((path) => path !== 'manifest.json')
+    .sort()
+    .map((path) => {
+      const bytes = readFileSync(join(dir, path));
+      return { path, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+    });
+  if (masterKey) {
+    delete manifest.hmac;
+    manifest.keyId = createHash('sha256').update(masterKey).digest('hex').slice(0, 16);
+    const signingKey = Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), 'platform backup manifest signing key', 32));
+    manifest.hmac = createHmac('sha256', signingKey).update(JSON.stringify(manifest)).digest('hex');
+  }
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+}
+
+const keyFileWith = (name: string, key: Buffer) => {
+  const file = join(work, name);
+  writeFileSync(file, `${key.toString('base64')}\n`);
+  return file;
+};
+
+filesOnly(test)('restore refuses an archive whose signature does not hold under the master key given, and writes nothing (files only: restores a data directory)', async () => {
+  const recomputed = await repacked('recomputed', (dir) => {
+    const users = join(dir, 'users.json');
+    writeFileSync(users, readFileSync(users, 'utf8').replace('kept@example.test', 'evil@example.test'));
+    recomputeManifest(dir);
+  });
+  await assertRefused(recomputed, 'has been altered: its manifest does not match its signature');
+
+  // A plugin smuggled in runs at the daemon's next start.
+  const plugin = await repacked('plugin', (dir) => {
+    mkdirSync(join(dir, 'plugins'), { recursive: true });
+    writeFileSync(join(dir, 'plugins', 'evil.mjs'), "export default { extensionKey: 'evil' };\n");
+    recomputeManifest(dir);
+  });
+  await assertRefused(plugin, 'has been altered: its manifest does not match its signature');
+
+  // Signed again under a key of the attacker's: the key given is the one that counts.
+  const resigned = await repacked('resigned', (dir) => recomputeManifest(dir, randomBytes(32)));
+  await assertRefused(resigned, 'was made by a daemon with another master key');
+
+  const unsigned = await repacked('unsigned', (dir) => {
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+    delete manifest.hmac;
+    delete manifest.keyId;
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  });
+  await assertRefused(unsigned, 'is not signed');
+
+  // The genuine archive, restored with another daemon's key, from a file or PLATFORM_MASTER_KEY.
+  const otherKey = randomBytes(32);
+  await assertRefused(archive, /was made by a daemon with another master key \(key [0-9a-f]{16}; .* holds [0-9a-f]{16}\): give the master key/, {
+    keyFile: keyFileWith('other.key', otherKey),
+  });
+  await assertRefused(archive, 'was made by a daemon with another master key', { env: { PLATFORM_MASTER_KEY: otherKey.toString('base64') } });
+  await assertRefused(archive, 'a key inside the archive cannot vouch for it', { env: {}, exitCode: 2 });
+});
+
+filesOnly(test)('a good archive restores with PLATFORM_MASTER_KEY, which then stays out of the data directory (files only: restores a data directory)', async () => {
+  const target = join(work, 'with-environment-key');
+  const key = readFileSync(sourceKeyFile(), 'utf8').trim();
+  const restore = await runCli(['restore', archive, '--data-dir', target], { env: { PLATFORM_MASTER_KEY: key } });
+  assert.is(restore.code, 0, restore.stderr);
+  assert.match(restore.stdout, 'start the restored daemon with the same PLATFORM_MASTER_KEY');
+  assert.not.ok(existsSync(join(target, 'master.key')));
+  const restored = await startTestDaemon({ masterKey: key }, target);
+  try {
+    const config = await (await restored.admin()).get('/api/admin/marketplace/extensions/crm/config');
+    assert.is(config.status, 200, 'its secrets decrypt');
+  } finally {
+    await restored.stop();
+  }
+});
+
+filesOnly(test)('--include-keys puts master.key and jwt-secret in the archive; restore still needs the key from outside, and refuses a master.key swapped in the archive (files only: backs up the data directory)', async () => {
   const withKeys = join(work, 'with-keys.tar.gz');
   const backup = await runCli(['backup', '--out', withKeys, '--include-keys'], { env: { PLATFORM_URL: source.url, PLATFORM_TOKEN: admin.token } });
   assert.is(backup.code, 0, backup.stderr);
+  await assertRefused(withKeys, 'a key inside the archive cannot vouch for it', { env: {}, exitCode: 2 });
+
+  // Whoever can read the archive knows its key and can sign; a master.key of their own is refused.
+  const sourceKey = Buffer.from(readFileSync(sourceKeyFile(), 'utf8').trim(), 'base64');
+  const swapped = join(work, 'swapped-key.tar.gz');
+  const unpacked = join(work, 'swapped-key-unpacked');
+  mkdirSync(unpacked);
+  await extract({ file: withKeys, cwd: unpacked });
+  writeFileSync(join(unpacked, 'master.key'), `${randomBytes(32).toString('base64')}\n`);
+  recomputeManifest(unpacked, sourceKey);
+  await createTar({ gzip: true, cwd: unpacked, file: swapped, portable: true }, readdirSync(unpacked));
+  await assertRefused(swapped, 'holds a master.key that differs from the one given');
+
   const target = join(work, 'with-keys');
-  const restore = await runCli(['restore', withKeys, '--data-dir', target]);
+  const restore = await runCli(['restore', withKeys, '--data-dir', target, '--master-key-file', sourceKeyFile()]);
   assert.is(restore.code, 0, restore.stderr);
-  assert.match(restore.stdout, 'secrets decrypt and sessions stay valid');
+  assert.match(restore.stdout, 'sessions stay valid');
   assert.equal(readFileSync(join(target, 'master.key')), readFileSync(join(source.dataDir, 'master.key')));
   const restored = await startTestDaemon({}, target);
   try {

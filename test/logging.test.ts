@@ -22,6 +22,7 @@ test('no secret of any kind reaches the log, whatever route carried it, at level
     'SECRET config value': 'config-secret-value-42',
     'webhook secret': 'webhook-api-key-secret-77',
     'URL credentials': 'url-Passw0rd-in-subscription',
+    'URL query string': 'url-query-key-in-subscription',
   };
   try {
     const admin = await t.admin();
@@ -36,7 +37,7 @@ test('no secret of any kind reaches the log, whatever route carried it, at level
     assert.is((await again.post('/api/auth/logout')).status, 200);
 
     await workspaceWith(admin, 'acme', 'crm');
-    const withCredentials = subscriber.url.replace('http://', `http://operator:${secrets['URL credentials']}@`);
+    const withCredentials = `${subscriber.url.replace('http://', `http://operator:${secrets['URL credentials']}@`)}/?key=${secrets['URL query string']}`;
     const subscription = await subscribeExternal(admin, 'acme', 'deal.won', 'crm', withCredentials);
     secrets['subscription signing secret'] = subscription.signingSecret;
     assert.is((await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'deal.won', payload: {} })).status, 200);

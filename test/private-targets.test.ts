@@ -5,26 +5,55 @@ import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtu
 import { startSubscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
-/** One address in each range --deny-private-targets must refuse: the classic private ones, and the others that are not public. */
+/**
+ * Every range --deny-private-targets refuses, written from the IANA IPv4 and
+ * IPv6 Special-Purpose Address Registries independently of the daemon's table:
+ * addresses inside it (its edges where they matter), and addresses just
+ * outside it that are public, where its neighbours are ordinary addresses.
+ */
+const RANGES: Array<{ range: string; inside: string[]; outside?: string[] }> = [
+  { range: '0.0.0.0/8 this network', inside: ['0.0.0.0', '0.255.255.255'], outside: ['1.0.0.1'] },
+  { range: '10.0.0.0/8 private-use', inside: ['10.0.0.1', '10.255.255.255'], outside: ['9.255.255.254', '11.0.0.1'] },
+  { range: '100.64.0.0/10 shared address space', inside: ['100.64.0.1', '100.127.255.254'], outside: ['100.63.255.254', '100.128.0.1'] },
+  { range: '127.0.0.0/8 loopback', inside: ['127.0.0.1', '127.255.255.254'], outside: ['126.255.255.254', '128.0.0.1'] },
+  { range: '169.254.0.0/16 link local', inside: ['169.254.169.254'], outside: ['169.253.255.254', '169.255.0.1'] },
+  { range: '172.16.0.0/12 private-use', inside: ['172.16.0.1', '172.31.255.254'], outside: ['172.15.255.254', '172.32.0.1'] },
+  { range: '192.0.0.0/24 IETF protocol assignments', inside: ['192.0.0.1', '192.0.0.9', '192.0.0.170', '192.0.0.255'], outside: ['191.255.255.254', '192.0.1.1'] },
+  { range: '192.0.2.0/24 documentation', inside: ['192.0.2.1', '192.0.2.255'], outside: ['192.0.3.1'] },
+  { range: '192.88.99.0/24 6to4 relay anycast', inside: ['192.88.99.1'], outside: ['192.88.98.254', '192.88.100.1'] },
+  { range: '192.168.0.0/16 private-use', inside: ['192.168.0.1', '192.168.255.254'], outside: ['192.167.255.254', '192.169.0.1'] },
+  { range: '198.18.0.0/15 benchmarking', inside: ['198.18.0.1', '198.19.255.254'], outside: ['198.17.255.254', '198.20.0.1'] },
+  { range: '198.51.100.0/24 documentation', inside: ['198.51.100.7'], outside: ['198.51.99.254', '198.51.101.1'] },
+  { range: '203.0.113.0/24 documentation', inside: ['203.0.113.9'], outside: ['203.0.112.254', '203.0.114.1'] },
+  { range: '224.0.0.0/4 multicast', inside: ['224.0.0.1', '239.255.255.250'], outside: ['223.255.255.254'] },
+  { range: '240.0.0.0/4 reserved', inside: ['240.0.0.1', '255.255.255.254'] },
+  { range: '255.255.255.255/32 limited broadcast', inside: ['255.255.255.255'] },
+  { range: '::/128 unspecified, ::1/128 loopback, ::/96 IPv4-compatible', inside: ['[::]', '[::1]', '[::7f00:1]', '[::808:808]'] },
+  { range: '::ffff:0:0/96 IPv4-mapped, judged by its IPv4 address', inside: ['[::ffff:7f00:1]', '[::ffff:a00:1]'], outside: ['[::ffff:808:808]'] },
+  { range: '::ffff:0:0:0/96 IPv4-translated', inside: ['[::ffff:0:7f00:1]', '[::ffff:0:808:808]'] },
+  { range: '64:ff9b::/96 IPv4-IPv6 translation', inside: ['[64:ff9b::7f00:1]', '[64:ff9b::808:808]'] },
+  { range: '64:ff9b:1::/48 IPv4-IPv6 translation, local use', inside: ['[64:ff9b:1::1]', '[64:ff9b:1:ffff::1]'] },
+  { range: '100::/64 discard-only', inside: ['[100::1]', '[100::ffff:ffff:ffff:ffff]'] },
+  { range: '100:0:0:1::/64 dummy prefix', inside: ['[100:0:0:1::1]'] },
+  { range: '2001::/23 IETF protocol assignments, TEREDO 2001::/32', inside: ['[2001::1]', '[2001:0:ffff::1]', '[2001:2::1]', '[2001:1ff:ffff::1]'], outside: ['[2001:200::1]'] },
+  { range: '2001:db8::/32 documentation', inside: ['[2001:db8::1]', '[2001:db8:ffff::1]'], outside: ['[2001:db7:ffff::1]', '[2001:db9::1]'] },
+  { range: '2002::/16 6to4', inside: ['[2002:7f00:1::1]', '[2002:ffff::1]'], outside: ['[2001:ffff::1]', '[2003::1]'] },
+  { range: '3fff::/20 documentation', inside: ['[3fff::1]', '[3fff:fff:ffff::1]'], outside: ['[3ffe:ffff::1]', '[3fff:1000::1]'] },
+  { range: '5f00::/16 SRv6 SIDs', inside: ['[5f00::1]', '[5f00:ffff::1]'] },
+  { range: 'fc00::/7 unique-local', inside: ['[fc00::1]', '[fdff:ffff::1]'] },
+  { range: 'fe80::/10 link-local', inside: ['[fe80::1]', '[febf:ffff::1]'] },
+  { range: 'fec0::/10 site-local', inside: ['[fec0::1]', '[feff:ffff::1]'] },
+  { range: 'ff00::/8 multicast', inside: ['[ff02::1]', '[ffff::1]'] },
+];
+
 const REFUSED = [
-  'http://127.0.0.1:9000', // loopback
   'http://localhost:9000', // a name that resolves to loopback
-  'http://[::1]:9000',
-  'http://10.1.2.3', // RFC 1918
-  'http://192.168.0.10:8080',
-  'http://169.254.169.254', // link-local (cloud metadata)
-  'http://[::7f00:1]:8080', // ::/96, IPv4-compatible
-  'http://[64:ff9b::7f00:1]', // 64:ff9b::/96, NAT64
-  'http://100.64.0.1', // 100.64.0.0/10, shared address space
-  'http://198.18.0.1', // 198.18.0.0/15, benchmarking
-  'http://198.19.255.254',
-  'http://224.0.0.1', // 224.0.0.0/4, multicast
-  'http://239.255.255.250',
-  'http://240.0.0.1', // 240.0.0.0/4, reserved
-  'http://255.255.255.255', // broadcast
-  'http://[2002:7f00:1::1]', // 2002::/16, 6to4
-  'http://[::ffff:0:7f00:1]', // ::ffff:0:0:0/96, IPv4-translated
-  'http://[::ffff:7f00:1]', // IPv4-mapped loopback
+  ...RANGES.flatMap(({ inside }) => inside.map((address) => `http://${address}:8080`)),
+];
+const PUBLIC = [
+  ...RANGES.flatMap(({ outside }) => (outside ?? []).map((address) => `http://${address}:8080`)),
+  'http://8.8.8.8',
+  'http://[2606:4700:4700::1111]',
 ];
 
 test('--deny-private-targets refuses every non-public range at subscription time', async () => {
@@ -42,13 +71,15 @@ test('--deny-private-targets refuses every non-public range at subscription time
       assert.is(refused.status, 400, url);
       assert.match(refused.body.message ?? '', 'deny-private-targets', url);
     }
-    const publicUrl = await admin.post('/api/workspaces/acme/subscriptions', {
-      eventKey: 'crm.deal.closed',
-      extensionKey: 'crm',
-      kind: 'EXTERNAL_SERVICE',
-      serviceBaseUrl: 'http://198.20.0.1',
-    });
-    assert.is(publicUrl.status, 201, 'just outside 198.18.0.0/15 is public');
+    for (const url of PUBLIC) {
+      const accepted = await admin.post('/api/workspaces/acme/subscriptions', {
+        eventKey: 'crm.deal.closed',
+        extensionKey: 'crm',
+        kind: 'EXTERNAL_SERVICE',
+        serviceBaseUrl: url,
+      });
+      assert.is(accepted.status, 201, `${url} is public`);
+    }
   } finally {
     await t.destroy();
   }

@@ -89,7 +89,7 @@ test('every outcome is recorded with its reason and eventId, newest first', asyn
     ['REJECTED', 'the webhook body must be a JSON object', undefined, '[1,2]'],
     ['REJECTED', 'the request body is not valid JSON', undefined, '{"action": op'],
     ['REJECTED', 'signature does not match', undefined, body],
-    ['DUPLICATE', "the provider's delivery id was already published; nothing published", undefined, body],
+    ['DUPLICATE', "the provider's delivery id (or, without one, the same signed call) was already published; nothing published", undefined, body],
     ['ACCEPTED', 'event published', accepted.body.meta.eventId, body],
   ]);
   const first = (await requests('gh')).body.data.at(-1);

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
@@ -510,6 +510,9 @@ test('github: the delivery id and event type come from X-GitHub-Delivery and X-G
   assert.equal(verify('github', body, { 'x-hub-signature-256': signature }, { secret }), { sourceId: null, eventType: null, challenge: null });
 });
 
+/** What identifies a Stripe or Slack call without an event id: the SHA-256 of its signed timestamp and raw body. */
+const fingerprintOf = (timestamp: number, body: Buffer) => `sha256:${createHash('sha256').update(`${timestamp}.`).update(body).digest('hex')}`;
+
 test('stripe: the delivery id and event type are the body\'s id and type', () => {
   const secret = 'whsec_identity';
   const body = Buffer.from('{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","type":"invoice.paid"}');
@@ -517,7 +520,11 @@ test('stripe: the delivery id and event type are the body\'s id and type', () =>
   assert.equal(verify('stripe', body, { 'stripe-signature': header }, { secret }), { sourceId: 'evt_1NG8Du2eZvKYlo2CUI79vXWy', eventType: 'invoice.paid', challenge: null });
   const odd = Buffer.from('{"id":42,"type":""}');
   const oddHeader = `t=${NOW},v1=${hmac(secret, `${NOW}.`, odd).toString('hex')}`;
-  assert.equal(verify('stripe', odd, { 'stripe-signature': oddHeader }, { secret }), { sourceId: null, eventType: null, challenge: null }, 'only non-empty strings count');
+  assert.equal(
+    verify('stripe', odd, { 'stripe-signature': oddHeader }, { secret }),
+    { sourceId: null, eventType: null, challenge: null, fingerprint: fingerprintOf(NOW, odd) },
+    'only non-empty strings count; without an id, the call is known by its timestamp and body',
+  );
 });
 
 const slackHeadersFor = (secret: string, body: Buffer) => ({
@@ -530,7 +537,12 @@ test('slack: event_id is the delivery id; the type is event.type, else the top-l
   const callback = Buffer.from('{"type":"event_callback","event_id":"Ev08MFMKH6","event":{"type":"app_mention"}}');
   assert.equal(verify('slack', callback, slackHeadersFor(secret, callback), { secret }), { sourceId: 'Ev08MFMKH6', eventType: 'app_mention', challenge: null });
   const flat = Buffer.from('{"type":"app_rate_limited","event":"not an object"}');
-  assert.equal(verify('slack', flat, slackHeadersFor(secret, flat), { secret }), { sourceId: null, eventType: 'app_rate_limited', challenge: null });
+  assert.equal(verify('slack', flat, slackHeadersFor(secret, flat), { secret }), {
+    sourceId: null,
+    eventType: 'app_rate_limited',
+    challenge: null,
+    fingerprint: fingerprintOf(NOW, flat),
+  });
 });
 
 test('slack: url_verification yields its challenge, only once the signature holds', () => {

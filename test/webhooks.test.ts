@@ -412,6 +412,35 @@ test('slack: a retried event_callback with the same event_id is one event', asyn
   assert.is((await eventsOf('inbox'))[0].sourceId, 'Ev08MFMKH6');
 });
 
+test('stripe and slack: a signed call without an event id, replayed within the tolerance, is one event; another timestamp or body is another call', async () => {
+  const secret = 'no-event-id-secret';
+  const schemes = [
+    { key: 'stripe-noid', scheme: 'stripe', sign: (body: string, at: number) => ({ 'stripe-signature': signStripe(secret, at, body) }) },
+    {
+      key: 'slack-noid',
+      scheme: 'slack',
+      sign: (body: string, at: number) => ({ 'x-slack-request-timestamp': String(at), 'x-slack-signature': signSlack(secret, at, body) }),
+    },
+  ];
+  for (const { key, scheme, sign } of schemes) {
+    await declarative(key, scheme, secret);
+    const body = JSON.stringify({ type: 'app_rate_limited', minute_rate_limited: 1518467820 });
+    const at = nowSeconds() - 60;
+    const first = await post(key, body, sign(body, at));
+    assert.ok(first.body.meta.eventId, `${key}: ${first.text}`);
+    const replayed = await post(key, body, sign(body, at));
+    assert.is(replayed.status, 200, replayed.text);
+    assert.equal(replayed.body.meta, { duplicate: true }, `${key}: the same call again`);
+    const later = await post(key, body, sign(body, at + 1));
+    assert.ok(later.body.meta.eventId, `${key}: another timestamp is another call`);
+    const other = JSON.stringify({ type: 'app_rate_limited', minute_rate_limited: 1518467880 });
+    assert.ok((await post(key, other, sign(other, at))).body.meta.eventId, `${key}: another body is another call`);
+    const published = (await eventsOf('inbox')).filter((event) => event.eventKey === `${key}.webhook.received`);
+    assert.is(published.length, 3, key);
+    assert.ok(published.every((event) => event.sourceId === undefined), `${key}: no provider id, so no sourceId`);
+  }
+});
+
 test('unknown extension keys are 404 and leave nothing behind in the configuration cache', async () => {
   const config = t.daemon.services.extensionConfig;
   assert.is((await post('gh', '{}')).status, 401, 'a configured extension is cached by its first call');

@@ -37,6 +37,8 @@ export interface Services {
   metrics: Metrics;
   /** Published events and delivery outcomes as they happen, for live streams. */
   activity: ActivityFeed;
+  /** The master keyring: it seals secrets at rest and signs backup manifests. */
+  box: SecretBox;
   /** On PostgreSQL: why the database cannot serve now (null: it can), for readiness; null on files. */
   databaseFault: (() => Promise<string | null>) | null;
   startedAt: number;
@@ -157,6 +159,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         webhooks,
         metrics,
         activity,
+        box,
         databaseFault,
         startedAt: Date.now(),
       },

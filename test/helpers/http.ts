@@ -54,10 +54,10 @@ export function api(baseUrl: string, token?: string) {
 
 export type Api = ReturnType<typeof api>;
 
-/** The session token from a login answer's Set-Cookie header. */
+/** The session token from a login answer's Set-Cookie header (`__Host-platform_token` behind TLS). */
 export function tokenOf(result: HttpResult): string {
   for (const cookie of result.headers.getSetCookie()) {
-    const match = /^platform_token=([^;]*)/.exec(cookie);
+    const match = /^(?:__Host-)?platform_token=([^;]*)/.exec(cookie);
     if (match) return match[1]!;
   }
   throw new Error(`no platform_token cookie in the answer (status ${result.status}: ${result.text})`);

@@ -15,8 +15,8 @@ export interface ReceivedDelivery {
   abandoned?: boolean;
 }
 
-/** What to answer the n-th request (0-based): a status (default 200), headers, after a delay, or never answer. */
-export type Answer = { status?: number; headers?: Record<string, string>; hang?: boolean; delayMs?: number };
+/** What to answer the n-th request (0-based): a status (default 200), headers, a body (default `{}`), after a delay, or never answer. */
+export type Answer = { status?: number; headers?: Record<string, string>; body?: string; hang?: boolean; delayMs?: number };
 
 export interface Subscriber {
   url: string;
@@ -83,7 +83,7 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
         if (res.destroyed) return;
         arrived.status = answer.status ?? 200;
         res.writeHead(arrived.status, answer.headers ?? {});
-        res.end('{}');
+        res.end(answer.body ?? '{}');
       };
       if (answer.delayMs) setTimeout(respond, answer.delayMs);
       else respond();

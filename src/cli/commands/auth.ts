@@ -9,10 +9,10 @@ import { clearSession, readSession, resolveUrl, saveSession } from '../session.j
 import { paths } from '../../contract/paths.js';
 import type { User } from '../../contract/types.js';
 
-/** The login answer carries the token only in its Set-Cookie header, as the contract says. */
+/** The login answer carries the token only in its Set-Cookie header (`__Host-` prefixed behind TLS). */
 function tokenFromSetCookie(headers: Headers): string {
   for (const cookie of headers.getSetCookie()) {
-    const match = /^platform_token=([^;]+)/.exec(cookie);
+    const match = /^(?:__Host-)?platform_token=([^;]+)/.exec(cookie);
     if (match) return match[1]!;
   }
   throw new CliError('the daemon answered the login without a session cookie', EXIT.daemonError);

@@ -13,7 +13,7 @@ export function registerServe(program: Command): void {
     .option('--database-url <url>', 'keep every piece of state in this PostgreSQL database instead (PLATFORM_DATABASE_URL)')
     .option('--database-schema <name>', "schema of the platform's tables in it (PLATFORM_DATABASE_SCHEMA; default platform)")
     .option('--max-body <size>', 'largest request body, e.g. 1mb (PLATFORM_MAX_BODY; default 1mb)')
-    .option('--secure-cookies', 'mark the session cookie Secure; use behind TLS (PLATFORM_SECURE_COOKIES)')
+    .option('--secure-cookies', 'behind TLS: the session cookie becomes __Host-platform_token, Secure (PLATFORM_SECURE_COOKIES)')
     .option('--seed', 'add the development catalog\'s extensions (seed/catalog.json) that the catalog lacks (PLATFORM_SEED)')
     .option('--plugins-dir <dir>', 'in-process plugins folder (PLATFORM_PLUGINS_DIR; default <data-dir>/plugins)')
     .option('--retry-schedule <ms,...>', 'delays between delivery attempts in ms (PLATFORM_RETRY_SCHEDULE; default 1000,5000,30000,120000,600000)')

@@ -2,8 +2,10 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { extract, list, type ReadEntry } from 'tar';
+import { keyId, SecretBox } from '../secrets/box.js';
 import { isMissing } from '../store/files.js';
-import { BACKUP_SCHEMA_VERSION, MANIFEST_FILE, digestFile, type Manifest, type ManifestFile } from './snapshot.js';
+import { checkManifestSignature } from './signature.js';
+import { BACKUP_SCHEMA_VERSION, MANIFEST_FILE, digestFile, type Manifest, type ManifestFile, type SignedManifest } from './snapshot.js';
 
 /** A refused archive or target; the message is for the operator, as is. */
 export class RestoreError extends Error {
@@ -14,6 +16,24 @@ export interface Progress {
   (done: number, total: number, what: string): void;
 }
 
+/**
+ * The master key the restored daemon will use, given from outside the
+ * archive: a master.key inside it cannot vouch for the archive, since whoever
+ * altered the archive could have replaced it and signed with it.
+ */
+export interface TrustedKeyring {
+  box: SecretBox;
+  /** Where it came from, for messages: PLATFORM_MASTER_KEY or the file given. */
+  source: string;
+  /**
+   * The restored daemon reads its key from the data directory (no
+   * PLATFORM_MASTER_KEY): a master.key in the archive must then be this
+   * keyring, and without one this keyring is written there.
+   */
+  inDataDir: boolean;
+}
+
+const MASTER_KEY_FILE = 'master.key';
 const SAFE_PATH = /^(?!\/)(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9._\-/]+$/;
 
 function parseManifest(text: string, file: string): Manifest {
@@ -106,26 +126,50 @@ async function isEmptyDir(dir: string): Promise<boolean> {
   }
 }
 
+/** Refuses a manifest not signed under a key of the trusted keyring. */
+function assertSigned(manifest: Manifest, trusted: TrustedKeyring, file: string): void {
+  const signed = manifest as Partial<SignedManifest>;
+  switch (checkManifestSignature(signed, trusted.box.keys)) {
+    case 'valid':
+      return;
+    case 'unsigned':
+      throw new RestoreError(`${file} is not signed (made before backups were signed, or its signature was removed): it cannot be authenticated and is not restored`);
+    case 'other-key':
+      throw new RestoreError(
+        `${file} was made by a daemon with another master key (key ${String(signed.keyId)}; ${trusted.source} holds ${trusted.box.keys.map(keyId).join(', ')}): ` +
+          'give the master key of the daemon that made it',
+      );
+    case 'invalid':
+      throw new RestoreError(`${file} has been altered: its manifest does not match its signature`);
+  }
+}
+
 /**
  * Restores an archive into an empty (or missing) data directory, offline.
- * Everything is verified, then extracted into a staging directory beside the
+ * Everything is verified (checksums, and the manifest's signature under the
+ * trusted keyring), then extracted into a staging directory beside the
  * target and checked again; only then is it moved into place. A refusal
  * leaves the target as it was.
  */
-export async function restoreArchive(file: string, dataDir: string, progress?: Progress): Promise<Manifest> {
+export async function restoreArchive(file: string, dataDir: string, trusted: TrustedKeyring, progress?: Progress): Promise<Manifest> {
   if (!(await isEmptyDir(dataDir))) {
     throw new RestoreError(`${dataDir} is not empty; restore only into an empty or new directory`);
   }
   const manifest = await verifyArchive(file, progress);
+  assertSigned(manifest, trusted, file);
   await mkdir(dirname(dataDir), { recursive: true });
   const staging = await mkdtemp(join(dirname(dataDir), `.${basename(dataDir)}.restore-`));
   try {
-    await extract({ file, cwd: staging, strict: true, preservePaths: false, filter: (path) => path !== MANIFEST_FILE });
+    // The file is read again: should it have changed since it was verified, only what the signed manifest lists comes out.
+    const listed = new Set(manifest.files.map((entry) => entry.path));
+    const isListed = (path: string, entry: { type?: string }) => entry.type === 'Directory' || (entry.type === 'File' && listed.has(path));
+    await extract({ file, cwd: staging, strict: true, preservePaths: false, filter: (path, entry) => isListed(path, entry as { type?: string }) });
     let done = 0;
     for (const entry of manifest.files) {
       await checkExtracted(staging, entry, file);
       progress?.((done += 1), manifest.files.length, 'restoring');
     }
+    if (trusted.inDataDir) await placeKeyring(staging, trusted, file);
     await moveInto(staging, dataDir);
   } catch (error) {
     throw error instanceof RestoreError ? error : new RestoreError(`restoring ${file} failed: ${(error as Error).message}`);
@@ -133,6 +177,21 @@ export async function restoreArchive(file: string, dataDir: string, progress?: P
     await rm(staging, { recursive: true, force: true });
   }
   return manifest;
+}
+
+/** The restored daemon will read its key from master.key: it must be the keyring the archive was checked with. */
+async function placeKeyring(staging: string, trusted: TrustedKeyring, file: string): Promise<void> {
+  let archived: SecretBox;
+  try {
+    archived = await SecretBox.fromKeyringFile(join(staging, MASTER_KEY_FILE));
+  } catch (error) {
+    if (!isMissing(error)) throw new RestoreError(`${file} holds a master.key that cannot be read: ${(error as Error).message}`);
+    await trusted.box.saveKeyring(staging);
+    return;
+  }
+  if (!archived.sameKeysAs(trusted.box)) {
+    throw new RestoreError(`${file} holds a master.key that differs from the one given (${trusted.source}); nothing was restored`);
+  }
 }
 
 /** The archive could have changed since it was verified: what was extracted is checked too. */

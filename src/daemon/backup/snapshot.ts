@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { create as createTar } from 'tar';
 import { PLATFORM_VERSION } from '../version.js';
+import { signManifest, type SignedFields } from './signature.js';
 
 /** The layout of the data directory an archive holds; a restore refuses anything newer. */
 export const BACKUP_SCHEMA_VERSION = 1;
@@ -26,6 +27,9 @@ export interface Manifest {
   includesKeys: boolean;
   files: ManifestFile[];
 }
+
+/** As written: signed (archives of earlier versions are not, and are refused). */
+export type SignedManifest = Manifest & SignedFields;
 
 const SNAPSHOT_PREFIX = '.backup-';
 
@@ -64,21 +68,28 @@ export async function removeStaleSnapshots(dataDir: string): Promise<void> {
  * inode as it was. Append logs keep growing in place, so for them only the
  * bytes present at the snapshot point are copied, cut back to the last whole
  * record. Writes go on meanwhile; the snapshot directory is removed at the end.
+ * The manifest is signed under the current master key (see signature.ts).
  */
-export async function streamBackup(dataDir: string, options: { includeKeys: boolean }): Promise<{ stream: Readable; done: Promise<void> }> {
+export async function streamBackup(
+  dataDir: string,
+  options: { includeKeys: boolean; masterKey: Buffer },
+): Promise<{ stream: Readable; done: Promise<void> }> {
   const snapshotDir = join(dataDir, `${SNAPSHOT_PREFIX}${randomUUID()}`);
   try {
     const logs = linkState(dataDir, snapshotDir, options.includeKeys);
     for (const [path, size] of logs) await keepWholeRecords(join(snapshotDir, path), size);
     const files = await describeFiles(snapshotDir);
-    const manifest: Manifest = {
-      format: 'platform-backup',
-      schemaVersion: BACKUP_SCHEMA_VERSION,
-      platformVersion: PLATFORM_VERSION,
-      createdAt: new Date().toISOString(),
-      includesKeys: options.includeKeys,
-      files,
-    };
+    const manifest: SignedManifest = signManifest(
+      {
+        format: 'platform-backup',
+        schemaVersion: BACKUP_SCHEMA_VERSION,
+        platformVersion: PLATFORM_VERSION,
+        createdAt: new Date().toISOString(),
+        includesKeys: options.includeKeys,
+        files,
+      } satisfies Manifest,
+      options.masterKey,
+    );
     await writeFile(join(snapshotDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
     const pack = createTar({ gzip: true, cwd: snapshotDir, portable: true }, [MANIFEST_FILE, ...files.map((file) => file.path)]);
     const stream = Readable.from(pack);

@@ -44,6 +44,8 @@ export interface DispatcherDependencies {
     recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
     /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
     deliveryUrl(subscriptionId: string): string | null;
+    /** A subscriber's answer with its subscription's credentials masked: excerpts are recorded without them. */
+    maskCredentialsIn(subscriptionId: string | null, text: string): string;
   };
   /** A subscription was disabled automatically: the daemon announces it in its workspace. */
   onSubscriptionDisabled(disabled: DisabledSubscription): Promise<void>;
@@ -296,7 +298,9 @@ export class Dispatcher {
         outcome: result,
         ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
         ...(outcome.ok ? {} : { error: outcome.error.message }),
-        ...(outcome.responseExcerpt === undefined ? {} : { responseExcerpt: outcome.responseExcerpt }),
+        ...(outcome.responseExcerpt === undefined
+          ? {}
+          : { responseExcerpt: this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, outcome.responseExcerpt) }),
       };
     };
     if (outcome.ok) {

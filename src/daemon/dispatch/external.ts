@@ -41,8 +41,12 @@ function signature(key: Buffer, id: string, timestampSeconds: number, body: stri
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
 }
 
-/** Where an external subscriber receives its deliveries. */
-export const eventsUrl = (serviceBaseUrl: string) => `${serviceBaseUrl.replace(/\/+$/, '')}/events`;
+/** Where an external subscriber receives its deliveries: `/events` after the path, before a query string (`/hooks/events?key=v`). */
+export function eventsUrl(serviceBaseUrl: string): string {
+  const queryAt = serviceBaseUrl.search(/[?#]/);
+  const [base, query] = queryAt === -1 ? [serviceBaseUrl, ''] : [serviceBaseUrl.slice(0, queryAt), serviceBaseUrl.slice(queryAt)];
+  return `${base.replace(/\/+$/, '')}/events${query}`;
+}
 
 /**
  * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here

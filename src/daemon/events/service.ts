@@ -155,12 +155,29 @@ export class EventService {
     await this.deps.workspaces.assertExists(workspaceId);
     const event = await this.deps.events.find(workspaceId, eventId);
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
-    return { ...event, deliveries: await this.deps.deliveries.ofEvent(workspaceId, eventId) };
+    const deliveries = await this.deps.deliveries.ofEvent(workspaceId, eventId);
+    return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
   }
 
   async deliveries(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.deliveries.list(workspaceId, query);
+    const page = await this.deps.deliveries.list(workspaceId, query);
+    return { ...page, items: page.items.map((record) => this.withoutCredentials(record)) };
+  }
+
+  /**
+   * Excerpts are recorded with the subscription's credentials masked; those
+   * recorded by an earlier version are masked here, as they are shown.
+   */
+  private withoutCredentials(record: DeliveryRecord): DeliveryRecord {
+    if (!record.attempts.some((attempt) => attempt.responseExcerpt !== undefined)) return record;
+    const mask = (text: string) => this.deps.workspaces.maskCredentialsIn(record.subscriptionId, text);
+    return {
+      ...record,
+      attempts: record.attempts.map((attempt) =>
+        attempt.responseExcerpt === undefined ? attempt : { ...attempt, responseExcerpt: mask(attempt.responseExcerpt) },
+      ),
+    };
   }
 
   /** Expired events go, and the records of their deliveries with them. */

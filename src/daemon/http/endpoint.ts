@@ -11,6 +11,14 @@ import { sendDomainError, sendEnvelope, sendSuccess, sendText } from './envelope
 
 export const SESSION_COOKIE = 'platform_token';
 
+/**
+ * The session cookie's name. Behind TLS (`--secure-cookies`) it is
+ * `__Host-platform_token`: a browser keeps a `__Host-` cookie only when it is
+ * Secure, has Path=/ and no Domain, so neither a sibling subdomain nor a
+ * plain-http page can plant one (session fixation). Only this name is read.
+ */
+export const sessionCookieName = (secureCookies: boolean) => (secureCookies ? `__Host-${SESSION_COOKIE}` : SESSION_COOKIE);
+
 /** Who may call: anyone, any logged-in user, or an ADMIN. */
 export type Access = 'public' | 'user' | 'admin';
 
@@ -64,6 +72,8 @@ export interface EndpointDeps {
   auth: AuthService;
   maxBodyBytes: number;
   crossSite: CrossSitePolicy;
+  /** The session cookie's name (see sessionCookieName). */
+  sessionCookie: string;
 }
 
 export type EndpointFactory = <
@@ -75,14 +85,15 @@ export type EndpointFactory = <
   spec: EndpointSpec<A, PS, QS, BS>,
 ) => EventHandler;
 
-export function bearerToken(req: IncomingMessage): string | null {
+/** The token of a request: `Authorization: Bearer`, else the session cookie named `cookieName` (see sessionCookieName). */
+export function bearerToken(req: IncomingMessage, cookieName: string): string | null {
   const header = req.headers.authorization;
   if (header && /^bearer /i.test(header)) return header.slice(7).trim() || null;
   const cookies = req.headers.cookie;
   if (!cookies) return null;
   for (const part of cookies.split(';')) {
     const index = part.indexOf('=');
-    if (index > 0 && part.slice(0, index).trim() === SESSION_COOKIE) return part.slice(index + 1).trim() || null;
+    if (index > 0 && part.slice(0, index).trim() === cookieName) return part.slice(index + 1).trim() || null;
   }
   return null;
 }
@@ -139,7 +150,7 @@ async function serve<
   }
   let caller: Caller | null = null;
   if (spec.access !== 'public') {
-    const token = bearerToken(req);
+    const token = bearerToken(req, deps.sessionCookie);
     if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
     caller = await deps.auth.authenticate(token);
     if (spec.access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');

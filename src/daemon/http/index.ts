@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { Services } from '../services.js';
 import { createHttpApp } from './app.js';
 import type { RouteModule } from './context.js';
-import { createEndpointFactory } from './endpoint.js';
+import { createEndpointFactory, sessionCookieName } from './endpoint.js';
 import { RouteTable } from './routes.js';
 import { authRoutes } from './routes/auth.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -47,6 +47,7 @@ export function buildRoutes(services: Services, config: DaemonConfig): RouteTabl
     auth: services.auth,
     maxBodyBytes: config.maxBodyBytes,
     crossSite: { corsOrigins: config.corsOrigins, secureCookies: config.secureCookies },
+    sessionCookie: sessionCookieName(config.secureCookies),
   });
   for (const register of MODULES) register(routes, { endpoint, services, config });
   return routes;

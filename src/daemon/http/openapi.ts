@@ -5,7 +5,7 @@ import { successShapes } from '../../contract/responses.js';
 import type { ErrorCode } from '../errors.js';
 import { PLATFORM_VERSION } from '../version.js';
 import { statusOf } from './envelope.js';
-import { SESSION_COOKIE, specOf, type AnyEndpointSpec } from './endpoint.js';
+import { specOf, type AnyEndpointSpec } from './endpoint.js';
 import type { RouteTable } from './routes.js';
 
 type Json = Record<string, unknown>;
@@ -149,8 +149,12 @@ function operationOf(method: string, routePath: string, path: string, spec: AnyE
   return operation;
 }
 
-/** The OpenAPI 3.1 document of every route in the table, from the endpoint specs that validate the requests. */
-export function openApiDocument(routes: RouteTable): Json {
+/**
+ * The OpenAPI 3.1 document of every route in the table, from the endpoint
+ * specs that validate the requests; `sessionCookie` is the cookie's name as
+ * this daemon sets it.
+ */
+export function openApiDocument(routes: RouteTable, sessionCookie: string): Json {
   const paths: Record<string, Json> = {};
   for (const { method, path, handler } of routes.entries()) {
     const spec = specOf(handler);
@@ -169,7 +173,7 @@ export function openApiDocument(routes: RouteTable): Json {
     components: {
       schemas: { Envelope: ENVELOPE, ...toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION) },
       securitySchemes: {
-        cookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
+        cookie: { type: 'apiKey', in: 'cookie', name: sessionCookie },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
       },
     },

@@ -8,7 +8,8 @@ const ALGORITHM = 'aes-256-gcm';
 const PREFIX = 'enc:v1:';
 const MASTER_KEY_FILE = 'master.key';
 
-const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);
+/** Names a key without giving it away: the start of its SHA-256. */
+export const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
 function decodeKey(text: string, source: string): Buffer {
   const key = Buffer.from(text.trim(), 'base64');
@@ -43,18 +44,32 @@ export class SecretBox {
    * per line, the current one first), created on first start.
    */
   static async open(dataDir: string, fromEnvironment: string | null): Promise<SecretBox> {
-    if (fromEnvironment) return new SecretBox(fromEnvironment.split(',').map((text) => decodeKey(text, 'PLATFORM_MASTER_KEY')));
-    const file = join(dataDir, MASTER_KEY_FILE);
+    if (fromEnvironment) return SecretBox.fromEnvironment(fromEnvironment);
     try {
-      const lines = (await readFile(file, 'utf8')).split('\n').filter((line) => line.trim() !== '');
-      if (lines.length === 0) throw new StartupError(`${file} is empty`);
-      return new SecretBox(lines.map((line) => decodeKey(line, file)));
+      return await SecretBox.fromKeyringFile(join(dataDir, MASTER_KEY_FILE));
     } catch (error) {
       if (!isMissing(error)) throw error;
     }
     const box = new SecretBox([randomBytes(32)]);
     await box.saveKeyring(dataDir);
     return box;
+  }
+
+  /** PLATFORM_MASTER_KEY: base64 keys, comma-separated, the current one first. */
+  static fromEnvironment(text: string): SecretBox {
+    return new SecretBox(text.split(',').map((key) => decodeKey(key, 'PLATFORM_MASTER_KEY')));
+  }
+
+  /** A master.key file: one base64 key per line, the current one first. Rejects with ENOENT when it is missing. */
+  static async fromKeyringFile(file: string): Promise<SecretBox> {
+    const lines = (await readFile(file, 'utf8')).split('\n').filter((line) => line.trim() !== '');
+    if (lines.length === 0) throw new StartupError(`${file} is empty`);
+    return new SecretBox(lines.map((line) => decodeKey(line, file)));
+  }
+
+  /** Whether both hold the same keys in the same order. */
+  sameKeysAs(other: SecretBox): boolean {
+    return this.keys.length === other.keys.length && this.keys.every((key, index) => key.equals(other.keys[index]!));
   }
 
   static isSealed(value: unknown): value is string {

@@ -160,7 +160,11 @@ export class WebhookService {
   /**
    * A call carrying its provider's delivery id is published at most once per
    * extension within the replay window; the id is committed only once its
-   * event is published, so a retry of a failed call is processed again.
+   * event is published, so a retry of a failed call is processed again. A
+   * Stripe or Slack call without one is checked the same way by its
+   * fingerprint (the SHA-256 of its signed timestamp and raw body): the same
+   * call can only pass the timestamp check within the tolerance window, so
+   * keeping it for the replay window costs room, not correctness.
    */
   private async verifyAndPublish(extensionKey: string, request: WebhookRequest): Promise<WebhookOutcome> {
     const settings = this.deps.config.webhookSettings(extensionKey)!;
@@ -182,8 +186,10 @@ export class WebhookService {
         );
         return { data: null, meta: { eventId } };
       };
-      if (call.sourceId === null) return await publish();
-      const claim = await this.deps.replays.claim(extensionKey, call.sourceId);
+      // Without a delivery id, a call signed with its timestamp is known by its fingerprint.
+      const replayKey = call.sourceId ?? call.fingerprint;
+      if (replayKey === undefined) return await publish();
+      const claim = await this.deps.replays.claim(extensionKey, replayKey);
       if (!claim) return { data: null, meta: { duplicate: true } };
       let outcome: WebhookOutcome;
       try {
@@ -239,7 +245,7 @@ function describeOutcome(outcome: WebhookOutcome): { outcome: RequestOutcome; re
   const eventId = outcome.meta?.eventId;
   if (typeof eventId === 'string') return { outcome: 'ACCEPTED', reason: 'event published', eventId };
   if (outcome.meta?.duplicate === true) {
-    return { outcome: 'DUPLICATE', reason: "the provider's delivery id was already published; nothing published" };
+    return { outcome: 'DUPLICATE', reason: "the provider's delivery id (or, without one, the same signed call) was already published; nothing published" };
   }
   return { outcome: 'ACCEPTED', reason: 'handled by the plugin' };
 }

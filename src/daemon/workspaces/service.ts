@@ -5,7 +5,7 @@ import type { SecretBox } from '../secrets/box.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
-import { hasCredentials, maskCredentials } from '../dispatch/url-credentials.js';
+import { credentialsOf, hasCredentials, maskCredentials, redactSecrets } from '../dispatch/url-credentials.js';
 import {
   alreadyInstalled,
   subscriptionNotFound,
@@ -78,8 +78,10 @@ export class WorkspaceService {
   private reloads: Promise<void> = Promise.resolve();
   /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
   private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
-  /** Decrypted subscriber URLs that carry credentials, with the sealed URL they came from. */
+  /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
   private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
+  /** What a subscriber could echo of its subscription's credentials, valid while its sealed values are the ones decrypted. */
+  private readonly credentialCache = new Map<string, { sealed: string[]; credentials: string[] }>();
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
   /** What holds on to a membership (live streams) checks it again at once. */
@@ -114,7 +116,7 @@ export class WorkspaceService {
     return service;
   }
 
-  /** Data written before URL credentials were sealed: sealed at open, so they are in clear nowhere after a start. */
+  /** Data written before URL credentials (user information, then query strings) were sealed: sealed at open, so they are in clear nowhere after a start. */
   private async sealClearCredentials(): Promise<void> {
     const clear = [...this.subscriptions.values()].filter(hasClearCredentials);
     await Promise.all(
@@ -122,7 +124,7 @@ export class WorkspaceService {
         this.storing(
           workspaceId,
           this.store.updateSubscription(workspaceId, id, (current) =>
-            hasClearCredentials(current) ? { ...current, ...this.storedUrl(current.serviceBaseUrl!) } : null,
+            hasClearCredentials(current) ? { ...current, ...this.storedUrl(this.fullUrl(current)!) } : null,
           ),
         ),
       ),
@@ -487,6 +489,26 @@ export class WorkspaceService {
   }
 
   /**
+   * A text the subscriber sent (a response excerpt) with the credentials of its
+   * subscription masked: the user information and query string of its URL and
+   * its signing secrets, current and previous. A subscription this daemon does
+   * not hold (deleted) leaves the text as it is.
+   */
+  maskCredentialsIn(subscriptionId: string | null, text: string): string {
+    const subscription = subscriptionId === null ? undefined : this.subscriptions.get(subscriptionId);
+    if (!subscription) return text;
+    const { sealedServiceBaseUrl, sealedSigningSecret, sealedPreviousSigningSecret } = subscription;
+    const sealed = [sealedServiceBaseUrl ?? '', sealedSigningSecret, sealedPreviousSigningSecret ?? ''];
+    let cached = this.credentialCache.get(subscription.id);
+    if (!cached || cached.sealed.some((value, index) => value !== sealed[index])) {
+      const signingSecrets = [sealedSigningSecret, sealedPreviousSigningSecret].flatMap((secret) => (secret ? [this.box.open(secret)] : []));
+      cached = { sealed, credentials: credentialsOf(this.fullUrl(subscription), signingSecrets) };
+      this.credentialCache.set(subscription.id, cached);
+    }
+    return redactSecrets(text, cached.credentials);
+  }
+
+  /**
    * Waits for a write, then reads the workspace back into memory, failed or
    * not: memory must show what the store holds. Resolves with what the write did.
    */
@@ -540,13 +562,15 @@ export class WorkspaceService {
       if (this.subscriptions.has(id)) continue;
       this.keyCache.delete(id);
       this.deliveryUrls.delete(id);
+      this.credentialCache.delete(id);
     }
   }
 }
 
+/** Shown with credentials: written before they were sealed, or (a query string) before they were masked. */
 function hasClearCredentials(subscription: StoredSubscription): boolean {
   const url = subscription.serviceBaseUrl;
-  return url !== null && subscription.sealedServiceBaseUrl === undefined && hasCredentials(url);
+  return url !== null && maskCredentials(url) !== url;
 }
 
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {

@@ -113,6 +113,11 @@ export function assertWithinTolerance(timestampSeconds: number, nowMs: number): 
   }
 }
 
+/** See VerifiedCall.fingerprint: only the same bytes under the same signed timestamp match. */
+export function signedCallFingerprint(timestamp: string, rawBody: Buffer): string {
+  return `sha256:${createHash('sha256').update(`${timestamp}.`).update(rawBody).digest('hex')}`;
+}
+
 export function signatureMismatch(): WebhookRejectedError {
   return new WebhookRejectedError('signature does not match');
 }

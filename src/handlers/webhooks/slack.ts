@@ -8,6 +8,7 @@ import {
   requireHeader,
   requireSecret,
   signatureMismatch,
+  signedCallFingerprint,
   textOrNull,
   WebhookRejectedError,
 } from './shared.js';
@@ -32,10 +33,12 @@ export const verifySlack: Verifier = (request, settings, context) => {
   if (!constantTimeEqual(slackDigest(secret, timestamp, request.rawBody), received)) throw signatureMismatch();
   const { body } = request;
   const challenge = body.type === 'url_verification' && typeof body.challenge === 'string' ? body.challenge : null;
+  const sourceId = textOrNull(body.event_id);
   return {
-    sourceId: textOrNull(body.event_id),
+    sourceId,
     eventType: textOrNull(member(body.event, 'type')) ?? textOrNull(body.type),
     challenge,
+    ...(sourceId === null ? { fingerprint: signedCallFingerprint(timestamp, request.rawBody) } : {}),
   };
 };
 

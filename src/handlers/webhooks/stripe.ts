@@ -7,6 +7,7 @@ import {
   requireHeader,
   requireSecret,
   signatureMismatch,
+  signedCallFingerprint,
   textOrNull,
   WebhookRejectedError,
 } from './shared.js';
@@ -50,7 +51,13 @@ export const verifyStripe: Verifier = (request, settings, context) => {
   const { timestamp, v1 } = parseHeader(requireHeader(request, STRIPE_SIGNATURE_HEADER));
   assertWithinTolerance(parseTimestampSeconds(timestamp, STRIPE_SIGNATURE_HEADER), context.now());
   if (!matchesAny(stripeDigest(secret, timestamp, request.rawBody), v1)) throw signatureMismatch();
-  return { sourceId: textOrNull(request.body.id), eventType: textOrNull(request.body.type), challenge: null };
+  const sourceId = textOrNull(request.body.id);
+  return {
+    sourceId,
+    eventType: textOrNull(request.body.type),
+    challenge: null,
+    ...(sourceId === null ? { fingerprint: signedCallFingerprint(timestamp, request.rawBody) } : {}),
+  };
 };
 
 export function stripeDigest(secret: string, timestamp: string, body: Buffer | string): Buffer {

@@ -30,6 +30,13 @@ export interface VerifiedCall {
   readonly eventType: string | null;
   /** Set for Slack's url_verification handshake: answer with this text and publish nothing. */
   readonly challenge: string | null;
+  /**
+   * Set by the schemes that sign a timestamp (stripe, slack) for a call without
+   * a delivery id: the SHA-256 of its timestamp and raw body. The replay check
+   * uses it in place of the id, so the same signed call replayed within the
+   * tolerance window publishes once.
+   */
+  readonly fingerprint?: string;
 }
 
 /** Throws WebhookRejectedError (→ 401) or WebhookConfigError (→ 500); never returns a refusal. */

@@ -2,7 +2,7 @@ import { setCookie, type H3Event } from 'h3';
 import { ChangePasswordBody, LoginBody } from '../../auth/schemas.js';
 import { toPublicUser } from '../../auth/users.js';
 import type { RouteModule } from '../context.js';
-import { SESSION_COOKIE } from '../endpoint.js';
+import { sessionCookieName } from '../endpoint.js';
 
 /** The TCP peer: behind a reverse proxy, the proxy's address. */
 const clientAddressOf = (event: H3Event) => event.node.req.socket.remoteAddress ?? 'unknown';
@@ -10,8 +10,10 @@ const clientAddressOf = (event: H3Event) => event.node.req.socket.remoteAddress 
 const AUTH_MAX_BODY_BYTES = 8 * 1024;
 
 export const authRoutes: RouteModule = (routes, { endpoint, services: { auth }, config }) => {
+  const cookieName = sessionCookieName(config.secureCookies);
+  // No Domain: the cookie stays with this host (a __Host- cookie must not have one).
   const setSessionCookie = (event: H3Event, token: string, maxAge: number) =>
-    setCookie(event, SESSION_COOKIE, token, {
+    setCookie(event, cookieName, token, {
       httpOnly: true,
       sameSite: 'lax',
       path: '/',

@@ -7,14 +7,14 @@ import { DomainError, unauthorized } from '../../errors.js';
 import { Readiness } from '../../readiness.js';
 import { asStorageError } from '../../store/files.js';
 import type { RouteModule } from '../context.js';
-import { bearerToken } from '../endpoint.js';
+import { bearerToken, sessionCookieName } from '../endpoint.js';
 
 const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'false']), 'false') });
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** Readiness for load balancers and orchestrators, metrics for Prometheus, backups for the operator. */
-export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics, databaseFault }, config }) => {
+export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics, databaseFault, box }, config }) => {
   const readiness = new Readiness(config.dataDir, events.dispatcher, databaseFault);
   routes.get(
     '/api/health/ready',
@@ -49,7 +49,7 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
       },
       handle: async ({ event }) => {
         const { req, res } = event.node;
-        if (!(await mayScrape(bearerToken(req)))) {
+        if (!(await mayScrape(bearerToken(req, sessionCookieName(config.secureCookies))))) {
           metrics.metricsRefused();
           throw unauthorized('metrics need an ADMIN session or Authorization: Bearer <PLATFORM_METRICS_TOKEN>');
         }
@@ -67,7 +67,7 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
       query: BackupQuery,
       answers: { contentType: 'application/gzip', description: 'a consistent snapshot of the data directory as a tar.gz archive' },
       handle: async ({ query, event }) => {
-        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true' }).catch((error) => {
+        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true', masterKey: box.keys[0]! }).catch((error) => {
           throw asStorageError(error);
         });
         const { res } = event.node;

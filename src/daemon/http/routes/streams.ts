@@ -7,7 +7,7 @@ import type { ActivityFeed, ActivityItem } from '../../events/activity.js';
 import { Slug } from '../../validation.js';
 import type { WorkspaceService } from '../../workspaces/service.js';
 import type { RouteModule } from '../context.js';
-import { ANSWERED_BY_HANDLER, bearerToken } from '../endpoint.js';
+import { ANSWERED_BY_HANDLER, bearerToken, sessionCookieName } from '../endpoint.js';
 import { workspaceMember } from './access.js';
 
 /** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
@@ -45,6 +45,7 @@ interface StreamDeps {
   workspaces: WorkspaceService;
   activity: ActivityFeed;
   heartbeatMs: number;
+  sessionCookie: string;
 }
 
 /** Which items a stream shows, and whether its caller may still read it. */
@@ -59,6 +60,7 @@ export const streamRoutes: RouteModule = (routes, { endpoint, services, config }
     workspaces: services.workspaces,
     activity: services.activity,
     heartbeatMs: config.streamHeartbeatMs,
+    sessionCookie: sessionCookieName(config.secureCookies),
   });
   const member = workspaceMember(services.workspaces);
 
@@ -126,7 +128,7 @@ class LiveStreams {
     }
     if (this.total >= MAX_STREAMS) throw unavailable(`the daemon serves at most ${MAX_STREAMS} live streams at once; try again later`);
     // The endpoint authenticated this token: it is there.
-    const token = bearerToken(res.req)!;
+    const token = bearerToken(res.req, this.deps.sessionCookie)!;
     // The client left while it was being authenticated: its close has passed, nothing to count.
     if (res.req.socket.destroyed) return ANSWERED_BY_HANDLER;
 
