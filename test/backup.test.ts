@@ -222,6 +222,12 @@ filesOnly(test)('restore refuses a truncated, altered or newer archive, a non-ar
   assert.match(result.stderr, 'is not empty');
   assert.equal(readdirSync(occupied), ['keep.txt']);
   assert.is(statSync(join(occupied, 'keep.txt')).size, 4);
+
+  // Node's recursive mkdir spins forever under /proc: the restore stops at once, in one line.
+  const unmakeable = await runCli(['restore', archive, '--data-dir', '/proc/platform-nonexistent/data', '--master-key-file', sourceKeyFile()]);
+  assert.is(unmakeable.code, 1);
+  assert.is(unmakeable.stderr.trim().split('\n').length, 1, unmakeable.stderr);
+  assert.match(unmakeable.stderr, '/proc/platform-nonexistent');
 });
 
 /** The manifest's checksums made to match the files again, and (given a master key) signed again, as an attacker would. */

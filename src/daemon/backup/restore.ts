@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { extract, list, type ReadEntry } from 'tar';
 import { keyId, SecretBox } from '../secrets/box.js';
-import { isMissing } from '../store/files.js';
+import { ensurePrivateDir, isMissing } from '../store/files.js';
 import { checkManifestSignature } from './signature.js';
 import { BACKUP_SCHEMA_VERSION, MANIFEST_FILE, digestFile, type Manifest, type ManifestFile, type SignedManifest } from './snapshot.js';
 
@@ -157,7 +157,9 @@ export async function restoreArchive(file: string, dataDir: string, trusted: Tru
   }
   const manifest = await verifyArchive(file, progress);
   assertSigned(manifest, trusted, file);
-  await mkdir(dirname(dataDir), { recursive: true });
+  await ensurePrivateDir(dirname(dataDir), 'folder of the data directory').catch((error: unknown) => {
+    throw new RestoreError((error as Error).message);
+  });
   const staging = await mkdtemp(join(dirname(dataDir), `.${basename(dataDir)}.restore-`));
   try {
     // The file is read again: should it have changed since it was verified, only what the signed manifest lists comes out.
