@@ -17,6 +17,7 @@ import {
   ExtensionSummary,
   Health,
   Installation,
+  OffsetMeta,
   PageMeta,
   PlatformEvent,
   PublishedMeta,
@@ -70,7 +71,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'PUT /api/admin/marketplace/extensions/:key': answers(ExtensionDetail),
   'POST /api/admin/marketplace/extensions/:key/versions': answers(VersionRecord),
   'PUT /api/admin/marketplace/extensions/:key/versions/:version/unyank': answers(VersionRecord),
-  'GET /api/admin/audit': answers(v.array(AuditRecord)),
+  'GET /api/admin/audit': answers(v.array(AuditRecord), OffsetMeta),
   'GET /api/admin/marketplace/extensions/:key/config': answers(ExtensionConfig),
   'PUT /api/admin/marketplace/extensions/:key/config': answers(ExtensionConfig),
 

@@ -7,6 +7,7 @@ import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/
 import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
+import type { PageBudget } from '../paging.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
@@ -118,10 +119,10 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  /** Newest first, every retained event; see EventStore.page. */
-  async list(workspaceId: string, query: EventPageQuery): Promise<EventPage> {
+  /** Newest first, every retained event, into `budget`; see EventStore.page. */
+  async list(workspaceId: string, query: EventPageQuery, budget: PageBudget<PlatformEvent>): Promise<EventPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.events.page(workspaceId, query, this.deps.retention, this.now());
+    return this.deps.events.page(workspaceId, query, this.deps.retention, this.now(), budget);
   }
 
   /**
@@ -158,9 +159,9 @@ export class EventService {
     return { ...event, deliveries: await this.deps.deliveries.ofEvent(workspaceId, eventId) };
   }
 
-  async deliveries(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
+  async deliveries(workspaceId: string, query: DeliveryQuery, budget: PageBudget<DeliveryRecord>): Promise<DeliveryPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.deliveries.list(workspaceId, query);
+    return this.deps.deliveries.list(workspaceId, query, budget);
   }
 
   /** Expired events go, and the records of their deliveries with them. */

@@ -8,6 +8,7 @@ import type { DeadLetterFilter, Delivery } from '../../dispatch/types.js';
 import { EventLog, type EventPageQuery, type RetentionPolicy } from '../../events/event-log.js';
 import type { RecentLimits } from '../../events/recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
+import { unbounded, type PageBudget } from '../../paging.js';
 
 export interface FileDispatchOptions {
   /** What the event log keeps in memory for listing, beyond each workspace's latest 1,000 (byte budgets). */
@@ -76,8 +77,8 @@ class FileEventStore implements EventStore {
     this.records.created(deliveries);
   }
 
-  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage> {
-    return this.log.page(workspaceId, query, policy, now);
+  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget?: PageBudget<PlatformEvent>): Promise<EventPage> {
+    return this.log.page(workspaceId, query, policy, now, budget);
   }
 
   async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
@@ -166,8 +167,8 @@ class FileDeliveryStore implements DeliveryStore {
     return this.records.ofEvent(workspaceId, eventId);
   }
 
-  async list(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
-    return this.records.list(workspaceId, query);
+  async list(workspaceId: string, query: DeliveryQuery, budget?: PageBudget<DeliveryRecord>): Promise<DeliveryPage> {
+    return this.records.list(workspaceId, query, budget);
   }
 
   async removeWorkspace(workspaceId: string): Promise<void> {
@@ -220,8 +221,10 @@ class FileDeadLetterStore implements DeadLetterStore {
     return this.letters.get(id);
   }
 
-  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }): Promise<{ items: StoredDeadLetter[]; total: number }> {
-    return this.letters.list(filter, page);
+  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget = unbounded<StoredDeadLetter>()): Promise<{ items: StoredDeadLetter[]; total: number }> {
+    const { items, total } = this.letters.list(filter, page);
+    const fitting = items.findIndex((letter) => !budget.admit(letter));
+    return { items: fitting < 0 ? items : items.slice(0, fitting), total };
   }
 
   async matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]> {
