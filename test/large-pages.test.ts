@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { signGithub } from '../src/handlers/webhooks/sign.js';
@@ -68,7 +69,7 @@ test.before(async () => {
   t = await startTestDaemon({ maxPageBytes: PAGE_BYTES, dispatch: FAST_DISPATCH });
   admin = await t.admin();
   // Every delivery fails for good: delivery records with attempts, and dead letters carrying their events.
-  const down = await subscribers.start(() => ({ status: 400 }));
+  const down = await subscribers.start(() => ({ status: 503 }));
   await workspaceWith(admin, 'pages', 'crm');
   await subscribeExternal(admin, 'pages', 'doc.saved', 'crm', down.url);
   for (let index = 0; index < 12; index += 1) {
@@ -79,8 +80,9 @@ test.before(async () => {
     published.unshift(eventId);
   }
   await waitFor('every delivery a dead letter', async () => {
-    const result = await admin.get('/api/admin/dead-letters?workspaceId=pages&limit=1');
-    return result.body.meta.total === published.length || undefined;
+    const letters = await admin.get('/api/admin/dead-letters?workspaceId=pages&limit=1');
+    const pending = await admin.get('/api/workspaces/pages/deliveries?status=PENDING&limit=1');
+    return (letters.body.meta.total === published.length && pending.body.data.length === 0) || undefined;
   });
 });
 test.after(async () => {
@@ -182,6 +184,46 @@ test('webhook request log: pages bounded in bytes, every call once', async () =>
   );
 });
 
+interface PagedRead {
+  ids: string[];
+  pageBytes: number[];
+  fewestItems: number;
+}
+
+/**
+ * Follows a listing's cursor in a worker thread: reading and parsing pages of
+ * megabytes is the client's work, and it stays out of this thread's event
+ * loop, which is the daemon's (its delay is what the test reports).
+ */
+function pageInWorker(url: string, token: string, path: string): Promise<PagedRead> {
+  const code = `
+    const { parentPort, workerData: { url, token, path } } = require('node:worker_threads');
+    (async () => {
+      const read = { ids: [], pageBytes: [], fewestItems: Infinity };
+      let cursor;
+      do {
+        const response = await fetch(url + path + (cursor === undefined ? '' : '&cursor=' + encodeURIComponent(cursor)), { headers: { authorization: 'Bearer ' + token } });
+        const text = await response.text();
+        if (response.status !== 200) throw new Error(response.status + ' ' + text.slice(0, 300));
+        const { data, meta } = JSON.parse(text);
+        read.pageBytes.push(Buffer.byteLength(text));
+        read.fewestItems = Math.min(read.fewestItems, data.length);
+        for (const item of data) read.ids.push(item.id);
+        cursor = meta.nextCursor;
+      } while (cursor !== undefined);
+      parentPort.postMessage(read);
+    })();
+  `;
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(code, { eval: true, workerData: { url, token, path } });
+    worker.once('message', (read: PagedRead) => {
+      resolve(read);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  });
+}
+
 test('while a member pages through 1,000 events of 200 KB, other requests are answered', async () => {
   const big = await startTestDaemon();
   try {
@@ -211,29 +253,25 @@ test('while a member pages through 1,000 events of 200 KB, other requests are an
         healthAnswers += 1;
       }
     })();
-    const ids: string[] = [];
-    let pages = 0;
-    let cursor: string | undefined;
+    let read: PagedRead;
     try {
-      do {
-        const result = await client.get(`/api/workspaces/bulk/events?limit=1000${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
-        assert.is(result.status, 200, result.text.slice(0, 200));
-        assert.ok(result.body.data.length >= 1);
-        assert.ok(Buffer.byteLength(result.text) <= 4 * 1024 * 1024 + ENVELOPE_BYTES, `a page of ${Buffer.byteLength(result.text)} bytes`);
-        ids.push(...result.body.data.map((event: { id: string }) => event.id));
-        pages += 1;
-        cursor = result.body.meta.nextCursor;
-      } while (cursor !== undefined);
+      read = await pageInWorker(big.url, client.token, '/api/workspaces/bulk/events?limit=1000');
     } finally {
       paging = false;
       await health;
       delay.disable();
     }
+    const { ids, pageBytes, fewestItems } = read;
+    const pages = pageBytes.length;
+    assert.ok(fewestItems >= 1, 'every page holds an event');
+    const largest = Math.max(...pageBytes);
+    assert.ok(largest <= 4 * 1024 * 1024 + ENVELOPE_BYTES, `a page of ${largest} bytes`);
     // Reported, not asserted: time is the machine's.
     console.log(`    1,000 events of 200 KB: ${pages} pages, ${healthAnswers} health answers meanwhile, event loop delay max ${(delay.max / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`);
     assert.ok(pages >= 40, `${pages} pages`);
     assert.ok(healthAnswers >= pages, `${healthAnswers} health answers while ${pages} pages were read`);
-    assert.equal(ids, [...expected].reverse());
+    // Published four at a time: in the order they were recorded, which is not the order of `index`.
+    exactlyOnce(ids, expected);
   } finally {
     await big.destroy();
   }

@@ -7,6 +7,10 @@
 export class PageBudget<T> {
   private readonly parts: string[] = [];
   private used = 0;
+  private refused = false;
+  /** See startChunk. */
+  private chunkFrom = 0;
+  private chunkEnd = Number.POSITIVE_INFINITY;
 
   constructor(
     readonly maxBytes: number,
@@ -19,10 +23,33 @@ export class PageBudget<T> {
     const json = this.toJson(item);
     // A comma separates it from the item before.
     const size = Buffer.byteLength(json) + (this.parts.length > 0 ? 1 : 0);
-    if (this.parts.length > 0 && this.used + size > this.maxBytes) return false;
+    if (this.parts.length > 0 && this.used + size > this.maxBytes) {
+      this.refused = true;
+      return false;
+    }
     this.parts.push(json);
     this.used += size;
     return true;
+  }
+
+  /** An item was left out for want of room: the page is complete. */
+  get full(): boolean {
+    return this.refused;
+  }
+
+  /**
+   * For a store that reads synchronously: it reads about `bytes` (at least one
+   * item), then `hasRoom` says stop, and it goes on after the event loop has
+   * had its turn, in a chunk of its own.
+   */
+  startChunk(bytes: number): void {
+    this.chunkFrom = this.parts.length;
+    this.chunkEnd = this.used + bytes;
+  }
+
+  /** False once this chunk has taken its bytes: read no further now (the page itself may not be full). */
+  hasRoom(): boolean {
+    return this.parts.length === this.chunkFrom || this.used < this.chunkEnd;
   }
 
   get count(): number {

@@ -161,9 +161,9 @@ export class EventLog {
    * nor repeats an event. The page is picked from the segments' indexes (the
    * event key by its fingerprint, confirmed on the event), and each event is
    * taken from memory when memory holds it, else read by its span: the cost is
-   * the page's, not the log's, and the page ends where `budget` is full.
-   * Synchronous, so that no compaction swaps a file under it: the budget bounds
-   * what it reads.
+   * the page's, not the log's, and the page ends where `budget` is full (or
+   * its chunk is: see PageBudget.startChunk). Synchronous, so that no
+   * compaction swaps a file under it: the budget bounds what it reads.
    */
   page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
@@ -187,6 +187,10 @@ export class EventLog {
         const at = lines.occurredAt.get(index);
         if (at < cutoff || at > until || at >= olderThan) continue;
         if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
+        if (!budget.hasRoom()) {
+          more = true;
+          continue;
+        }
         const event = eventAt(index);
         if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
         if (budget.count === query.limit || !budget.admit(event)) more = true;
