@@ -187,13 +187,14 @@ export class EventLog {
         const at = lines.occurredAt.get(index);
         if (at < cutoff || at > until || at >= olderThan) continue;
         if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
-        if (!budget.hasRoom()) {
+        // Unfiltered, a line is an event: no need to read it to know that more follow.
+        if (keyHash === null && !budget.hasRoom()) {
           more = true;
           continue;
         }
         const event = eventAt(index);
         if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
-        if (budget.count === query.limit || !budget.admit(event)) more = true;
+        if (budget.count === query.limit || !budget.hasRoom() || !budget.admit(event)) more = true;
         else {
           items.push(event);
           last = { segment: segment.sequence, at, id: event.id };
