@@ -39,7 +39,7 @@ interface Walk {
  * item only, and holds as many as fit (the next page's first item would not
  * have). For listings paged by offset, nextOffset agrees with the cursor.
  */
-async function walk(client: Api, path: string, query = 'limit=500'): Promise<Walk> {
+async function walk(client: Api, path: string, query = 'limit=500', { readsBackwards = false } = {}): Promise<Walk> {
   const pages: any[][] = [];
   let cursor: string | undefined;
   do {
@@ -53,7 +53,9 @@ async function walk(client: Api, path: string, query = 'limit=500'): Promise<Wal
     }
     if ('offset' in meta) assert.is(meta.nextOffset, meta.nextCursor === undefined ? undefined : meta.offset + data.length);
     const previous = pages.at(-1);
-    if (previous) assert.ok(bytes(previous) + 1 + bytes(data[0]) > PAGE_BYTES, `${path}: the page before held as many as fit`);
+    // The item that did not fit on the page before: the next in the listing's order (the newest of a chat page).
+    const next = readsBackwards ? data.at(-1) : data[0];
+    if (previous) assert.ok(bytes(previous) + 1 + bytes(next) > PAGE_BYTES, `${path}: the page before held as many as fit`);
     pages.push(data);
     cursor = meta.nextCursor;
   } while (cursor !== undefined);
@@ -223,6 +225,25 @@ function pageInWorker(url: string, token: string, path: string): Promise<PagedRe
     worker.once('error', reject);
   });
 }
+
+test('chat messages: pages bounded in bytes counted from the newest, the cursor goes on to older ones', async () => {
+  await createWorkspace(admin, 'talk');
+  const sent: string[] = [];
+  for (let index = 0; index < 8; index += 1) {
+    const message = `${index} ${'c'.repeat(2500)}`;
+    sent.push(message);
+    const result = await admin.post('/api/workspaces/talk/events/publish', { eventKey: 'platform.notification', payload: { channel: 'long', message } });
+    assert.is(result.status, 200, result.text);
+  }
+  await waitFor('every message posted', async () => (await admin.get('/api/workspaces/talk/chat/channels')).body.data[0]?.messageCount === 8 || undefined);
+  const { pages } = await walk(admin, '/api/workspaces/talk/chat/channels/long/messages', 'limit=1000', { readsBackwards: true });
+  assert.ok(pages.length >= 2, `${pages.length} pages`);
+  // Each page oldest first; the first page holds the newest messages.
+  assert.equal(
+    [...pages].reverse().flat().map((message) => message.message),
+    sent,
+  );
+});
 
 test('while a member pages through 1,000 events of 200 KB, other requests are answered', async () => {
   const big = await startTestDaemon();

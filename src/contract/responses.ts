@@ -97,7 +97,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'GET /api/workspaces/:id/deliveries': answers(v.array(DeliveryRecord), CursorMeta),
 
   'GET /api/workspaces/:id/chat/channels': answers(v.array(ChannelSummary)),
-  'GET /api/workspaces/:id/chat/channels/:channel/messages': answers(v.array(ChatMessage)),
+  'GET /api/workspaces/:id/chat/channels/:channel/messages': answers(v.array(ChatMessage), CursorMeta),
 
   'GET /api/admin/dead-letters': answers(v.array(DeadLetter), PageMeta),
   'GET /api/admin/dead-letters/:id': answers(DeadLetter),

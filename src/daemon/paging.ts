@@ -61,6 +61,11 @@ export class PageBudget<T> {
     return this.used;
   }
 
+  /** Puts the admitted items in the opposite order (a listing read newest first and shown oldest first). */
+  reverse(): void {
+    this.parts.reverse();
+  }
+
   /** The admitted items' JSON, in order. */
   get json(): readonly string[] {
     return this.parts;
