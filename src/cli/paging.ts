@@ -29,8 +29,8 @@ export interface Listing<T> {
   offset: number;
   /** Every match, when the route says (meta.total). */
   total: number | null;
-  /** The page size asked for; a full page from a route without a total may have more behind it. */
-  pageSize: number;
+  /** More follow this page (meta.nextOffset): a page may end before the page size, at the byte limit of a page. */
+  more: boolean;
 }
 
 /**
@@ -49,14 +49,14 @@ export async function fetchListing<T>(
     // Listings paged by offset answer PageMeta; the audit trail answers it without a total.
     const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
     const total = 'total' in meta ? meta.total : null;
-    return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? DEFAULT_LIMIT };
+    return { items: data, offset: flags.offset ?? 0, total, more: meta.nextOffset !== undefined };
   }
   const items: T[] = [];
   for (;;) {
     const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
     items.push(...data);
     // A page may end before the limit (the byte limit of a page): `nextOffset` says whether more follow.
-    if (meta.nextOffset === undefined) return { items, offset: 0, total: items.length, pageSize: maxLimit };
+    if (meta.nextOffset === undefined) return { items, offset: 0, total: items.length, more: false };
   }
 }
 
@@ -66,7 +66,7 @@ export function printPageHint(listing: Listing<unknown>): void {
   const range = `${listing.offset + 1}-${listing.offset + shown}`;
   if (listing.total !== null && shown > 0 && listing.offset + shown < listing.total) {
     printLine(`(${range} of ${listing.total}; see --offset, or --all)`);
-  } else if (listing.total === null && shown === listing.pageSize) {
+  } else if (listing.total === null && listing.more) {
     printLine(`(${range}; there may be more: see --offset, or --all)`);
   }
 }
