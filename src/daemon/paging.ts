@@ -80,6 +80,14 @@ export class PageBudget<T> {
 
 /** The first read of a page from a database: a few rows, since each may be as large as an event payload. */
 const FIRST_BATCH = 8;
+/**
+ * Batches at most double, up to this many rows: a batch is sized by the rows
+ * seen so far, and a few small rows must not make the next batch hundreds of
+ * large ones.
+ */
+const MOST_BATCH = 64;
+/** A batch of rows of known sizes holds about this many bytes. */
+const BATCH_BYTES = 1024 * 1024;
 
 /**
  * Fills a page from a store read in batches (a database), so that a page of
@@ -109,7 +117,63 @@ export async function fillInBatches<R, T>(
       last = row;
     }
     if (rows.length < wanted) return { items, last, more: false };
-    batch = budget.roomFor() + 1;
+    batch = Math.min(budget.roomFor() + 1, 2 * batch, MOST_BATCH);
+  }
+}
+
+/**
+ * Fills a page from rows whose sizes the store can tell before it reads them
+ * (the bytes of each row's JSON as sent, or more). `sizes` gives up to `count`
+ * keys with their sizes after the key `after`, in the listing's order (asked
+ * for in growing numbers: telling a size has a cost too); `fetch` reads the
+ * rows of some keys, in their order (fewer when some are gone meanwhile). Rows
+ * are fetched in batches of about BATCH_BYTES and never beyond what the budget
+ * can take, so that a page of large rows reads only what it sends.
+ */
+export async function fillBySize<K, R, T>(
+  limit: number,
+  budget: PageBudget<T>,
+  sizes: (after: K | undefined, count: number) => Promise<Array<{ key: K; bytes: number }>>,
+  fetch: (keys: K[]) => Promise<R[]>,
+  itemOf: (row: R) => T,
+): Promise<{ items: T[]; last: R | undefined; more: boolean }> {
+  const items: T[] = [];
+  let last: R | undefined;
+  let known: Array<{ key: K; bytes: number }> = [];
+  let exhausted = false;
+  let after: K | undefined;
+  let asked = FIRST_BATCH;
+  for (;;) {
+    if (known.length === 0 && !exhausted) {
+      // One row beyond the limit tells whether more follow.
+      const count = Math.min(asked, limit + 1 - budget.count);
+      known = await sizes(after, count);
+      exhausted = known.length < count;
+      after = known.at(-1)?.key ?? after;
+      asked = Math.min(2 * asked, 1024);
+    }
+    if (known.length === 0) return { items, last, more: false };
+    if (budget.count === limit) return { items, last, more: true };
+    const keys: K[] = [];
+    let batchBytes = 0;
+    let pageBytes = budget.bytes;
+    for (const { key, bytes } of known) {
+      const size = bytes + 1;
+      if (budget.count + keys.length === limit || (keys.length > 0 && batchBytes + size > BATCH_BYTES)) break;
+      // The first item of a page is taken whatever its size.
+      if (budget.count + keys.length > 0 && pageBytes + size > budget.maxBytes) break;
+      keys.push(key);
+      batchBytes += size;
+      pageBytes += size;
+    }
+    if (keys.length === 0) return { items, last, more: true };
+    known = known.slice(keys.length);
+    for (const row of await fetch(keys)) {
+      const item = itemOf(row);
+      if (!budget.admit(item)) return { items, last, more: true };
+      items.push(item);
+      last = row;
+    }
   }
 }
 

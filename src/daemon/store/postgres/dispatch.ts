@@ -6,7 +6,7 @@ import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/t
 import { describeFault, notFound } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
 import type { EventPage, EventStore } from '../../events/store.js';
-import { fillInBatches, unbounded } from '../../paging.js';
+import { fillBySize, fillInBatches, unbounded } from '../../paging.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
 import { qualified, type Database, type Prepared } from './database.js';
@@ -414,16 +414,17 @@ export class PostgresDispatch {
       publish: (event, deliveries) => this.publish(event, deliveries),
       page: async (workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> => {
         const since = Math.max(now - policy.maxAgeMs, query.since ?? 0);
-        // Read in batches sized to the budget: a page of large events never has them all in memory at once.
-        const { items, last, more } = await fillInBatches(
+        // The page's rows and their sizes first (the column holds the event's JSON text as sent), then
+        // only the events that fit, in batches: a page of large events never has them all in memory.
+        const { items, last, more } = await fillBySize(
           query.limit,
           budget,
-          async (after: { event: PlatformEvent; seq: string } | undefined, count) => {
-            const { rows } = await this.database.query<{ event: PlatformEvent; seq: string }>(
+          async (after: string | undefined, count) => {
+            const { rows } = await this.database.query<{ key: string; bytes: number }>(
               `WITH kept AS (
                  SELECT seq FROM events WHERE workspace_id = $1 ORDER BY seq DESC LIMIT $8
                ), cursor_event AS (SELECT seq FROM events WHERE workspace_id = $1 AND id = $6::uuid)
-               SELECT event, seq FROM events
+               SELECT seq AS key, octet_length(event::text) AS bytes FROM events
                WHERE workspace_id = $1 AND seq >= coalesce((SELECT min(seq) FROM kept), 0)
                  AND occurred_at >= $2 AND ($3::timestamptz IS NULL OR occurred_at <= $3) AND ($4::text IS NULL OR event_key = $4)
                  AND ($6::uuid IS NULL OR CASE WHEN EXISTS (SELECT 1 FROM cursor_event) THEN seq < (SELECT seq FROM cursor_event) ELSE occurred_at < $7 END)
@@ -438,11 +439,12 @@ export class PostgresDispatch {
                 query.before?.id ?? null,
                 query.before ? new Date(query.before.at).toISOString() : null,
                 policy.maxPerWorkspace,
-                after?.seq ?? null,
+                after ?? null,
               ],
             );
             return rows;
           },
+          async (keys) => (await this.database.query<{ event: PlatformEvent }>('SELECT event FROM events WHERE seq = ANY($1::bigint[]) ORDER BY seq DESC', [keys])).rows,
           (row) => row.event,
         );
         // `segment` has no meaning here: the cursor's event is found by its id.
