@@ -1,8 +1,8 @@
 import { closeSync, openSync } from 'node:fs';
 import { AppendLog, type LineSpan } from '../store/append-log.js';
 import { Column, hash32, readLineAt } from '../store/line-index.js';
-import type { Delivery } from './types.js';
 import { unbounded } from '../paging.js';
+import type { Delivery } from './types.js';
 
 import type { DeliveryAttempt, DeliveryRecord as PublicDeliveryRecord, DeliveryStatus } from '../../contract/types.js';
 
