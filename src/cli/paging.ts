@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CursorMeta, PageMeta } from '../contract/types.js';
+import type { CursorMeta, OffsetMeta, PageMeta } from '../contract/types.js';
 import type { Client } from './client.js';
 import { usageError } from './errors.js';
 import { integerFlag } from './flags.js';
@@ -29,13 +29,13 @@ export interface Listing<T> {
   offset: number;
   /** Every match, when the route says (meta.total). */
   total: number | null;
-  /** The page size asked for; a full page from a route without a total may have more behind it. */
-  pageSize: number;
+  /** More follow this page (meta.nextOffset): a page may end before the page size, at the byte limit of a page. */
+  more: boolean;
 }
 
 /**
  * One page, or with --all every page: follows the route's limit/offset until a
- * page comes back short (or meta.total is reached), so nothing is out of reach.
+ * page answers no `meta.nextOffset`, so nothing is out of reach.
  */
 export async function fetchListing<T>(
   client: Client,
@@ -46,17 +46,17 @@ export async function fetchListing<T>(
 ): Promise<Listing<T>> {
   if (flags.all && (flags.limit !== undefined || flags.offset !== undefined)) throw usageError('give --all or --limit/--offset, not both');
   if (!flags.all) {
-    // Listings paged by offset answer PageMeta; the audit trail answers no meta.
-    const { data, meta } = await client.request<T[], PageMeta | null>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
-    const total = meta?.total ?? null;
-    return { items: data, offset: flags.offset ?? 0, total, pageSize: flags.limit ?? DEFAULT_LIMIT };
+    // Listings paged by offset answer PageMeta; the audit trail answers it without a total.
+    const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
+    const total = 'total' in meta ? meta.total : null;
+    return { items: data, offset: flags.offset ?? 0, total, more: meta.nextOffset !== undefined };
   }
   const items: T[] = [];
   for (;;) {
-    const { data, meta } = await client.request<T[], PageMeta | null>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
+    const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
     items.push(...data);
-    const total = meta?.total ?? null;
-    if (data.length < maxLimit || (total !== null && items.length >= total)) return { items, offset: 0, total: items.length, pageSize: maxLimit };
+    // A page may end before the limit (the byte limit of a page): `nextOffset` says whether more follow.
+    if (meta.nextOffset === undefined) return { items, offset: 0, total: items.length, more: false };
   }
 }
 
@@ -66,7 +66,7 @@ export function printPageHint(listing: Listing<unknown>): void {
   const range = `${listing.offset + 1}-${listing.offset + shown}`;
   if (listing.total !== null && shown > 0 && listing.offset + shown < listing.total) {
     printLine(`(${range} of ${listing.total}; see --offset, or --all)`);
-  } else if (listing.total === null && shown === listing.pageSize) {
+  } else if (listing.total === null && listing.more) {
     printLine(`(${range}; there may be more: see --offset, or --all)`);
   }
 }

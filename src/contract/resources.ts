@@ -275,9 +275,18 @@ export type Health = v.InferOutput<typeof Health>;
 export const Readiness = v.strictObject({ status: v.literal('ready') });
 export type Readiness = v.InferOutput<typeof Readiness>;
 
-/** `meta` of a list paged by offset. */
-export const PageMeta = v.strictObject({ total: Count, limit: Count, offset: Count });
+/**
+ * `meta` of a list paged by offset. A page ends at `limit` or at the byte limit of a page, whichever
+ * comes first: `nextOffset` (and the same position as an opaque `nextCursor`) is where the next page
+ * starts, absent on the last page.
+ */
+const NextPage = { nextOffset: v.optional(Count), nextCursor: v.optional(v.string()) };
+export const PageMeta = v.strictObject({ total: Count, limit: Count, offset: Count, ...NextPage });
 export type PageMeta = v.InferOutput<typeof PageMeta>;
+
+/** `meta` of a list paged by offset that does not count its matches (the audit trail). */
+export const OffsetMeta = v.strictObject({ limit: Count, offset: Count, ...NextPage });
+export type OffsetMeta = v.InferOutput<typeof OffsetMeta>;
 
 /** `meta` of a list paged by cursor: `nextCursor` is absent on the last page. */
 export const CursorMeta = v.strictObject({ limit: Count, nextCursor: v.optional(v.string()) });
@@ -326,6 +335,7 @@ export const namedResources = {
   Health,
   Readiness,
   PageMeta,
+  OffsetMeta,
   CursorMeta,
   PublishedMeta,
   WarningsMeta,

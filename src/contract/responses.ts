@@ -18,6 +18,7 @@ import {
   ExtensionSummary,
   Health,
   Installation,
+  OffsetMeta,
   PageMeta,
   PlatformEvent,
   PublishedMeta,
@@ -71,7 +72,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'PUT /api/admin/marketplace/extensions/:key': answers(ExtensionDetail),
   'POST /api/admin/marketplace/extensions/:key/versions': answers(VersionRecord),
   'PUT /api/admin/marketplace/extensions/:key/versions/:version/unyank': answers(VersionRecord),
-  'GET /api/admin/audit': answers(v.array(AuditRecord)),
+  'GET /api/admin/audit': answers(v.array(AuditRecord), OffsetMeta),
   'GET /api/admin/marketplace/extensions/:key/config': answers(ExtensionConfig),
   'PUT /api/admin/marketplace/extensions/:key/config': answers(ExtensionConfig),
 
@@ -98,7 +99,7 @@ export const successShapes: Record<string, SuccessShape> = {
   'GET /api/workspaces/:id/deliveries': answers(v.array(DeliveryRecord), CursorMeta),
 
   'GET /api/workspaces/:id/chat/channels': answers(v.array(ChannelSummary)),
-  'GET /api/workspaces/:id/chat/channels/:channel/messages': answers(v.array(ChatMessage)),
+  'GET /api/workspaces/:id/chat/channels/:channel/messages': answers(v.array(ChatMessage), CursorMeta),
 
   'GET /api/admin/dead-letters': answers(v.array(DeadLetter), PageMeta),
   'GET /api/admin/dead-letters/:id': answers(DeadLetter),

@@ -14,6 +14,8 @@ export interface DaemonConfig {
   maxBodyBytes: number;
   /** An event payload is at most this many bytes of JSON (PLATFORM_MAX_PAYLOAD). */
   maxPayloadBytes: number;
+  /** A page of any listing holds as many items as fit in this many bytes of JSON, at least one (PLATFORM_MAX_PAGE_BYTES). */
+  maxPageBytes: number;
   /** Adds `Secure` to the session cookie; set it when TLS terminates in front of the daemon. */
   secureCookies: boolean;
   tokenTtlSeconds: number;
@@ -138,6 +140,8 @@ const Size = v.pipe(
   }),
   v.minValue(1024, 'must be at least 1kb'),
 );
+/** Above this, building one page would hold the event loop (and memory) for long. */
+const PageSize = v.pipe(Size, v.maxValue(64 * 1024 * 1024, 'must be at most 64mb'));
 const Count = (min: number, max: number) =>
   v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
 
@@ -248,6 +252,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     database: parseDatabase(flags, env),
     maxBodyBytes: parseSetting('--max-body / PLATFORM_MAX_BODY', Size, flags.maxBody ?? env.PLATFORM_MAX_BODY, 1024 * 1024),
     maxPayloadBytes: parseSetting('PLATFORM_MAX_PAYLOAD', Size, env.PLATFORM_MAX_PAYLOAD, 262_144),
+    maxPageBytes: parseSetting('PLATFORM_MAX_PAGE_BYTES', PageSize, env.PLATFORM_MAX_PAGE_BYTES, 4 * 1024 * 1024),
     secureCookies: flags.secureCookies ?? isTrue(env.PLATFORM_SECURE_COOKIES),
     tokenTtlSeconds: parseSetting('PLATFORM_TOKEN_TTL', Count(60, 30 * 24 * 3600), env.PLATFORM_TOKEN_TTL, 8 * 3600),
     jwtSecret,

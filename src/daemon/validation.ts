@@ -59,3 +59,6 @@ export const QueryInt = (min: number, max: number) =>
     v.minValue(min, `must be at least ${min}`),
     v.maxValue(max, `must be at most ${max}`),
   );
+
+/** The query parameter of a paged listing: an opaque cursor from `meta.nextCursor`. */
+export const CursorParam = v.optional(v.pipe(v.string(), v.maxLength(300, 'is not a cursor of this listing')));

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { NonEmptyString, QueryInt, Slug, jsonObject } from '../validation.js';
+import { CursorParam, NonEmptyString, QueryInt, Slug, jsonObject } from '../validation.js';
 import { isStrictSemver } from './versions.js';
 
 export const ExtensionKey = Slug;
@@ -87,20 +87,24 @@ const optionalText = (max: number) =>
 
 const MAX_PAGE = 500;
 
+export const MAX_BROWSE_OFFSET = 999_999_999;
 export const BrowseQuery = v.object({
   search: optionalText(200),
   category: optionalText(64),
   limit: v.optional(QueryInt(1, MAX_PAGE), '50'),
-  offset: v.optional(QueryInt(0, 999_999_999), '0'),
+  offset: v.optional(QueryInt(0, MAX_BROWSE_OFFSET), '0'),
+  cursor: CursorParam,
 });
 
 export const MAX_AUDIT_PAGE = 1000;
+export const MAX_AUDIT_OFFSET = 100_000;
 
 export const AuditQuery = v.object({
   extensionKey: v.optional(ExtensionKey),
   limit: v.optional(QueryInt(1, MAX_AUDIT_PAGE), '50'),
   /** Bounded: a read past the in-memory window keeps up to twice offset + limit records while it scans. */
-  offset: v.optional(QueryInt(0, 100_000), '0'),
+  offset: v.optional(QueryInt(0, MAX_AUDIT_OFFSET), '0'),
+  cursor: CursorParam,
 });
 
 export const YankQuery = v.object({ reason: optionalText(500) });

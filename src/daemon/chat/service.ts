@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { PageBudget } from '../paging.js';
 import type { ChannelSummary, ChatMessage, ChatStore } from './store.js';
 
 /** What the chat plugin posts: a notification's channel, text and who sent it. */
@@ -29,8 +30,18 @@ export class ChatService {
     return this.store.channelsOf(workspaceId);
   }
 
-  async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
+  /**
+   * The latest `limit` messages older than `before` (a message id), as many as
+   * `budget` holds counting from the newest, oldest first in the budget;
+   * `oldest` is the first message on the page when older ones follow.
+   */
+  async messages(workspaceId: string, channel: string, query: { limit: number; before?: string | undefined }, budget: PageBudget<ChatMessage>): Promise<{ oldest?: string }> {
     await this.workspaces.assertExists(workspaceId);
-    return this.store.messages(workspaceId, channel, limit);
+    // One beyond the limit tells whether older ones follow.
+    const messages = await this.store.messages(workspaceId, channel, query.limit + 1, query.before);
+    let first = messages.length;
+    while (first > 0 && budget.count < query.limit && budget.admit(messages[first - 1]!)) first -= 1;
+    budget.reverse();
+    return first > 0 ? { oldest: messages[first]!.id } : {};
   }
 }

@@ -21,8 +21,11 @@ export interface ChatStore {
   post(workspaceId: string, message: ChatMessage): Promise<void>;
   /** The workspace's channels, by name. */
   channelsOf(workspaceId: string): Promise<ChannelSummary[]>;
-  /** The latest `limit` messages of the channel, oldest first (reading order); [] for an unknown channel. */
-  messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]>;
+  /**
+   * The latest `limit` messages of the channel, oldest first (reading order), older than the message
+   * `before` (an id) when given; [] for an unknown channel, or when that message is no longer kept.
+   */
+  messages(workspaceId: string, channel: string, limit: number, before?: string): Promise<ChatMessage[]>;
   /** Once every write made so far is durable. */
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { AppendLog, type LineSpan } from '../store/append-log.js';
 import { Column, hash32, readLineAt } from '../store/line-index.js';
+import { unbounded } from '../paging.js';
 import type { Delivery } from './types.js';
 
 import type { DeliveryAttempt, DeliveryRecord as PublicDeliveryRecord, DeliveryStatus } from '../../contract/types.js';
@@ -419,11 +420,11 @@ export class DeliveryRecords {
   }
 
   /**
-   * Newest first; `lastSeq` is the position of the last item returned, for the
-   * next cursor. Filters run on the columns (fingerprints confirmed on the
-   * record); only the page's records are read.
+   * Newest first, into `budget` until it is full; `lastSeq` is the position of
+   * the last item on the page, for the next cursor. Filters run on the columns
+   * (fingerprints confirmed on the record); only the page's records are read.
    */
-  list(workspaceId: string, query: DeliveryQuery): { items: DeliveryRecord[]; lastSeq: number | null; more: boolean } {
+  list(workspaceId: string, query: DeliveryQuery, budget = unbounded<DeliveryRecord>()): { items: DeliveryRecord[]; lastSeq: number | null; more: boolean } {
     const records = this.workspaces.get(workspaceId);
     const items: DeliveryRecord[] = [];
     let lastSeq: number | null = null;
@@ -448,7 +449,7 @@ export class DeliveryRecords {
         const created = Date.parse(record.createdAt);
         if (created < since || created > until) continue;
       }
-      if (items.length === query.limit) return { items, lastSeq, more: true };
+      if (budget.count === query.limit || !budget.admit(record)) return { items, lastSeq, more: true };
       items.push(record);
       lastSeq = records.seqs.get(index);
     }

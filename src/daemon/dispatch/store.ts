@@ -1,3 +1,4 @@
+import type { PageBudget } from '../paging.js';
 import type { DeadLetterFilter, Delivery } from './types.js';
 import type { StoredDeadLetter } from './dead-letters.js';
 import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord } from './delivery-records.js';
@@ -6,6 +7,7 @@ import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord } from './delivery-
 export type NewAttempt = Omit<DeliveryAttempt, 'number'>;
 
 export interface DeliveryPage {
+  /** Also in the budget the listing was given, as JSON. */
   items: DeliveryRecord[];
   /** The creation position of the page's last record, for the cursor. */
   lastSeq: number | null;
@@ -65,7 +67,8 @@ export interface DeliveryStore {
   /** The pending queue (every daemon's on a shared store; read at most about once a second there). */
   pending(): Promise<PendingCount>;
   ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]>;
-  list(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage>;
+  /** Fills `budget` with the page's records, up to `query.limit`. */
+  list(workspaceId: string, query: DeliveryQuery, budget?: PageBudget<DeliveryRecord>): Promise<DeliveryPage>;
   removeWorkspace(workspaceId: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -75,8 +78,8 @@ export interface DeadLetterStore {
   count(): Promise<number>;
   /** 404 when there is no such dead letter. */
   get(id: string): Promise<StoredDeadLetter>;
-  /** Newest first. */
-  list(filter: DeadLetterFilter, page: { limit: number; offset: number }): Promise<{ items: StoredDeadLetter[]; total: number }>;
+  /** Newest first; `items` (also in `budget`, as JSON) end early where the budget is full. */
+  list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget?: PageBudget<StoredDeadLetter>): Promise<{ items: StoredDeadLetter[]; total: number }>;
   /** Oldest first. */
   matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]>;
   /**

@@ -5,6 +5,7 @@ import type { PlatformEvent } from '../../handlers/sdk.js';
 import { AppendLog, replay, type LineSpan } from '../store/append-log.js';
 import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../store/files.js';
 import { Column, hash32, readSpan } from '../store/line-index.js';
+import { unbounded } from '../paging.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
 
 export interface RetentionPolicy {
@@ -160,15 +161,17 @@ export class EventLog {
    * nor repeats an event. The page is picked from the segments' indexes (the
    * event key by its fingerprint, confirmed on the event), and each event is
    * taken from memory when memory holds it, else read by its span: the cost is
-   * the page's, not the log's. Synchronous, so that no compaction swaps a file
-   * under it.
+   * the page's, not the log's, and the page ends where `budget` is full (or
+   * its chunk is: see PageBudget.startChunk). Synchronous, so that no
+   * compaction swaps a file under it: the budget bounds what it reads.
    */
-  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
+  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
     const until = query.until ?? Number.POSITIVE_INFINITY;
     const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);
     const { before } = query;
     const items: PlatformEvent[] = [];
+    let more = false;
     let last: EventPosition | undefined;
     this.walk(workspaceId, (segment, lines, eventAt) => {
       if (before && segment.sequence > before.segment) return true;
@@ -180,19 +183,26 @@ export class EventLog {
         if (found >= 0) start = found - 1;
         else olderThan = before.at;
       }
-      for (let index = start; index >= 0 && items.length <= query.limit; index -= 1) {
+      for (let index = start; index >= 0 && !more; index -= 1) {
         const at = lines.occurredAt.get(index);
         if (at < cutoff || at > until || at >= olderThan) continue;
         if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
+        // Unfiltered, a line is an event: no need to read it to know that more follow.
+        if (keyHash === null && !budget.hasRoom()) {
+          more = true;
+          continue;
+        }
         const event = eventAt(index);
         if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
-        if (items.length < query.limit) last = { segment: segment.sequence, at, id: event.id };
-        items.push(event);
+        if (budget.count === query.limit || !budget.hasRoom() || !budget.admit(event)) more = true;
+        else {
+          items.push(event);
+          last = { segment: segment.sequence, at, id: event.id };
+        }
       }
-      return items.length <= query.limit;
+      return !more;
     });
-    const more = items.length > query.limit;
-    return { items: items.slice(0, query.limit), more, ...(more && last ? { last } : {}) };
+    return { items, more, ...(more && last ? { last } : {}) };
   }
 
   /** One event of the workspace, found by its id's fingerprint (newest segment first); undefined if not retained. */

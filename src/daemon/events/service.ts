@@ -7,6 +7,7 @@ import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/
 import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import type { Delivery, SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
+import type { PageBudget } from '../paging.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
@@ -118,10 +119,10 @@ export class EventService {
     return { eventId: event.id };
   }
 
-  /** Newest first, every retained event; see EventStore.page. */
-  async list(workspaceId: string, query: EventPageQuery): Promise<EventPage> {
+  /** Newest first, every retained event, into `budget`; see EventStore.page. */
+  async list(workspaceId: string, query: EventPageQuery, budget: PageBudget<PlatformEvent>): Promise<EventPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    return this.deps.events.page(workspaceId, query, this.deps.retention, this.now());
+    return this.deps.events.page(workspaceId, query, this.deps.retention, this.now(), budget);
   }
 
   /**
@@ -159,17 +160,17 @@ export class EventService {
     return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
   }
 
-  async deliveries(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
+  async deliveries(workspaceId: string, query: DeliveryQuery, budget: PageBudget<DeliveryRecord>): Promise<DeliveryPage> {
     await this.deps.workspaces.assertExists(workspaceId);
-    const page = await this.deps.deliveries.list(workspaceId, query);
-    return { ...page, items: page.items.map((record) => this.withoutCredentials(record)) };
+    return this.deps.deliveries.list(workspaceId, query, budget);
   }
 
   /**
-   * Excerpts are recorded with the subscription's credentials masked; those
-   * recorded by an earlier version are masked here, as they are shown.
+   * A delivery record as it is shown: excerpts are recorded with the
+   * subscription's credentials masked; those recorded by an earlier version
+   * are masked here. A page of records is serialised with it.
    */
-  private withoutCredentials(record: DeliveryRecord): DeliveryRecord {
+  withoutCredentials(record: DeliveryRecord): DeliveryRecord {
     if (!record.attempts.some((attempt) => attempt.responseExcerpt !== undefined)) return record;
     const mask = (text: string) => this.deps.workspaces.maskCredentialsIn(record.subscriptionId, text);
     return {

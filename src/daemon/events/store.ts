@@ -1,8 +1,10 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
+import type { PageBudget } from '../paging.js';
 import type { Delivery } from '../dispatch/types.js';
 import type { EventPageQuery, EventPosition, RetentionPolicy } from './event-log.js';
 
 export interface EventPage {
+  /** Also in the budget the listing was given, as JSON. */
   items: PlatformEvent[];
   more: boolean;
   /** Where the next page starts (present when there is one). */
@@ -17,7 +19,8 @@ export interface EventPage {
  */
 export interface EventStore {
   publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void>;
-  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage>;
+  /** Fills `budget` with the page's events, up to `query.limit`. */
+  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget?: PageBudget<PlatformEvent>): Promise<EventPage>;
   /** Undefined when the workspace holds no such event (any more). */
   find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined>;
   /** Removes expired events and the records of their deliveries. */

@@ -27,6 +27,23 @@ export function decodeCursor<T>(cursor: string, kind: string, workspaceId: strin
   return fields.p;
 }
 
+/**
+ * A listing paged by offset continues where a page stopped (a page may end
+ * before `limit`, at the byte limit): `nextOffset`, and the same position as
+ * `nextCursor` for clients that follow cursors everywhere. Present while more
+ * items follow.
+ */
+export function offsetMeta(kind: string, scope: string, offset: number, count: number, more: boolean): { nextOffset?: number; nextCursor?: string } {
+  const next = offset + count;
+  return more ? { nextOffset: next, nextCursor: encodeCursor(kind, scope, next) } : {};
+}
+
+/** Where a page of an offset listing starts: the cursor's offset when one is given (it wins over `offset`). */
+export function startOffset(cursor: string | undefined, offset: number, kind: string, scope: string, maxOffset: number): number {
+  if (cursor === undefined) return offset;
+  return decodeCursor(cursor, kind, scope, (position): position is number => isSequence(position) && position <= maxOffset);
+}
+
 const invalid = (message: string) =>
   new DomainError('VALIDATION_ERROR', `cursor: ${message}`, { issues: [{ path: 'cursor', message }] });
 

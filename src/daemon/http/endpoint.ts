@@ -7,7 +7,8 @@ import type { AuthService, Caller } from '../auth/service.js';
 import { isAdmin } from '../auth/users.js';
 import { ClientGoneError, hasBody, isJsonContentType, readJsonBody } from './body.js';
 import { isCrossSiteWrite, type CrossSitePolicy } from './cross-site.js';
-import { sendDomainError, sendEnvelope, sendSuccess, sendText } from './envelope.js';
+import { sendDomainError, sendEnvelope, sendPage, sendSuccess, sendText } from './envelope.js';
+import type { PageBudget } from '../paging.js';
 
 export const SESSION_COOKIE = 'platform_token';
 
@@ -39,6 +40,14 @@ export class Reply<T = unknown> {
   constructor(
     readonly data: T,
     readonly meta: Record<string, unknown> | null = null,
+  ) {}
+}
+
+/** Returned by a handler for a page of a listing: the items, serialised within the page's byte budget, and `meta`. */
+export class PageReply {
+  constructor(
+    readonly budget: PageBudget<never>,
+    readonly meta: Record<string, unknown> | null,
   ) {}
 }
 
@@ -178,6 +187,7 @@ async function serve<
   if (result === ANSWERED_BY_HANDLER) return;
   const status = spec.status ?? 200;
   if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
+  else if (result instanceof PageReply) await sendPage(res, result.budget.json, result.budget.bytes, result.meta);
   else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
   else if (result instanceof TextReply) sendText(res, status, result.text);
   else sendSuccess(res, status, result);

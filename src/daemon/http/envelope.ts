@@ -117,9 +117,59 @@ function toJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** A value's JSON, reused for frozen values (see toJson). */
+export const cachedJson = (value: unknown): string => toJson(value);
+
 export function sendSuccess(res: ServerResponse, status: number, data: unknown, meta: Record<string, unknown> | null = null): void {
   const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${new Date().toISOString()}"}`;
   writeJson(res, status, json);
+}
+
+/** An answer is written in pieces of about this size, the event loop free for other requests between them. */
+const PAGE_PIECE_BYTES = 256 * 1024;
+
+/**
+ * A page of a listing (items already serialised, see paging.ts) in the one
+ * envelope, written in pieces: other requests are answered between them, and
+ * a client that reads slowly is waited for rather than buffered.
+ */
+export async function sendPage(res: ServerResponse, items: readonly string[], itemBytes: number, meta: Record<string, unknown> | null): Promise<void> {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const head = '{"code":"SUCCESS","message":null,"data":[';
+  const tail = `],"meta":${JSON.stringify(meta)},"timestamp":"${new Date().toISOString()}"}`;
+  res.writeHead(200, [
+    'x-content-type-options', 'nosniff',
+    'cache-control', 'no-store',
+    'content-type', 'application/json; charset=utf-8',
+    'content-length', String(Buffer.byteLength(head) + itemBytes + Buffer.byteLength(tail)),
+  ]);
+  let piece = head;
+  for (const [index, item] of items.entries()) {
+    piece += index === 0 ? item : `,${item}`;
+    if (piece.length < PAGE_PIECE_BYTES) continue;
+    const flushed = res.write(piece);
+    piece = '';
+    if (res.destroyed) return;
+    await (flushed ? new Promise((resolve) => setImmediate(resolve)) : drained(res));
+    if (res.destroyed) return;
+  }
+  res.end(piece + tail);
+}
+
+/** Resolves when the response can take more, or is closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /**

@@ -1,3 +1,5 @@
+import { unbounded } from '../paging.js';
+
 export const REQUEST_OUTCOMES = ['ACCEPTED', 'REJECTED', 'FAILED', 'DUPLICATE'] as const;
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 
@@ -63,13 +65,22 @@ export async function firstWindow(store: WebhookRequestStore, extensionKey: stri
   return kept ? { before: kept.newest + 1, floor: kept.oldest } : { before: 1, floor: 1 };
 }
 
-/** Newest first, at most `limit` calls of the window. */
-export async function requestPage(store: WebhookRequestStore, extensionKey: string, window: RequestWindow, limit: number): Promise<RequestPage> {
+/** Newest first, at most `limit` calls of the window, and as many as `budget` holds (entries are small: read at once). */
+export async function requestPage(
+  store: WebhookRequestStore,
+  extensionKey: string,
+  window: RequestWindow,
+  limit: number,
+  budget = unbounded<WebhookRequestEntry>(),
+): Promise<RequestPage> {
   const calls = await store.newestFirst(extensionKey, window, limit);
-  const last = calls.at(-1)?.seq ?? window.before;
-  const more = last > window.floor;
   // Short of the limit above the floor: the calls below were dropped since the first page, unless the
   // window lies beyond every kept call. Read after the page, the range can only have moved on since.
-  const lost = calls.length < limit && more && ((await store.keptRange(extensionKey))?.oldest ?? Number.POSITIVE_INFINITY) > window.floor;
-  return { entries: calls.map((call) => call.entry), lost, ...(calls.length > 0 && more ? { next: { before: last, floor: window.floor } } : {}) };
+  const lowest = calls.at(-1)?.seq ?? window.before;
+  const lost = calls.length < limit && lowest > window.floor && ((await store.keptRange(extensionKey))?.oldest ?? Number.POSITIVE_INFINITY) > window.floor;
+  const fitting = calls.findIndex((call) => !budget.admit(call.entry));
+  const page = fitting < 0 ? calls : calls.slice(0, fitting);
+  const last = page.at(-1)?.seq ?? window.before;
+  const more = last > window.floor;
+  return { entries: page.map((call) => call.entry), lost, ...(page.length > 0 && more ? { next: { before: last, floor: window.floor } } : {}) };
 }

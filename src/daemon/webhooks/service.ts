@@ -12,6 +12,7 @@ import { Slug } from '../validation.js';
 import { webhookEventKey } from './event-key.js';
 import { bodyExcerpt, maskHeaders } from './redact.js';
 import type { WebhookReplayStore } from './replays.js';
+import type { PageBudget } from '../paging.js';
 import { firstWindow, requestPage, type RequestOutcome, type WebhookRequestEntry, type WebhookRequestStore } from './request-log.js';
 
 /** An envelope, or plain text for a provider's handshake (Slack's url_verification). */
@@ -91,12 +92,16 @@ export class WebhookService {
     return outcome;
   }
 
-  /** A page of an extension's request log, newest first; `cursor` is what the previous page returned. */
-  async requests(extensionKey: string, options: { limit: number; cursor?: string }): Promise<{ entries: WebhookRequestEntry[]; nextCursor?: string }> {
+  /** A page of an extension's request log, newest first, within `budget`; `cursor` is what the previous page returned. */
+  async requests(
+    extensionKey: string,
+    options: { limit: number; cursor?: string | undefined },
+    budget?: PageBudget<WebhookRequestEntry>,
+  ): Promise<{ entries: WebhookRequestEntry[]; nextCursor?: string }> {
     if (!this.exists(extensionKey)) throw notFound(`extension ${extensionKey} not found`);
     const log = this.deps.requestLog;
     const window = options.cursor === undefined ? await firstWindow(log, extensionKey) : decodeCursor(options.cursor, extensionKey);
-    const page = await requestPage(log, extensionKey, window, options.limit);
+    const page = await requestPage(log, extensionKey, window, options.limit, budget);
     if (page.lost) {
       throw new DomainError('CONFLICT', 'calls not yet listed were dropped for newer ones since the first page was read; start again without a cursor');
     }

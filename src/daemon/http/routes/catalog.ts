@@ -1,6 +1,8 @@
 import {
   AuditQuery,
   BrowseQuery,
+  MAX_AUDIT_OFFSET,
+  MAX_BROWSE_OFFSET,
   CreateExtensionBody,
   ExtensionParams,
   PublishVersionBody,
@@ -8,22 +10,30 @@ import {
   VersionParams,
   YankQuery,
 } from '../../catalog/schemas.js';
+import type { AuditRecord, ExtensionSummary } from '../../catalog/types.js';
 import type { RouteModule } from '../context.js';
-import { Reply } from '../endpoint.js';
+import { offsetMeta, startOffset } from '../cursor.js';
+import { PageReply } from '../endpoint.js';
+import { cachedJson } from '../envelope.js';
+import { PageBudget } from '../../paging.js';
 
 const BROWSE = '/api/marketplace/extensions';
 const ADMIN = '/api/admin/marketplace/extensions';
 
 /** The marketplace: public browse, ADMIN changes, and the ADMIN audit trail. */
-export const catalogRoutes: RouteModule = (routes, { endpoint, services: { catalog } }) => {
+export const catalogRoutes: RouteModule = (routes, { endpoint, services: { catalog }, config: { maxPageBytes } }) => {
   routes.get(
     BROWSE,
     endpoint({
       access: 'public',
       query: BrowseQuery,
-      handle: ({ query }) => {
-        const page = catalog.browse(query);
-        return new Reply(page.items, { total: page.total, limit: query.limit, offset: query.offset });
+      handle: ({ query: { cursor, ...query } }) => {
+        const offset = startOffset(cursor, query.offset, 'extensions', '', MAX_BROWSE_OFFSET);
+        const page = catalog.browse({ ...query, offset });
+        const budget = new PageBudget<ExtensionSummary>(maxPageBytes, cachedJson);
+        for (const item of page.items) if (!budget.admit(item)) break;
+        const more = offset + budget.count < page.total;
+        return new PageReply(budget, { total: page.total, limit: query.limit, offset, ...offsetMeta('extensions', '', offset, budget.count, more) });
       },
     }),
   );
@@ -90,6 +100,19 @@ export const catalogRoutes: RouteModule = (routes, { endpoint, services: { catal
 
   routes.get(
     '/api/admin/audit',
-    endpoint({ access: 'admin', query: AuditQuery, handle: ({ query }) => catalog.auditTrail(query) }),
+    endpoint({
+      access: 'admin',
+      query: AuditQuery,
+      handle: async ({ query: { cursor, limit, ...query } }) => {
+        const scope = query.extensionKey ?? '';
+        const offset = startOffset(cursor, query.offset, 'audit', scope, MAX_AUDIT_OFFSET);
+        // One record beyond the limit tells whether more follow.
+        const records = await catalog.auditTrail({ ...query, offset, limit: limit + 1 });
+        const budget = new PageBudget<AuditRecord>(maxPageBytes);
+        for (const record of records.slice(0, limit)) if (!budget.admit(record)) break;
+        const more = budget.count < records.length;
+        return new PageReply(budget, { limit, offset, ...offsetMeta('audit', scope, offset, budget.count, more) });
+      },
+    }),
   );
 };

@@ -1,14 +1,18 @@
 import * as v from 'valibot';
-import { QueryInt, Slug } from '../../validation.js';
-import { MESSAGES_PER_CHANNEL } from '../../chat/store.js';
+import { CursorParam, QueryInt, Slug } from '../../validation.js';
+import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../../chat/store.js';
 import type { RouteModule } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { PageReply } from '../endpoint.js';
+import { PageBudget } from '../../paging.js';
 import { workspaceMember } from './access.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
-const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50') });
+const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50'), cursor: CursorParam });
+const isMessageId = (position: unknown): position is string => typeof position === 'string' && position.length <= 100;
 
-export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat } }) => {
+export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat }, config: { maxPageBytes } }) => {
   const member = workspaceMember(workspaces);
 
   routes.get(
@@ -27,7 +31,13 @@ export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspac
       authorize: member,
       params: ChannelParams,
       query: MessagesQuery,
-      handle: ({ params, query }) => chat.messages(params.id, params.channel, query.limit),
+      handle: async ({ params, query: { limit, cursor } }) => {
+        const listing = `${params.id}/${params.channel}`;
+        const before = cursor === undefined ? undefined : decodeCursor(cursor, 'chat', listing, isMessageId);
+        const budget = new PageBudget<ChatMessage>(maxPageBytes);
+        const { oldest } = await chat.messages(params.id, params.channel, { limit, before }, budget);
+        return new PageReply(budget, { limit, ...(oldest === undefined ? {} : { nextCursor: encodeCursor('chat', listing, oldest) }) });
+      },
     }),
   );
 };

@@ -1,23 +1,27 @@
 import * as v from 'valibot';
-import { toPublicDeadLetter } from '../../dispatch/dead-letters.js';
+import { toPublicDeadLetter, type StoredDeadLetter } from '../../dispatch/dead-letters.js';
 import type { DeadLetterFilter } from '../../dispatch/types.js';
 import { notFound } from '../../errors.js';
 import { EventKey } from '../../events/schemas.js';
-import { QueryInt, Slug, jsonObject } from '../../validation.js';
+import { CursorParam, QueryInt, Slug, jsonObject } from '../../validation.js';
 import type { RouteModule } from '../context.js';
-import { Reply } from '../endpoint.js';
+import { offsetMeta, startOffset } from '../cursor.js';
+import { PageReply } from '../endpoint.js';
+import { PageBudget } from '../../paging.js';
 
+const MAX_OFFSET = 1_000_000_000;
 const Filter = { workspaceId: v.optional(Slug), eventKey: v.optional(EventKey), extensionKey: v.optional(Slug) };
 const ListQuery = v.object({
   ...Filter,
   limit: v.optional(QueryInt(1, 500), '50'),
-  offset: v.optional(QueryInt(0, 1_000_000_000), '0'),
+  offset: v.optional(QueryInt(0, MAX_OFFSET), '0'),
+  cursor: CursorParam,
 });
 const DeadLetterParams = v.object({ id: v.pipe(v.string(), v.uuid('must be a dead letter id')) });
 const ReplayMatchingBody = jsonObject({ ...Filter, limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000))) });
 const DiscardMatchingBody = jsonObject(Filter);
 
-export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events, workspaces, catalog, plugins } }) => {
+export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events, workspaces, catalog, plugins }, config: { maxPageBytes } }) => {
   /** A filter naming a workspace or extension that does not exist is a typo: 404, not an empty result. */
   const known = async <T extends DeadLetterFilter>(filter: T): Promise<T> => {
     if (filter.workspaceId !== undefined) await workspaces.assertExists(filter.workspaceId);
@@ -31,9 +35,13 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
     endpoint({
       access: 'admin',
       query: ListQuery,
-      handle: async ({ query: { limit, offset, ...filter } }) => {
-        const { items, total } = await deadLetters.list(await known(filter), { limit, offset });
-        return new Reply(items.map(toPublicDeadLetter), { total, limit, offset });
+      handle: async ({ query: { limit, offset: given, cursor, ...filter } }) => {
+        const scope = filter.workspaceId ?? '';
+        const offset = startOffset(cursor, given, 'dead-letters', scope, MAX_OFFSET);
+        const budget = new PageBudget<StoredDeadLetter>(maxPageBytes, (letter) => JSON.stringify(toPublicDeadLetter(letter)));
+        const { items, total } = await deadLetters.list(await known(filter), { limit, offset }, budget);
+        const more = offset + items.length < total;
+        return new PageReply(budget, { total, limit, offset, ...offsetMeta('dead-letters', scope, offset, items.length, more) });
       },
     }),
   );

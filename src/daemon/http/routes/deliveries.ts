@@ -4,7 +4,8 @@ import { EventKey } from '../../events/schemas.js';
 import { QueryInt, Slug } from '../../validation.js';
 import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor, isSequence } from '../cursor.js';
-import { Reply } from '../endpoint.js';
+import { PageReply } from '../endpoint.js';
+import { PageBudget } from '../../paging.js';
 import { workspaceMember } from './access.js';
 
 /** An ISO 8601 instant in a query string, as epoch milliseconds. */
@@ -28,7 +29,7 @@ const EventParams = v.object({ id: Slug, eventId: v.pipe(v.string(), v.uuid('mus
 /** The record as the contract shows it: the event key is kept for filtering only. */
 const toPublicRecord = ({ eventKey: _eventKey, ...record }: DeliveryRecord) => record;
 
-export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
+export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events }, config: { maxPageBytes } }) => {
   const member = workspaceMember(workspaces);
 
   routes.get(
@@ -53,9 +54,10 @@ export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { work
       handle: async ({ params, query: { cursor, ...query } }) => {
         checkRange(query.since, query.until);
         const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
-        const { items, lastSeq, more } = await events.deliveries(params.id, { ...query, before });
+        const budget = new PageBudget<DeliveryRecord>(maxPageBytes, (record) => JSON.stringify(toPublicRecord(events.withoutCredentials(record))));
+        const { lastSeq, more } = await events.deliveries(params.id, { ...query, before }, budget);
         const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
-        return new Reply(items.map(toPublicRecord), { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+        return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),
   );

@@ -5,7 +5,9 @@ import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
 import { workspaceMember } from './access.js';
 import { QueryInstant } from './deliveries.js';
-import { Reply } from '../endpoint.js';
+import { PageReply, Reply } from '../endpoint.js';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
+import { PageBudget } from '../../paging.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const EventsQuery = v.object({
@@ -20,7 +22,7 @@ const EventsQuery = v.object({
 const EVENT_POSITION = /^(\d{1,9}):(\d{1,15}):([0-9a-f-]{36})$/;
 const isEventPosition = (position: unknown): position is string => typeof position === 'string' && EVENT_POSITION.test(position);
 
-export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events } }) => {
+export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events }, config: { maxPageBytes } }) => {
   const member = workspaceMember(workspaces);
 
   routes.post(
@@ -51,9 +53,10 @@ export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspa
         checkRange(query.since, query.until);
         const position = cursor === undefined ? undefined : EVENT_POSITION.exec(decodeCursor(cursor, 'events', params.id, isEventPosition))!;
         const before = position && { segment: Number(position[1]), at: Number(position[2]), id: position[3]! };
-        const { items, last } = await events.list(params.id, { ...query, before });
+        const budget = new PageBudget<PlatformEvent>(maxPageBytes);
+        const { last } = await events.list(params.id, { ...query, before }, budget);
         const nextCursor = last ? encodeCursor('events', params.id, `${last.segment}:${last.at}:${last.id}`) : undefined;
-        return new Reply(items, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+        return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),
   );

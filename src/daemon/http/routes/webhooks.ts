@@ -1,11 +1,12 @@
 import * as v from 'valibot';
 import { DomainError } from '../../errors.js';
 import { QueryInt, isPlainObject } from '../../validation.js';
-import { REQUESTS_PER_EXTENSION } from '../../webhooks/request-log.js';
+import { REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../../webhooks/request-log.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
 import type { RouteModule } from '../context.js';
-import { Reply, TextReply } from '../endpoint.js';
+import { PageReply, Reply, TextReply } from '../endpoint.js';
+import { PageBudget } from '../../paging.js';
 
 /**
  * POST /api/webhooks/{extensionKey}: no cookie, any content type. The handler
@@ -50,8 +51,9 @@ export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webho
       params: WebhookParams,
       query: RequestsQuery,
       handle: async ({ params, query }) => {
-        const { entries, nextCursor } = await webhooks.requests(params.extensionKey, query);
-        return new Reply(entries, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+        const budget = new PageBudget<WebhookRequestEntry>(config.maxPageBytes);
+        const { nextCursor } = await webhooks.requests(params.extensionKey, query, budget);
+        return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),
   );

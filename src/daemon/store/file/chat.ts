@@ -60,8 +60,10 @@ export class FileChatStore implements ChatStore {
     return summaries.sort(byChannelName);
   }
 
-  async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
-    return this.channels.get(channelKey(workspaceId, channel))?.messages.slice(-limit) ?? [];
+  async messages(workspaceId: string, channel: string, limit: number, before?: string): Promise<ChatMessage[]> {
+    const messages = this.channels.get(channelKey(workspaceId, channel))?.messages ?? [];
+    const end = before === undefined ? messages.length : Math.max(0, messages.findIndex((message) => message.id === before));
+    return messages.slice(Math.max(0, end - limit), end);
   }
 
   async close(): Promise<void> {

@@ -8,6 +8,7 @@ import type { DeadLetterFilter, Delivery } from '../../dispatch/types.js';
 import { EventLog, type EventPageQuery, type RetentionPolicy } from '../../events/event-log.js';
 import type { RecentLimits } from '../../events/recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
+import { unbounded, type PageBudget } from '../../paging.js';
 
 export interface FileDispatchOptions {
   /** What the event log keeps in memory for listing, beyond each workspace's latest 1,000 (byte budgets). */
@@ -62,6 +63,9 @@ export async function openDeliveryFiles(
   return { outbox, letters, records };
 }
 
+/** Bytes of events a listing reads from the log in one synchronous step. */
+const SYNC_READ_BYTES = 512 * 1024;
+
 const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 16 * 1024 * 1024, bytesTotal: 64 * 1024 * 1024 };
 
 class FileEventStore implements EventStore {
@@ -78,8 +82,23 @@ class FileEventStore implements EventStore {
     this.records.created(deliveries);
   }
 
-  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage> {
-    return this.log.page(workspaceId, query, policy, now);
+  /**
+   * Read from the log in chunks of SYNC_READ_BYTES, each synchronous, the
+   * event loop free between them; each chunk goes on from the last event of
+   * the one before, as a client's next page would (same guarantee).
+   */
+  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
+    const items: PlatformEvent[] = [];
+    let last = query.before;
+    for (;;) {
+      budget.startChunk(SYNC_READ_BYTES);
+      const chunk = this.log.page(workspaceId, { ...query, before: last }, policy, now, budget);
+      items.push(...chunk.items);
+      last = chunk.last ?? last;
+      const paused = chunk.more && !budget.full && budget.count < query.limit;
+      if (!paused) return { items, more: chunk.more, ...(chunk.more && last ? { last } : {}) };
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
@@ -168,8 +187,8 @@ class FileDeliveryStore implements DeliveryStore {
     return this.records.ofEvent(workspaceId, eventId);
   }
 
-  async list(workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> {
-    return this.records.list(workspaceId, query);
+  async list(workspaceId: string, query: DeliveryQuery, budget?: PageBudget<DeliveryRecord>): Promise<DeliveryPage> {
+    return this.records.list(workspaceId, query, budget);
   }
 
   async removeWorkspace(workspaceId: string): Promise<void> {
@@ -222,8 +241,10 @@ class FileDeadLetterStore implements DeadLetterStore {
     return this.letters.get(id);
   }
 
-  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }): Promise<{ items: StoredDeadLetter[]; total: number }> {
-    return this.letters.list(filter, page);
+  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget = unbounded<StoredDeadLetter>()): Promise<{ items: StoredDeadLetter[]; total: number }> {
+    const { items, total } = this.letters.list(filter, page);
+    const fitting = items.findIndex((letter) => !budget.admit(letter));
+    return { items: fitting < 0 ? items : items.slice(0, fitting), total };
   }
 
   async matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]> {

@@ -43,10 +43,13 @@ export class PostgresChatStore implements ChatStore {
       .sort(byChannelName);
   }
 
-  async messages(workspaceId: string, channel: string, limit: number): Promise<ChatMessage[]> {
+  async messages(workspaceId: string, channel: string, limit: number, before?: string): Promise<ChatMessage[]> {
+    // A message no longer kept leaves nothing older than it: `seq < NULL` matches no row.
     const { rows } = await this.database.query<{ message: ChatMessage }>(
-      `SELECT message FROM chat_messages WHERE workspace_id = $1 AND channel_name = $2 ORDER BY seq DESC LIMIT $3`,
-      [workspaceId, nameKey(channel), limit],
+      `SELECT message FROM chat_messages WHERE workspace_id = $1 AND channel_name = $2
+         AND ($4::text IS NULL OR seq < (SELECT seq FROM chat_messages WHERE workspace_id = $1 AND channel_name = $2 AND message->>'id' = $4))
+       ORDER BY seq DESC LIMIT $3`,
+      [workspaceId, nameKey(channel), limit, before ?? null],
     );
     return rows.map((row) => row.message).reverse();
   }

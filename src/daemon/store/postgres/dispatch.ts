@@ -6,6 +6,7 @@ import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/t
 import { describeFault, notFound } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
 import type { EventPage, EventStore } from '../../events/store.js';
+import { fillBySize, fillInBatches, unbounded } from '../../paging.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
 import { qualified, type Database, type Prepared } from './database.js';
@@ -411,33 +412,43 @@ export class PostgresDispatch {
   private eventStore(): EventStore {
     return {
       publish: (event, deliveries) => this.publish(event, deliveries),
-      page: async (workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number): Promise<EventPage> => {
+      page: async (workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> => {
         const since = Math.max(now - policy.maxAgeMs, query.since ?? 0);
-        const { rows } = await this.database.query<{ event: PlatformEvent; occurred_at: Date }>(
-          `WITH kept AS (
-             SELECT seq FROM events WHERE workspace_id = $1 ORDER BY seq DESC LIMIT $8
-           ), cursor_event AS (SELECT seq FROM events WHERE workspace_id = $1 AND id = $6::uuid)
-           SELECT event, occurred_at FROM events
-           WHERE workspace_id = $1 AND seq >= coalesce((SELECT min(seq) FROM kept), 0)
-             AND occurred_at >= $2 AND ($3::timestamptz IS NULL OR occurred_at <= $3) AND ($4::text IS NULL OR event_key = $4)
-             AND ($6::uuid IS NULL OR CASE WHEN EXISTS (SELECT 1 FROM cursor_event) THEN seq < (SELECT seq FROM cursor_event) ELSE occurred_at < $7 END)
-           ORDER BY seq DESC LIMIT $5`,
-          [
-            workspaceId,
-            new Date(since).toISOString(),
-            query.until === undefined ? null : new Date(query.until).toISOString(),
-            query.eventKey ?? null,
-            query.limit + 1,
-            query.before?.id ?? null,
-            query.before ? new Date(query.before.at).toISOString() : null,
-            policy.maxPerWorkspace,
-          ],
+        // The page's rows and their sizes first (the column holds the event's JSON text as sent), then
+        // only the events that fit, in batches: a page of large events never has them all in memory.
+        const { items, last, more } = await fillBySize(
+          query.limit,
+          budget,
+          async (after: string | undefined, count) => {
+            const { rows } = await this.database.query<{ key: string; bytes: number }>(
+              `WITH kept AS (
+                 SELECT seq FROM events WHERE workspace_id = $1 ORDER BY seq DESC LIMIT $8
+               ), cursor_event AS (SELECT seq FROM events WHERE workspace_id = $1 AND id = $6::uuid)
+               SELECT seq AS key, octet_length(event::text) AS bytes FROM events
+               WHERE workspace_id = $1 AND seq >= coalesce((SELECT min(seq) FROM kept), 0)
+                 AND occurred_at >= $2 AND ($3::timestamptz IS NULL OR occurred_at <= $3) AND ($4::text IS NULL OR event_key = $4)
+                 AND ($6::uuid IS NULL OR CASE WHEN EXISTS (SELECT 1 FROM cursor_event) THEN seq < (SELECT seq FROM cursor_event) ELSE occurred_at < $7 END)
+                 AND ($9::bigint IS NULL OR seq < $9)
+               ORDER BY seq DESC LIMIT $5`,
+              [
+                workspaceId,
+                new Date(since).toISOString(),
+                query.until === undefined ? null : new Date(query.until).toISOString(),
+                query.eventKey ?? null,
+                count,
+                query.before?.id ?? null,
+                query.before ? new Date(query.before.at).toISOString() : null,
+                policy.maxPerWorkspace,
+                after ?? null,
+              ],
+            );
+            return rows;
+          },
+          async (keys) => (await this.database.query<{ event: PlatformEvent }>('SELECT event FROM events WHERE seq = ANY($1::bigint[]) ORDER BY seq DESC', [keys])).rows,
+          (row) => row.event,
         );
-        const more = rows.length > query.limit;
-        const items = rows.slice(0, query.limit).map((row) => row.event);
-        const last = items.at(-1);
         // `segment` has no meaning here: the cursor's event is found by its id.
-        return { items, more, ...(more && last ? { last: { segment: 0, at: Date.parse(last.occurredAt), id: last.id } } : {}) };
+        return { items, more, ...(more && last ? { last: { segment: 0, at: Date.parse(last.event.occurredAt), id: last.event.id } } : {}) };
       },
       find: async (workspaceId, eventId) => {
         const { rows } = await this.database.query<{ event: PlatformEvent }>('SELECT event FROM events WHERE workspace_id = $1 AND id = $2::uuid', [workspaceId, eventId]);
@@ -510,25 +521,34 @@ export class PostgresDispatch {
         const { rows } = await this.database.query<DeliveryRow>('SELECT * FROM deliveries WHERE workspace_id = $1 AND event_id = $2::uuid ORDER BY seq', [workspaceId, eventId]);
         return this.withAttempts(rows);
       },
-      list: async (workspaceId: string, query: DeliveryQuery): Promise<DeliveryPage> => {
-        const { rows } = await this.database.query<DeliveryRow>(
-          `SELECT * FROM deliveries WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR subscription_id = $3)
-             AND ($4::text IS NULL OR event_key = $4) AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at <= $6)
-             AND ($7::bigint IS NULL OR seq < $7)
-           ORDER BY seq DESC LIMIT $8`,
-          [
-            workspaceId,
-            query.status ?? null,
-            query.subscriptionId ?? null,
-            query.eventKey ?? null,
-            query.since === undefined ? null : new Date(query.since).toISOString(),
-            query.until === undefined ? null : new Date(query.until).toISOString(),
-            query.before ?? null,
-            query.limit + 1,
-          ],
+      list: async (workspaceId: string, query: DeliveryQuery, budget = unbounded<DeliveryRecord>()): Promise<DeliveryPage> => {
+        // In batches sized to the budget, each with its attempts.
+        const { items, last, more } = await fillInBatches(
+          query.limit,
+          budget,
+          async (after: { seq: number; record: DeliveryRecord } | undefined, count) => {
+            const { rows } = await this.database.query<DeliveryRow>(
+              `SELECT * FROM deliveries WHERE workspace_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR subscription_id = $3)
+                 AND ($4::text IS NULL OR event_key = $4) AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at <= $6)
+                 AND ($7::bigint IS NULL OR seq < $7)
+               ORDER BY seq DESC LIMIT $8`,
+              [
+                workspaceId,
+                query.status ?? null,
+                query.subscriptionId ?? null,
+                query.eventKey ?? null,
+                query.since === undefined ? null : new Date(query.since).toISOString(),
+                query.until === undefined ? null : new Date(query.until).toISOString(),
+                after?.seq ?? query.before ?? null,
+                count,
+              ],
+            );
+            const records = await this.withAttempts(rows);
+            return records.map((record, index) => ({ seq: Number(rows[index]!.seq), record }));
+          },
+          (row) => row.record,
         );
-        const page = rows.slice(0, query.limit);
-        return { items: await this.withAttempts(page), lastSeq: page.length > 0 ? Number(page.at(-1)!.seq) : null, more: rows.length > query.limit };
+        return { items, lastSeq: last?.seq ?? null, more };
       },
       removeWorkspace: async (workspaceId) => {
         await this.database.transaction(async (tx) => {
@@ -568,15 +588,26 @@ export class PostgresDispatch {
         if (!rows[0]) throw notFound(`dead letter ${id} not found`);
         return deadLetterOf(rows[0]);
       },
-      list: async (filter, page) => {
+      list: async (filter, page, budget = unbounded<StoredDeadLetter>()) => {
         const { where, values } = filtered(filter, 1);
-        const rows = await letters(
-          `SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id
-           WHERE ${where} ORDER BY d.dead_at DESC, d.seq DESC LIMIT $4 OFFSET $5`,
-          [...values, page.limit, page.offset],
+        // In batches sized to the budget: each letter carries its event's payload.
+        let read = 0;
+        const { items } = await fillInBatches(
+          page.limit,
+          budget,
+          async (_after: StoredDeadLetter | undefined, count) => {
+            const rows = await letters(
+              `SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id
+               WHERE ${where} ORDER BY d.dead_at DESC, d.seq DESC LIMIT $4 OFFSET $5`,
+              [...values, count, page.offset + read],
+            );
+            read += rows.length;
+            return rows.map(deadLetterOf);
+          },
+          (letter) => letter,
         );
         const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries d WHERE ${where}`, values);
-        return { items: rows.map(deadLetterOf), total: Number(counted.rows[0]!.total) };
+        return { items, total: Number(counted.rows[0]!.total) };
       },
       matching: async (filter) => {
         const { where, values } = filtered(filter, 1);
