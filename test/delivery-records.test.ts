@@ -9,7 +9,7 @@ import { Outbox } from '../src/daemon/dispatch/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/events/event-log.js';
 import { tempDir } from './helpers/temp.js';
-import { fillDisk, withSmallDisk } from './helpers/tmpfs.js';
+import { fillDisk, needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 import { waitFor } from './helpers/wait.js';
 import { openFileDispatch } from '../src/daemon/store/file/dispatch.js';
 
@@ -299,7 +299,7 @@ async function withRecordWriteFailing(
   });
 }
 
-test('files: a delivery whose record failed to reach a full disk stays in the outbox until a later try writes the record', async () => {
+needsSmallDisk(test)('files: a delivery whose record failed to reach a full disk stays in the outbox until a later try writes the record', async () => {
   await withRecordWriteFailing(async (dir, open, finished, errors) => {
     const dispatch = open.dispatch!;
     dispatch.deliveries.succeeded(finished, success);

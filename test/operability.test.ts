@@ -9,7 +9,7 @@ import { ADMIN, createUser, startTestDaemon, type TestDaemon } from './helpers/d
 import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { call } from './helpers/http.js';
 import { startSubscriber } from './helpers/subscriber.js';
-import { fillDisk, withSmallDisk } from './helpers/tmpfs.js';
+import { fillDisk, needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -128,7 +128,7 @@ test('every answer carries X-Request-Id: a sane incoming one is kept, anything e
   );
 });
 
-test('/api/health/ready: 503 with the reason on a full disk or without a dispatcher; liveness stays 200', async () => {
+needsSmallDisk(test)('/api/health/ready: 503 with the reason on a full disk or without a dispatcher; liveness stays 200', async () => {
   await withSmallDisk('2m', async (dir) => {
     const d = await startTestDaemon({}, dir);
     try {

@@ -7,7 +7,7 @@ import { AppendLog, replay } from '../src/daemon/store/append-log.js';
 import { Collection } from '../src/daemon/store/collection.js';
 import { ensurePrivateDir } from '../src/daemon/store/files.js';
 import { tempDir } from './helpers/temp.js';
-import { withSmallDisk } from './helpers/tmpfs.js';
+import { needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 
 interface CounterDoc {
   schemaVersion: number;
@@ -135,7 +135,7 @@ test('append log: rewrite replaces the contents atomically and later appends fol
   assert.is(readFileSync(file, 'utf8'), '{"n":3}\n{"n":4}\n');
 });
 
-test('disk full: the failed update is reverted in memory, the file keeps the last good state, and writes resume', async () => {
+needsSmallDisk(test)('disk full: the failed update is reverted in memory, the file keeps the last good state, and writes resume', async () => {
   await withSmallDisk('64k', async (dir) => {
     const collection = await openCounter(join(dir, 'counter.json'));
     let resets = 0;
@@ -161,7 +161,7 @@ test('disk full: the failed update is reverted in memory, the file keeps the las
   });
 });
 
-test('disk full: a failed append leaves no torn line behind', async () => {
+needsSmallDisk(test)('disk full: a failed append leaves no torn line behind', async () => {
   await withSmallDisk('64k', async (dir) => {
     const file = join(dir, 'events.log');
     const log = await AppendLog.open<{ text: string }>(file, () => undefined);

@@ -7,7 +7,7 @@ import { createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.
 import { FAST_DISPATCH, publishExtension, subscribeExternal, workspaceWith } from '../helpers/fixtures.js';
 import type { Api, HttpResult } from '../helpers/http.js';
 import { startSubscriber } from '../helpers/subscriber.js';
-import { fillDisk, withSmallDisk } from '../helpers/tmpfs.js';
+import { fillDisk, needsSmallDisk, withSmallDisk } from '../helpers/tmpfs.js';
 import { waitFor } from '../helpers/wait.js';
 import { filesOnly } from '../helpers/postgres.js';
 
@@ -137,7 +137,7 @@ function assertNothingDamaged(before: Map<string, Buffer>, after: Map<string, Bu
   assert.equal(added, [], 'no file appeared');
 }
 
-filesOnly(test)('disk full: writes answer 503 UNAVAILABLE, reads keep working, nothing stored is damaged, and writes resume once space is freed (files only: fills the disk of the data directory)', async () => {
+needsSmallDisk(filesOnly(test))('disk full: writes answer 503 UNAVAILABLE, reads keep working, nothing stored is damaged, and writes resume once space is freed (files only: fills the disk of the data directory)', async () => {
   await withSmallDisk('8m', async (dataDir) => {
     const receiver = await startSubscriber();
     let daemon: TestDaemon = await startTestDaemon({ dispatch: FAST_DISPATCH }, dataDir);
