@@ -20,6 +20,8 @@ export interface PostgresDispatchOptions {
 
 /** Other daemons are woken at most this often: a commit that notifies serialises every commit of the cluster. */
 const NOTIFY_INTERVAL_MS = 50;
+/** Waits before each new run of a publish whose connection was lost (see settledPublish). */
+const PUBLISH_RETRIES_MS = [50, 250, 1_000];
 /** Counts for /metrics and the status page are read at most this often. */
 const COUNT_CACHE_MS = 1_000;
 const TOPIC = 'deliveries';
@@ -29,12 +31,18 @@ const DELIVERY_COLUMNS = `seq, id, workspace_id, event_id, event_key, subscripti
   run_attempts, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error, dead_letter_id, dead_at`;
 
 /** A group of publishes: their events and deliveries in one statement (one commit, one WAL flush). */
+/**
+ * Publishes a group of events with their deliveries in one statement. Ids are
+ * made by the daemon, so running it again after a lost answer inserts only
+ * what the first run did not commit (see publishGroups).
+ */
 const PUBLISH: Prepared = {
   name: 'publish-events',
   text: `WITH published AS (
            INSERT INTO events (workspace_id, id, event_key, occurred_at, event)
            SELECT workspace_id, id, event_key, occurred_at, event::json
            FROM json_to_recordset($1::json) AS e(workspace_id text, id uuid, event_key text, occurred_at timestamptz, event text)
+           ON CONFLICT (id) DO NOTHING
          )
          INSERT INTO deliveries (id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url,
                                  depth, status, due_at, created_at, enqueued_at, lease_owner, lease_until)
@@ -42,7 +50,8 @@ const PUBLISH: Prepared = {
                 due_at, enqueued_at, enqueued_at,
                 CASE WHEN leased THEN $3::uuid END, CASE WHEN leased THEN now() + $4 * interval '1 millisecond' END
          FROM json_to_recordset($2::json) AS d(id text, workspace_id text, event_id uuid, event_key text, subscription_id text,
-              extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)`,
+              extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)
+         ON CONFLICT (id) DO NOTHING`,
 };
 
 /** Due deliveries no daemon holds, leased to this one, with their events. */
@@ -213,16 +222,14 @@ export class PostgresDispatch {
           return { ...deliveryColumns(delivery), leased: hold };
         }),
       );
+      const values = [
+        JSON.stringify(group.map(({ event }) => ({ workspace_id: event.tenantId, id: event.id, event_key: event.eventKey, occurred_at: event.occurredAt, event: JSON.stringify(event) }))),
+        JSON.stringify(rows),
+        this.owner,
+        this.options.leaseMs,
+      ];
       try {
-        await this.database.query(
-          PUBLISH,
-          [
-            JSON.stringify(group.map(({ event }) => ({ workspace_id: event.tenantId, id: event.id, event_key: event.eventKey, occurred_at: event.occurredAt, event: JSON.stringify(event) }))),
-            JSON.stringify(rows),
-            this.owner,
-            this.options.leaseMs,
-          ],
-        );
+        await this.settledPublish(values);
       } catch (error) {
         for (const publication of group) publication.reject(error);
         continue;
@@ -232,6 +239,26 @@ export class PostgresDispatch {
       if (shared) this.notifyPeers();
     }
     this.publishing = null;
+  }
+
+  /**
+   * A connection lost during the statement leaves its outcome unknown: it may
+   * have committed with only its answer lost. Publishers must be answered
+   * with what happened (an error means nothing was recorded), so the
+   * statement runs again, a few times while the database stays out of reach:
+   * it inserts whatever the lost run did not commit, and nothing twice.
+   */
+  private async settledPublish(values: unknown[]): Promise<void> {
+    for (let retry = 0; ; retry += 1) {
+      try {
+        await this.database.query(PUBLISH, values);
+        return;
+      } catch (error) {
+        const lost = (error as { code?: unknown }).code === 'UNAVAILABLE';
+        if (!lost || retry === PUBLISH_RETRIES_MS.length) throw error;
+        await new Promise((resolve) => setTimeout(resolve, PUBLISH_RETRIES_MS[retry]));
+      }
+    }
   }
 
   /** Wakes idle daemons, outside any publish's commit, at most once per NOTIFY_INTERVAL_MS. */
