@@ -370,17 +370,24 @@ postgresOnly(test)('a connection lost before a write of installations, subscript
   }
 });
 
-postgresOnly(test)('a connection lost after a write of installations, subscriptions or configuration committed: the write is answered as done, as the next read shows it (PostgreSQL only: loses a database connection)', async () => {
+postgresOnly(test)('a connection lost after a write of installations, subscriptions or configuration committed (its COMMIT\'s answer lost, or the read-back after it): the write is answered as made, and it was (PostgreSQL only: loses a database connection)', async () => {
   for (const write of WRITES) {
-    const proxied = await proxiedDaemon();
-    try {
-      const admin = await proxied.daemon.admin();
-      const lost = proxied.proxy.cutAt(write.readBack.text, 'before', write.readBack.skip);
-      const result = await write.send(admin, proxied.subscriptionId);
-      await lost;
-      assert.ok(result.status >= 200 && result.status < 300, `${write.what} whose read-back lost its connection: ${result.status} ${result.text}`);
-    } finally {
-      await closeProxied(proxied);
+    for (const [moment, trap] of [
+      ['answer to COMMIT', { text: 'COMMIT', moment: 'after' as const, skip: 0 }],
+      ['read-back', { ...write.readBack, moment: 'before' as const, skip: write.readBack.skip ?? 0 }],
+    ] as const) {
+      const proxied = await proxiedDaemon();
+      try {
+        const admin = await proxied.daemon.admin();
+        const before = await stateOf(admin);
+        const lost = proxied.proxy.cutAt(trap.text, trap.moment, trap.skip);
+        const result = await write.send(admin, proxied.subscriptionId);
+        await lost;
+        assert.ok(result.status >= 200 && result.status < 300, `${write.what} whose ${moment} was lost: ${result.status} ${result.text}`);
+        if (write.what !== 'rotate secret') assert.not.equal(await stateOf(admin), before, `${write.what} was made`);
+      } finally {
+        await closeProxied(proxied);
+      }
     }
   }
 });
