@@ -6,7 +6,8 @@ import * as assert from 'uvu/assert';
 import type { DaemonConfig } from '../src/daemon/config.js';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { configureExtension, createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from './helpers/fixtures.js';
-import type { Api, HttpResult } from './helpers/http.js';
+import { signGithub } from '../src/handlers/webhooks/sign.js';
+import { call, type Api, type HttpResult } from './helpers/http.js';
 import { filesOnly, freshDatabase, postgresOnly } from './helpers/postgres.js';
 import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
@@ -15,7 +16,8 @@ import { fillDisk, mountSmallDisk, needsSmallDisk, withSmallDisk } from './helpe
 import { waitFor } from './helpers/wait.js';
 
 // A request answered with an error has changed nothing, also when storage fails
-// after the request was validated: on files a disk that fills up (under the
+// after the request was validated (publish, inbound webhooks that publish,
+// installations, subscriptions, configuration): on files a disk that fills up (under the
 // whole data directory, or under one of the two files a publish writes), on
 // PostgreSQL a connection lost in the middle of the write. Nothing shows
 // through the API at once, nor after a restart; a retry of a refused publish
@@ -29,6 +31,9 @@ import { waitFor } from './helpers/wait.js';
 const BIG_PAYLOAD = { report: 'x'.repeat(16 * 1024) };
 /** What every answer with an error must not show: the secrets a write carried or the store holds. */
 const SECRET_VALUE = 'config-secret-value-1';
+const WEBHOOK_SECRET = 'webhook-secret-value-1';
+/** A GitHub call to weather's declarative webhook, which publishes weather.updated into acme; as big as BIG_PAYLOAD, for the same reason. */
+const HOOK_BODY = JSON.stringify({ hook: 'y'.repeat(16 * 1024) });
 
 const EVENTS = '/api/workspaces/acme/events?limit=1000';
 const DELIVERIES = '/api/workspaces/acme/deliveries?limit=500';
@@ -65,6 +70,24 @@ function assertRefused(result: HttpResult, what: string, secrets: string[]): voi
   for (const secret of secrets) assert.not.ok(result.text.includes(secret), `${what}: its answer names no secret`);
 }
 
+/** The same call each time, as a provider retries it: one delivery id. */
+const callWebhook = (daemon: TestDaemon) =>
+  call(daemon.url, 'POST', '/api/webhooks/weather', {
+    raw: HOOK_BODY,
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'push',
+      'x-github-delivery': 'e1f1b9a0-cc78-11e3-81ab-4c9367dc0958',
+      'x-hub-signature-256': signGithub(WEBHOOK_SECRET, HOOK_BODY),
+    },
+  });
+
+/** Events of the workspace published by the webhook call. */
+async function hookEvents(admin: Api): Promise<string[]> {
+  const listed = (await admin.get(EVENTS)).body.data as Array<{ id: string; payload: unknown }>;
+  return listed.filter((event) => JSON.stringify(event.payload) === HOOK_BODY).map((event) => event.id);
+}
+
 const publishBig = (admin: Api) => admin.post('/api/workspaces/acme/events/publish', { eventKey: 'weather.updated', payload: BIG_PAYLOAD });
 
 /** Events of the workspace carrying BIG_PAYLOAD: read one by one, as the listing's ids say nothing of payloads. */
@@ -84,6 +107,10 @@ async function prepare(daemon: TestDaemon, receiver: Subscriber): Promise<{ subs
   await configureExtension(admin, 'weather', [
     ['units', 'STRING', 'imperial'],
     ['api.key', 'SECRET', SECRET_VALUE],
+    ['webhook.scheme', 'STRING', 'github'],
+    ['webhook.secret', 'SECRET', WEBHOOK_SECRET],
+    ['webhook.workspaceId', 'STRING', 'acme'],
+    ['webhook.eventKey', 'STRING', 'weather.updated'],
   ]);
   const { id, signingSecret } = await subscribeExternal(admin, 'acme', 'weather.updated', 'weather', receiver.url);
   return { subscriptionId: id, signingSecret };
@@ -137,7 +164,8 @@ async function assertPublishRefusedThenOnce(
     const before = await stateOf(admin);
     fillDisk(filler);
     assertRefused(await publishBig(admin), `a publish when ${refusedOn} is full`, []);
-    assertSameState(await stateOf(admin), before, `after a publish refused because ${refusedOn} is full`);
+    assertRefused(await callWebhook(daemon), `a webhook call when ${refusedOn} is full`, [WEBHOOK_SECRET]);
+    assertSameState(await stateOf(admin), before, `after a publish and a webhook call refused because ${refusedOn} is full`);
 
     await rm(filler);
     await daemon.stop();
@@ -152,10 +180,16 @@ async function assertPublishRefusedThenOnce(
     assert.is(retried.status, 200, `the retry once space is back: ${retried.text}`);
     await waitFor('the retry delivered', () => receiver.received.some((delivery) => delivery.json.id === retried.body.meta.eventId));
     assert.equal(await bigEvents(restarted), [retried.body.meta.eventId], 'the retry published once');
+    const hookRetried = await callWebhook(daemon);
+    assert.is(hookRetried.status, 200, `the provider's retry of the webhook call: ${hookRetried.text}`);
+    assert.ok(hookRetried.body.meta.eventId, 'published, not taken for a duplicate');
+    await waitFor('the webhook\'s event delivered', () => receiver.received.some((delivery) => delivery.json.id === hookRetried.body.meta.eventId));
     await daemon.stop();
     daemon = await start();
-    assert.equal(await bigEvents(await daemon.admin()), [retried.body.meta.eventId], 'once, after a restart too');
-    await waitFor('the marker and the retry delivered, nothing else', async () => receiver.received.length === 2);
+    const again = await daemon.admin();
+    assert.equal(await bigEvents(again), [retried.body.meta.eventId], 'once, after a restart too');
+    assert.equal(await hookEvents(again), [hookRetried.body.meta.eventId], 'the webhook call published once');
+    await waitFor('the marker and the two retries delivered, nothing else', async () => receiver.received.length === 3);
     return daemon;
   } catch (error) {
     await daemon.stop();
@@ -284,7 +318,7 @@ const WRITES: Write[] = [
 ];
 
 /** No answer ever shows a signing secret, a configuration secret or a subscriber URL's query. */
-const SECRETS = ['whsec_', SECRET_VALUE, 'another-secret-value', 'query-secret'];
+const SECRETS = ['whsec_', SECRET_VALUE, WEBHOOK_SECRET, 'another-secret-value', 'query-secret'];
 
 /**
  * The signing secret was not rotated: a delivery carries one signature, made
@@ -392,7 +426,7 @@ postgresOnly(test)('a connection lost after a write of installations, subscripti
   }
 });
 
-postgresOnly(test)('a publish losing its connection: before the statement ran and the database stays away, 503 and nothing recorded; after it ran, answered once the database is asked again; a retry publishes once (PostgreSQL only: loses a database connection)', async () => {
+postgresOnly(test)('a publish or a webhook call losing its connection: before the statement ran and the database stays away, 503 and nothing recorded; after it ran, answered once the database is asked again; a retry publishes once (PostgreSQL only: loses a database connection)', async () => {
   const proxied = await proxiedDaemon();
   try {
     const { proxy, receiver } = proxied;
@@ -406,6 +440,16 @@ postgresOnly(test)('a publish losing its connection: before the statement ran an
     await waitFor('the database reachable again', async () => (await proxied.daemon.anon.get('/api/health/ready')).status === 200);
     assertSameState(await stateOf(admin), before, 'after the publish lost the database');
 
+    const hookLost = proxy.cutAt('publish-events', 'before').then(() => proxy.cut());
+    assertRefused(await callWebhook(proxied.daemon), 'a webhook call losing the database', [WEBHOOK_SECRET]);
+    await hookLost;
+    proxy.restore();
+    await waitFor('the database reachable again', async () => (await proxied.daemon.anon.get('/api/health/ready')).status === 200);
+    assertSameState(await stateOf(admin), before, 'after the webhook call lost the database');
+    const hookRetried = await callWebhook(proxied.daemon);
+    assert.is(hookRetried.status, 200, `the provider's retry: ${hookRetried.text}`);
+    assert.equal(await hookEvents(admin), [hookRetried.body.meta.eventId], 'the webhook call published once');
+
     const answerLost = proxy.cutAt('publish-events', 'after');
     const published = await publishBig(admin);
     await answerLost;
@@ -414,14 +458,15 @@ postgresOnly(test)('a publish losing its connection: before the statement ran an
 
     const retried = await publishBig(admin);
     assert.is(retried.status, 200, retried.text);
-    const answered = [published.body.meta.eventId, retried.body.meta.eventId].sort();
+    const answered = [published.body.meta.eventId, retried.body.meta.eventId, hookRetried.body.meta.eventId].sort();
     await waitFor('both delivered', () => answered.every((id) => receiver.deliveredEventIds().has(id)));
     proxied.daemon = await proxied.daemon.restart();
     const restarted = await proxied.daemon.admin();
-    assert.equal((await bigEvents(restarted)).sort(), answered, 'two publishes answered 200, two events');
+    assert.equal((await bigEvents(restarted)).sort(), [published.body.meta.eventId, retried.body.meta.eventId].sort(), 'two publishes answered 200, two events');
+    assert.equal(await hookEvents(restarted), [hookRetried.body.meta.eventId]);
     await publishMarker(restarted, receiver);
     const deliveries = (await restarted.get(DELIVERIES)).body.data as Array<{ eventId: string }>;
-    assert.is(deliveries.length, 3, 'one delivery each, the marker\'s included');
+    assert.is(deliveries.length, 4, 'one delivery each, the marker\'s included');
     assert.ok(answered.every((id) => deliveries.some((delivery) => delivery.eventId === id)));
   } finally {
     await closeProxied(proxied);
