@@ -335,6 +335,8 @@ export class AppendLog<R> {
 
   async close(): Promise<void> {
     await this.drain();
+    // A retraction the disk refused so far gets a last try: the next start would replay the line.
+    await this.enqueue(() => this.retractPending()).catch(() => undefined);
     this.closed = true;
     await this.handle.close();
     if (this.readFd !== null) closeSync(this.readFd);
