@@ -15,13 +15,13 @@ import { tempDir } from './helpers/temp.js';
 import { fillDisk, mountSmallDisk, needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 import { waitFor } from './helpers/wait.js';
 
-// A request answered with an error has changed nothing, also when storage fails
-// after the request was validated (publish, inbound webhooks that publish,
-// installations, subscriptions, configuration): on files a disk that fills up (under the
-// whole data directory, or under one of the two files a publish writes), on
-// PostgreSQL a connection lost in the middle of the write. Nothing shows
-// through the API at once, nor after a restart; a retry of a refused publish
-// publishes once.
+// A request answered with an error has changed nothing, also when storage
+// fails after the request was validated (publish, inbound webhooks that
+// publish, installations, subscriptions, configuration): on files a disk that
+// fills up (under the whole data directory, or under one of the two files a
+// publish writes), on PostgreSQL a connection lost in the middle of the write.
+// Nothing shows through the API at once, nor after a restart; a retry of a
+// refused publish publishes once.
 
 /**
  * Large enough that its event line and outbox record need fresh pages: tmpfs
