@@ -183,6 +183,18 @@ export function asDatabaseError(error: unknown): unknown {
   return mapped;
 }
 
+/**
+ * Whether a statement failed because its connection was lost after it was
+ * established: the statement may have reached the server, and run. (A
+ * connection refused or never made means it did not.)
+ */
+export function lostMidStatement(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | null)?.cause ?? error;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const message = cause instanceof Error ? cause.message : '';
+  return code === 'ECONNRESET' || code === 'EPIPE' || /Connection terminated/i.test(message);
+}
+
 /** A unique constraint refused the row (SQLSTATE 23505); `constraint` names which one. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const failure = error as { code?: unknown; constraint?: unknown } | null;

@@ -3,12 +3,12 @@ import type { StoredDeadLetter } from '../../dispatch/dead-letters.js';
 import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/delivery-records.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/types.js';
-import { describeFault, notFound } from '../../errors.js';
+import { describeFault, notFound, unavailable } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
-import { qualified, type Database, type Prepared } from './database.js';
+import { lostMidStatement, qualified, type Database, type Prepared } from './database.js';
 
 export interface PostgresDispatchOptions {
   /** PLATFORM_DELIVERY_LEASE: how long a claimed delivery stays this daemon's without a renewal. */
@@ -246,19 +246,27 @@ export class PostgresDispatch {
    * have committed with only its answer lost. Publishers must be answered
    * with what happened (an error means nothing was recorded), so the
    * statement runs again, a few times while the database stays out of reach:
-   * it inserts whatever the lost run did not commit, and nothing twice.
+   * it inserts whatever the lost run did not commit, and nothing twice. When
+   * none of those runs gets through, the 503 says the event may have been
+   * recorded.
    */
   private async settledPublish(values: unknown[]): Promise<void> {
-    for (let retry = 0; ; retry += 1) {
+    try {
+      await this.database.query(PUBLISH, values);
+      return;
+    } catch (error) {
+      if (!lostMidStatement(error)) throw error;
+    }
+    for (const wait of PUBLISH_RETRIES_MS) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
       try {
         await this.database.query(PUBLISH, values);
         return;
       } catch (error) {
-        const lost = (error as { code?: unknown }).code === 'UNAVAILABLE';
-        if (!lost || retry === PUBLISH_RETRIES_MS.length) throw error;
-        await new Promise((resolve) => setTimeout(resolve, PUBLISH_RETRIES_MS[retry]));
+        if ((error as { code?: unknown }).code !== 'UNAVAILABLE') throw error;
       }
     }
+    throw unavailable('the database was lost while the event was being recorded; it may have been recorded: read the events back before publishing again');
   }
 
   /** Wakes idle daemons, outside any publish's commit, at most once per NOTIFY_INTERVAL_MS. */
