@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -159,6 +159,25 @@ needsSmallDisk(test)('disk full: the failed update is reverted in memory, the fi
     await collection.update((data) => data.items.push(2));
     assert.equal(JSON.parse(readFileSync(collection.file, 'utf8')).items, [1, 2]);
   });
+});
+
+test('a failed update whose revert cannot read the file back is never written by a later update', async () => {
+  const dir = await tempDir();
+  const collection = await openCounter(join(dir, 'counter.json'));
+  await collection.update((data) => data.items.push(1));
+  // A directory where the file was: the write cannot replace it, and the revert cannot read it.
+  renameSync(collection.file, `${collection.file}.aside`);
+  mkdirSync(collection.file);
+  await collection.update((data) => data.items.push(2)).then(
+    () => assert.unreachable('an update succeeded over a directory'),
+    () => undefined,
+  );
+  rmdirSync(collection.file);
+  renameSync(`${collection.file}.aside`, collection.file);
+
+  await collection.update((data) => data.items.push(3));
+  assert.equal(JSON.parse(readFileSync(collection.file, 'utf8')).items, [1, 3], 'the refused 2 is not on disk');
+  assert.equal(collection.data.items, [1, 3]);
 });
 
 needsSmallDisk(test)('disk full: a failed append leaves no torn line behind', async () => {
