@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -161,6 +161,25 @@ needsSmallDisk(test)('disk full: the failed update is reverted in memory, the fi
   });
 });
 
+test('a failed update whose revert cannot read the file back is never written by a later update', async () => {
+  const dir = await tempDir();
+  const collection = await openCounter(join(dir, 'counter.json'));
+  await collection.update((data) => data.items.push(1));
+  // A directory where the file was: the write cannot replace it, and the revert cannot read it.
+  renameSync(collection.file, `${collection.file}.aside`);
+  mkdirSync(collection.file);
+  await collection.update((data) => data.items.push(2)).then(
+    () => assert.unreachable('an update succeeded over a directory'),
+    () => undefined,
+  );
+  rmdirSync(collection.file);
+  renameSync(`${collection.file}.aside`, collection.file);
+
+  await collection.update((data) => data.items.push(3));
+  assert.equal(JSON.parse(readFileSync(collection.file, 'utf8')).items, [1, 3], 'the refused 2 is not on disk');
+  assert.equal(collection.data.items, [1, 3]);
+});
+
 needsSmallDisk(test)('disk full: a failed append leaves no torn line behind', async () => {
   await withSmallDisk('64k', async (dir) => {
     const file = join(dir, 'events.log');
@@ -177,6 +196,31 @@ needsSmallDisk(test)('disk full: a failed append leaves no torn line behind', as
     assert.ok(failed, 'the append on a full disk was refused with UNAVAILABLE');
     assert.is(readFileSync(file, 'utf8'), '{"text":"kept"}\n{"text":"after"}\n');
   });
+});
+
+test('a retracted line is blanked where it is (same length, no free space needed), skipped by replay; a line a rewrite moved is left alone', async () => {
+  const dir = await tempDir();
+  const file = join(dir, 'journal.log');
+  const log = await AppendLog.open<{ n: number }>(file, () => undefined);
+  const records = [{ n: 1 }, { n: 2 }, { n: 3 }];
+  const spans = await Promise.all(records.map((record) => log.append(record)));
+  await log.retract([{ span: spans[1]!, record: records[1]! }]);
+  await log.append({ n: 4 });
+  assert.is(readFileSync(file, 'utf8'), '{"n":1}\n       \n{"n":3}\n{"n":4}\n');
+  await log.rewrite([{ n: 3 }, { n: 1 }]);
+  // The retraction looks at offset 0, where n: 3 is now: not its line, so nothing is touched.
+  await log.retract([{ span: spans[0]!, record: records[0]! }]);
+  await log.close();
+  assert.is(readFileSync(file, 'utf8'), '{"n":3}\n{"n":1}\n');
+  const replayed: number[] = [];
+  await replay<{ n: number }>(file, (record) => replayed.push(record.n));
+  assert.equal(replayed, [3, 1]);
+
+  const blanked = join(dir, 'blanked.log');
+  writeFileSync(blanked, '{"n":1}\n       \n{"n":3}\n');
+  const again: number[] = [];
+  await replay<{ n: number }>(blanked, (record) => again.push(record.n));
+  assert.equal(again, [1, 3], 'the blank line is skipped, not taken for corruption');
 });
 
 test.run();

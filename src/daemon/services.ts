@@ -111,6 +111,11 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       await stores.deliveries.removeWorkspace(workspaceId);
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
+    // Before the stores close (closers run last first): read-backs still to be retried stop.
+    closers.push(async () => {
+      workspaces.close();
+      extensionConfig.close();
+    });
     const metrics = createMetrics({ pendingDeliveries: async () => (await stores.deliveries.pending()).count, deadLetters: () => deadLetters.count() });
     const activity = await ActivityFeed.open(stores.activity);
     workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));

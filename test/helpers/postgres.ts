@@ -87,3 +87,12 @@ export async function restartTestPostgres(whileDown: () => Promise<void> = async
 export function filesOnly(suite: Test): Test | Test['skip'] {
   return TEST_BACKEND === 'files' ? suite : suite.skip;
 }
+
+/**
+ * `test` on the PostgreSQL pass, `test.skip` on the file pass: for a test of
+ * what only a database does (its connection is lost, a transaction rolls
+ * back). Its name says why.
+ */
+export function postgresOnly(suite: Test): Test | Test['skip'] {
+  return TEST_BACKEND === 'postgres' ? suite : suite.skip;
+}

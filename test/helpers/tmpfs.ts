@@ -1,46 +1,56 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmdirSync, writeSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test, type Test } from 'uvu';
+import type { Test } from 'uvu';
 import { tempDir } from './temp.js';
 
-const mount = (size: string, dir: string) => execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+/**
+ * Mounts a tmpfs of `size` (mount's syntax: 64k, 16m) on the existing
+ * directory `dir`, its root with `mode` when given; returns its unmount.
+ */
+export function mountSmallDisk(dir: string, size: string, mode?: string): () => void {
+  const options = `size=${size}${mode === undefined ? '' : `,mode=${mode}`}`;
+  execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir], { stdio: 'ignore' });
+  return () => execFileSync('umount', [dir]);
+}
 
-/** Mounting a tmpfs needs root (and a system that allows it): tried once, when this file loads. */
-const canMountSmallDisk = ((): boolean => {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-disk-probe-'));
+/** Whether this process may mount a tmpfs (it needs root), tried once when the first test file asks. */
+function mayMount(): boolean {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-mount-check-'));
   try {
-    mount('64k', dir);
-    execFileSync('umount', [dir]);
+    mountSmallDisk(dir, '64k')();
     return true;
   } catch {
     return false;
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmdirSync(dir);
   }
-})();
-if (!canMountSmallDisk) console.log('tests that fill a disk are skipped: a tmpfs cannot be mounted here (it needs root)');
-
-/** `register` (test, or filesOnly(test)) where a small disk can be mounted; uvu's `test.skip` elsewhere, so the test is counted as skipped. */
-export function needsSmallDisk(register: Test | Test['skip']): Test | Test['skip'] {
-  return canMountSmallDisk ? register : test.skip;
 }
 
+let mountable: boolean | undefined;
+
 /**
- * Runs `run` in a fresh directory on a tmpfs of `size` (mount's syntax: 64k,
- * 16m), so that a test can fill the disk. Register such a test with
- * needsSmallDisk: mounting needs root.
+ * `suite` where a tmpfs can be mounted to fill a disk, a skip where it cannot
+ * (mounting needs root): decided when the test file loads, so that a run that
+ * cannot fill a disk reports the test as skipped, never as passed. Takes
+ * `test` or what `filesOnly(test)` gave.
  */
+export function needsSmallDisk(suite: Test | Test['skip']): Test | Test['skip'] {
+  mountable ??= mayMount();
+  if (mountable) return suite;
+  return 'skip' in suite ? suite.skip : suite;
+}
+
+/** Runs `run` in a fresh directory on a tmpfs of `size`, so that a test can fill the disk. Only in a test marked `needsSmallDisk`. */
 export async function withSmallDisk(size: string, run: (dir: string) => Promise<void>): Promise<void> {
   const dir = await tempDir('platform-disk-');
-  mount(size, dir);
+  const unmount = mountSmallDisk(dir, size);
   try {
     await run(dir);
   } finally {
-    execFileSync('umount', [dir]);
+    unmount();
     await rm(dir, { recursive: true, force: true });
   }
 }

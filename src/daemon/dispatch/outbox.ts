@@ -1,4 +1,4 @@
-import { AppendLog } from '../store/append-log.js';
+import { AppendLog, type LineSpan } from '../store/append-log.js';
 import type { Delivery, DeliveryError } from './types.js';
 import { hasCredentials, maskCredentials } from './url-credentials.js';
 
@@ -6,6 +6,12 @@ type OutboxRecord =
   | { t: 'add'; delivery: Delivery }
   | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
   | { t: 'done'; key: string };
+
+/** Deliveries on disk, not yet pending: see Outbox.stage. */
+export interface StagedDeliveries {
+  commit(): void;
+  retract(): Promise<void>;
+}
 
 /**
  * A replay sends a dead letter again under the same delivery id (its webhook-id,
@@ -26,6 +32,8 @@ const COMPACT_SLACK = 10_000;
  */
 export class Outbox {
   private records = 0;
+  /** Stagings neither committed nor retracted. */
+  private staged = 0;
   private compacting: Promise<void> | null = null;
 
   private constructor(
@@ -92,15 +100,45 @@ export class Outbox {
 
   /** Durable: resolves once every delivery is on disk. */
   async add(deliveries: readonly Delivery[]): Promise<void> {
-    if (deliveries.length === 0) return;
-    for (const delivery of deliveries) this.pending.set(keyOf(delivery), delivery);
-    this.records += deliveries.length;
+    (await this.stage(deliveries)).commit();
+  }
+
+  /**
+   * The first half of `add`, for a write that spans files (a publish: its
+   * event line too): resolves once the deliveries are on disk, and they are
+   * pending only once committed. Retracting withdraws their lines from the
+   * journal, so that the next start does not resume them. Until one or the
+   * other, the journal is not compacted (a compaction would move the lines).
+   */
+  async stage(deliveries: readonly Delivery[]): Promise<StagedDeliveries> {
+    if (deliveries.length === 0) return { commit: () => undefined, retract: async () => undefined };
+    const records = deliveries.map((delivery) => ({ t: 'add' as const, delivery }));
+    const spans: Array<LineSpan | null> = [];
+    this.staged += 1;
     try {
-      await Promise.all(deliveries.map((delivery) => this.log.append({ t: 'add', delivery })));
+      this.records += deliveries.length;
+      await this.log.appendAll(records, (index, span) => (spans[index] = span));
     } catch (error) {
-      for (const delivery of deliveries) this.pending.delete(keyOf(delivery));
+      this.staged -= 1;
       throw error;
     }
+    let settled = false;
+    const settle = () => {
+      if (settled) throw new Error('staged deliveries settled twice');
+      settled = true;
+      this.staged -= 1;
+    };
+    return {
+      commit: () => {
+        settle();
+        for (const delivery of deliveries) this.pending.set(keyOf(delivery), delivery);
+      },
+      retract: async () => {
+        settle();
+        // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
+        await this.log.retract(records.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : [])));
+      },
+    };
   }
 
   rescheduled(delivery: Delivery): void {
@@ -120,7 +158,7 @@ export class Outbox {
     if (this.pending.get(key) !== delivery) return;
     this.pending.delete(key);
     this.journal({ t: 'done', key });
-    if (this.records > this.pending.size + COMPACT_SLACK && !this.compacting) {
+    if (this.records > this.pending.size + COMPACT_SLACK && !this.compacting && this.staged === 0) {
       const snapshot = [...this.pending.values()].map((delivery) => ({ t: 'add' as const, delivery }));
       const recordsBefore = this.records;
       this.compacting = this.log

@@ -54,7 +54,15 @@ interface Segment {
   sequence: number;
   file: string;
   count: number;
+  /** Lines on disk and not yet committed or retracted (see EventLog.stage). */
+  staged: number;
   workspaces: Map<string, WorkspaceLines>;
+}
+
+/** An event on disk, not yet listed: see EventLog.stage. */
+export interface StagedEvent {
+  commit(): void;
+  retract(): Promise<void>;
 }
 
 export interface EventLogOptions {
@@ -135,22 +143,53 @@ export class EventLog {
 
   /** Resolves once the event is on disk; only then is it indexed and listed (a failed write leaves no trace). */
   async append(event: PlatformEvent): Promise<void> {
+    (await this.stage(event)).commit();
+  }
+
+  /**
+   * The first half of `append`, for a write that spans files (a publish: its
+   * deliveries too): resolves once the event is on disk, and it is listed only
+   * once committed. Retracting withdraws its line, so that the next start
+   * does not list it either. Until one or the other, retention leaves its
+   * segment alone.
+   */
+  async stage(event: PlatformEvent): Promise<StagedEvent> {
     if (this.rolling) await this.rolling;
     const segment = this.segments.at(-1)!;
+    const log = this.active;
     this.appendsPending += 1;
+    segment.staged += 1;
     let span: LineSpan | null;
     try {
-      const written = this.active.append(event);
+      const written = log.append(event);
       if (segment.count + this.appendsPending >= this.options.segmentMaxEvents && !this.rolling) {
         this.rolling = this.roll().finally(() => (this.rolling = null));
       }
       span = await written;
+    } catch (error) {
+      segment.staged -= 1;
+      throw error;
     } finally {
       this.appendsPending -= 1;
     }
-    // A segment is never rewritten while it is being appended to: every append has its span.
-    indexInto(segment, event, span!);
-    this.recentEvents.push(event);
+    let settled = false;
+    const settle = () => {
+      if (settled) throw new Error('staged event settled twice');
+      settled = true;
+      segment.staged -= 1;
+    };
+    return {
+      commit: () => {
+        settle();
+        // A segment is never rewritten while it is being appended to: every append has its span.
+        indexInto(segment, event, span!);
+        this.recentEvents.push(event);
+      },
+      retract: async () => {
+        settle();
+        await log.retract([{ span: span!, record: event }]);
+      },
+    };
   }
 
   /**
@@ -290,7 +329,8 @@ export class EventLog {
         const newer = newerKept.get(workspaceId) ?? 0;
         return newer + lines.length > policy.maxPerWorkspace || lines.oldest < cutoff;
       });
-      if (isActive || !expiresSome) {
+      // A segment with a staged line is left for the next pass: a compaction would list or drop that line.
+      if (isActive || !expiresSome || segment.staged > 0) {
         for (const [workspaceId, lines] of segment.workspaces) {
           newerKept.set(workspaceId, (newerKept.get(workspaceId) ?? 0) + lines.length);
         }
@@ -438,7 +478,7 @@ export interface EventPosition {
 }
 
 function emptySegment(dir: string, name: string): Segment {
-  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, workspaces: new Map() };
+  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map() };
 }
 
 function indexInto(segment: Segment, event: PlatformEvent, span: LineSpan): void {

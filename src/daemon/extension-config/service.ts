@@ -11,6 +11,10 @@ export { FIELD_TYPES, type FieldType, type FieldValue } from './store.js';
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
 
+/** How long a failed read-back after a write waits before it is tried again. */
+const RELOAD_RETRY_MS = 1_000;
+const RELOAD_RETRIES = 60;
+
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
 export interface FieldView {
@@ -72,6 +76,9 @@ export class ExtensionConfigService {
   private readonly decrypted = new Map<string, Readonly<Record<string, unknown>>>();
   /** Read-backs from the store, one at a time, in the order asked for. */
   private reloads: Promise<void> = Promise.resolve();
+  /** Read-backs waiting to be tried again (see reloadLater). */
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
 
   private constructor(
     private readonly store: ExtensionConfigStore,
@@ -213,7 +220,10 @@ export class ExtensionConfigService {
   /**
    * Waits for a write, then reads the extension's fields back into memory,
    * failed or not: memory must show what the store holds. Resolves with what
-   * the write stored.
+   * the write stored. A write that was made is answered as made even when the
+   * read-back fails (the database lost a moment after the commit): that read
+   * is tried again until it succeeds, as an error would tell the client that
+   * nothing changed.
    */
   private async storing(extensionKey: string, write: Promise<StoredField[]>): Promise<StoredField[]> {
     let fields: StoredField[];
@@ -223,8 +233,31 @@ export class ExtensionConfigService {
       await this.reload(extensionKey).catch(() => undefined);
       throw error;
     }
-    await this.reload(extensionKey);
+    await this.reload(extensionKey).catch(() => this.reloadLater(extensionKey));
     return fields;
+  }
+
+  /**
+   * A read-back that failed, tried again every RELOAD_RETRY_MS until one
+   * succeeds, RELOAD_RETRIES times at most (a daemon that stopped meanwhile
+   * stops trying; a database away for longer is read back in full when the
+   * change feed reconnects).
+   */
+  private reloadLater(extensionKey: string, retries = RELOAD_RETRIES): void {
+    if (retries === 0 || this.closed) return;
+    const retry = setTimeout(() => {
+      this.retries.delete(retry);
+      void this.reload(extensionKey).catch(() => this.reloadLater(extensionKey, retries - 1));
+    }, RELOAD_RETRY_MS);
+    retry.unref();
+    this.retries.add(retry);
+  }
+
+  /** Stops read-backs still to be retried: the stores are about to close. */
+  close(): void {
+    this.closed = true;
+    for (const retry of this.retries) clearTimeout(retry);
+    this.retries.clear();
   }
 
   /**

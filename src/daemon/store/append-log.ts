@@ -36,6 +36,9 @@ interface Waiter {
  *
  * Crash safety: a line is acknowledged only after fdatasync. A torn last line
  * (crash mid-write) was never acknowledged and is cut off when the log is opened.
+ * A line written durably can be withdrawn (`retract`) when a later step of the
+ * same operation failed: it is overwritten with spaces in place, which needs
+ * no free space, and replay skips such a line.
  *
  * Every written line's span (offset and length) is reported, on append and on
  * replay, so that an index can hold where a record is instead of the record,
@@ -52,6 +55,10 @@ export class AppendLog<R> {
   /** Physical operations (group writes, rewrites) run one after another on this chain. */
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Set when a failed group could not be cut off: see cutFailedGroup. */
+  private refusal: Error | null = null;
+  /** Lines whose retraction failed: retried before anything else is written, which fails until it succeeds. */
+  private unretracted: Array<{ span: LineSpan; text: string }> = [];
   /** For readLine; it follows a rewrite only when the new offsets are handed over (see rewriteLines). */
   private readFd: number | null = null;
   physicalWrites = 0;
@@ -130,6 +137,46 @@ export class AppendLog<R> {
       });
       this.scheduleGroup();
     });
+  }
+
+  /**
+   * Withdraws lines this log wrote (each given with its record, as appended):
+   * each is overwritten with spaces where it is, and the file synced, before
+   * this resolves. A line that is no longer where it was written (a rewrite
+   * moved or dropped it) is left alone. Should the disk refuse even this, the
+   * log takes no more writes until a retry of the retraction succeeds: no line
+   * may be acknowledged after one that was answered as failed yet stays.
+   */
+  retract(lines: ReadonlyArray<{ span: LineSpan; record: R }>): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
+    this.unretracted.push(...lines.map(({ span, record }) => ({ span, text: JSON.stringify(record) })));
+    return this.enqueue(() => this.retractPending());
+  }
+
+  private async retractPending(): Promise<void> {
+    if (this.unretracted.length === 0) return;
+    const lines = this.unretracted;
+    try {
+      const handle = await open(this.file, 'r+');
+      try {
+        let changed = false;
+        for (const { span, text } of lines) {
+          const expected = Buffer.from(text);
+          if (expected.length !== span.length) continue;
+          const found = Buffer.alloc(span.length);
+          const { bytesRead } = await handle.read(found, 0, span.length, span.offset);
+          if (bytesRead !== span.length || !found.equals(expected)) continue;
+          await handle.write(Buffer.alloc(span.length, BLANK), 0, span.length, span.offset);
+          changed = true;
+        }
+        if (changed) await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+      this.unretracted = this.unretracted.filter((line) => !lines.includes(line));
+    } catch (error) {
+      throw asStorageError(error);
+    }
   }
 
   private scheduleGroup(): void {
@@ -288,6 +335,8 @@ export class AppendLog<R> {
 
   async close(): Promise<void> {
     await this.drain();
+    // A retraction the disk refused so far gets a last try: the next start would replay the line.
+    await this.enqueue(() => this.retractPending()).catch(() => undefined);
     this.closed = true;
     await this.handle.close();
     if (this.readFd !== null) closeSync(this.readFd);
@@ -313,24 +362,46 @@ export class AppendLog<R> {
       spans.push({ offset, length });
       offset += length + 1;
     }
-    const bytes = Buffer.from(this.lines.join('\n') + '\n');
+    const lines = this.lines;
+    const bytes = Buffer.from(lines.join('\n') + '\n');
     this.waiters = [];
     this.lines = [];
     try {
+      await this.retractPending();
+      if (this.refusal) throw this.refusal;
       await writeFully(this.handle, bytes);
       await this.handle.datasync();
       this.size += bytes.length;
       this.physicalWrites += 1;
       waiters.forEach((waiter, index) => waiter.resolve(spans[index]!));
     } catch (error) {
-      // Cut off whatever part of the group reached the file, so the next append
-      // does not follow a torn line.
-      await this.handle.truncate(this.size).catch(() => undefined);
+      if (!this.refusal) await this.cutFailedGroup(spans, lines);
       const mapped = asStorageError(error);
       for (const waiter of waiters) waiter.reject(mapped);
     }
   }
+
+  /**
+   * Whatever part of a failed group reached the file is cut off, so that the
+   * next append does not follow a torn line and no line answered as failed is
+   * replayed at the next start (the write may have landed while its fdatasync
+   * failed). Should the truncation fail too, nothing more may follow those
+   * lines in this file: the log refuses writes until it is opened again (a
+   * torn last line is cut then), and the group's complete lines are withdrawn
+   * by retraction.
+   */
+  private async cutFailedGroup(spans: readonly LineSpan[], lines: readonly string[]): Promise<void> {
+    try {
+      await this.handle.truncate(this.size);
+    } catch (error) {
+      this.refusal ??= asStorageError(error);
+      spans.forEach((span, index) => this.unretracted.push({ span, text: lines[index]! }));
+    }
+  }
 }
+
+/** What a retracted line is overwritten with: JSON lines never start with a space, so replay knows it. */
+const BLANK = 0x20;
 
 /** A write may be short (disk nearly full); only ENOSPC on the next one says why. */
 async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
@@ -340,7 +411,8 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
 }
 
 /**
- * Replays every complete line and returns the byte length of that prefix. An
+ * Replays every complete line (blank ones, withdrawn by `retract`, are
+ * skipped) and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  * `afterChunk` is awaited after each chunk's lines were handed over, so that a
@@ -382,7 +454,8 @@ export async function replay<R>(
       let start = 0;
       for (let end = data.indexOf(0x0a, carried); end !== -1; end = data.indexOf(0x0a, start)) {
         lineNumber += 1;
-        if (end > start) {
+        // Blank: an empty line, or one withdrawn by `retract`.
+        if (end > start && data[start] !== BLANK) {
           let record: R;
           try {
             record = JSON.parse(data.toString('utf8', start, end)) as R;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from './files.js';
+import { asStorageError, isMissing, writeFileDurably } from './files.js';
 
 export interface Document {
   schemaVersion: number;
@@ -107,6 +107,8 @@ function readDocument<T>(file: string): T | null {
  */
 export class Collection<T extends Document> {
   private readonly resetListeners: Array<() => void> = [];
+  /** Why the last revert could not read the file back (see revertToDisk); null when memory is what is on disk. */
+  private unreverted: unknown = null;
 
   private constructor(
     private readonly low: Low<T>,
@@ -139,6 +141,11 @@ export class Collection<T extends Document> {
   }
 
   async update<R>(mutate: (data: T) => R): Promise<R> {
+    // Memory that still holds changes of a failed write must not be written by this one.
+    if (this.unreverted) {
+      this.revertToDisk();
+      if (this.unreverted) throw asStorageError(this.unreverted);
+    }
     const result = mutate(this.low.data);
     await this.low.write();
     return result;
@@ -157,15 +164,18 @@ export class Collection<T extends Document> {
    * The file still holds the last good state (writes replace it atomically).
    * Reading it back, rather than keeping a copy of every document's text,
    * costs nothing until a write fails. Should the disk refuse even that read,
-   * memory stays as it is and the next write tries again.
+   * memory stays as it is, and the next update reverts it first or is refused:
+   * it would otherwise write the changes that were answered as failed.
    */
   private revertToDisk(): void {
     try {
       const stored = readDocument<T>(this.file);
       if (stored !== null) this.low.data = stored;
-    } catch {
+    } catch (error) {
+      this.unreverted = error;
       return;
     }
+    this.unreverted = null;
     for (const listener of this.resetListeners) listener();
   }
 }

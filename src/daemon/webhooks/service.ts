@@ -211,7 +211,7 @@ export class WebhookService {
     }
   }
 
-  /** The id stays claimed until its claim lapses: meanwhile a retry waits, then is processed. */
+  /** The id stays claimed until the store manages to write it, or the claim lapses: meanwhile a retry waits, then is processed. */
   private replayFailed(extensionKey: string, what: string, error: unknown): void {
     this.deps.logger.error(`webhook replay check of ${extensionKey}: a delivery id could not be ${what}: ${describeFault(error)}`);
   }

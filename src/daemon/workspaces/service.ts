@@ -32,6 +32,10 @@ export interface NewSubscription {
   serviceBaseUrl?: string | undefined;
 }
 
+/** How long a failed read-back after a write waits before it is tried again. */
+const RELOAD_RETRY_MS = 1_000;
+const RELOAD_RETRIES = 60;
+
 /** Why a subscriber gets no delivery right now, or null when it is active. */
 export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
 
@@ -76,6 +80,9 @@ export class WorkspaceService {
   private readonly subscriptions = new Map<string, StoredSubscription>();
   /** Read-backs from the store, one at a time, in the order asked for. */
   private reloads: Promise<void> = Promise.resolve();
+  /** Read-backs waiting to be tried again (see reloadLater). */
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
   /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
   private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
   /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
@@ -318,10 +325,11 @@ export class WorkspaceService {
     // The same subscriber once; URLs compare with their credentials.
     const isDuplicate = (other: StoredSubscription) =>
       other.extensionKey === input.extensionKey && other.kind === input.kind && this.fullUrl(other) === serviceBaseUrl;
-    await this.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
+    // Read before the write: once the subscription is stored, no failure may answer as if it were not.
     const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
       ? []
       : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
+    await this.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
     return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
   }
 
@@ -510,7 +518,11 @@ export class WorkspaceService {
 
   /**
    * Waits for a write, then reads the workspace back into memory, failed or
-   * not: memory must show what the store holds. Resolves with what the write did.
+   * not: memory must show what the store holds. Resolves with what the write
+   * did. A write that was made is answered as made even when the read-back
+   * fails (the database lost a moment after the commit): that read is tried
+   * again until it succeeds, as an error would tell the client that nothing
+   * changed.
    */
   private async storing<T>(workspaceId: string, write: Promise<T>): Promise<T> {
     let result: T;
@@ -520,8 +532,31 @@ export class WorkspaceService {
       await this.reload(workspaceId).catch(() => undefined);
       throw error;
     }
-    await this.reload(workspaceId);
+    await this.reload(workspaceId).catch(() => this.reloadLater(workspaceId));
     return result;
+  }
+
+  /**
+   * A read-back that failed, tried again every RELOAD_RETRY_MS until one
+   * succeeds, RELOAD_RETRIES times at most (a daemon that stopped meanwhile
+   * stops trying; a database away for longer is read back in full when the
+   * change feed reconnects).
+   */
+  private reloadLater(workspaceId: string, retries = RELOAD_RETRIES): void {
+    if (retries === 0 || this.closed) return;
+    const retry = setTimeout(() => {
+      this.retries.delete(retry);
+      void this.reload(workspaceId).catch(() => this.reloadLater(workspaceId, retries - 1));
+    }, RELOAD_RETRY_MS);
+    retry.unref();
+    this.retries.add(retry);
+  }
+
+  /** Stops read-backs still to be retried: the stores are about to close. */
+  close(): void {
+    this.closed = true;
+    for (const retry of this.retries) clearTimeout(retry);
+    this.retries.clear();
   }
 
   /**

@@ -76,10 +76,25 @@ class FileEventStore implements EventStore {
     private readonly deliveries: FileDeliveryStore,
   ) {}
 
-  /** Two files written at once; answered when both are on disk (see decisions: "Durability of a publish"). */
+  /**
+   * Two files written at once; the event is listed and its deliveries pending
+   * only once both are on disk. When either write fails, the one that
+   * succeeded is withdrawn before the failure is answered, so that neither
+   * this daemon nor its next start holds half a publish (see decisions:
+   * "Errors leave nothing behind").
+   */
   async publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void> {
-    await Promise.all([this.log.append(event), this.outbox.add(deliveries)]);
-    this.records.created(deliveries);
+    const [logged, queued] = await Promise.allSettled([this.log.stage(event), this.outbox.stage(deliveries)]);
+    if (logged.status === 'fulfilled' && queued.status === 'fulfilled') {
+      queued.value.commit();
+      logged.value.commit();
+      this.records.created(deliveries);
+      return;
+    }
+    const written = [logged, queued].flatMap((staged) => (staged.status === 'fulfilled' ? [staged.value] : []));
+    // A retraction the disk refuses keeps its log refusing writes until it succeeds (see AppendLog.retract).
+    await Promise.allSettled(written.map((staged) => staged.retract()));
+    throw logged.status === 'rejected' ? logged.reason : (queued as PromiseRejectedResult).reason;
   }
 
   /**

@@ -5,6 +5,8 @@ import type { DatabaseSettings } from './settings.js';
 
 /** How long getting a connection may take (a new one, or a free one from the pool) before the request is answered 503. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/** Waits before each question about a transaction whose COMMIT lost its connection (see committedAfterAll). */
+const OUTCOME_WAITS_MS = [0, 50, 250, 1_000];
 
 /**
  * A statement of the hot paths (every request or every delivery), which each
@@ -75,6 +77,12 @@ export class Database implements Queryable {
   /**
    * Runs `work` in one transaction on one connection: committed when it
    * resolves, rolled back when it throws (its error rethrown).
+   *
+   * A connection lost while COMMIT was under way leaves the outcome unknown
+   * to this side: the transaction may have committed with only its answer
+   * lost. It is asked for by the transaction's id on another connection, so
+   * that a change that was made is answered as made and an error means that
+   * nothing changed (see committedAfterAll).
    */
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
@@ -88,10 +96,21 @@ export class Database implements Queryable {
     // would end the process; the statement in flight, or the next one, fails with it anyway.
     const lost = (error: Error) => (broken = error);
     client.on('error', lost);
+    let xid: string | null = null;
     try {
-      await client.query('BEGIN');
+      // One round trip: the id is what the outcome of a lost COMMIT is asked by.
+      const begun = (await client.query('BEGIN; SELECT txid_current()::text AS xid')) as unknown as pg.QueryResult[];
+      xid = (begun[1]!.rows[0] as { xid: string }).xid;
       const result = await work(client);
-      await client.query('COMMIT');
+      try {
+        await client.query('COMMIT');
+      } catch (error) {
+        const mapped = asDatabaseError(error);
+        if ((mapped as { code?: unknown }).code !== 'UNAVAILABLE') throw error;
+        broken = error;
+        if (await this.committedAfterAll(xid)) return result;
+        throw error;
+      }
       return result;
     } catch (error) {
       try {
@@ -105,6 +124,27 @@ export class Database implements Queryable {
       client.off('error', lost);
       client.release(broken instanceof Error ? broken : undefined);
     }
+  }
+
+  /**
+   * Whether the transaction `xid` committed, asked on a fresh connection after
+   * its own was lost during COMMIT: a few times while the database is out of
+   * reach or the server has not yet ended it. When no answer comes, the
+   * failure stands with a message that says the change may have been made.
+   */
+  private async committedAfterAll(xid: string): Promise<boolean> {
+    for (const wait of OUTCOME_WAITS_MS) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      try {
+        const { rows } = await this.pool.query<{ status: string | null }>('SELECT txid_status($1::bigint) AS status', [xid]);
+        const status = rows[0]?.status;
+        if (status === 'committed') return true;
+        if (status !== 'in progress') return false;
+      } catch {
+        // Still away: ask again.
+      }
+    }
+    throw unavailable('the database was lost while a change was being committed; it may have been made: read it back before trying again');
   }
 
   /** A connection of its own, outside the pool, for LISTEN. */
@@ -141,6 +181,18 @@ export function asDatabaseError(error: unknown): unknown {
   const mapped = unavailable('the database cannot be reached; nothing was changed');
   mapped.cause = error;
   return mapped;
+}
+
+/**
+ * Whether a statement failed because its connection was lost after it was
+ * established: the statement may have reached the server, and run. (A
+ * connection refused or never made means it did not.)
+ */
+export function lostMidStatement(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | null)?.cause ?? error;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const message = cause instanceof Error ? cause.message : '';
+  return code === 'ECONNRESET' || code === 'EPIPE' || /Connection terminated/i.test(message);
 }
 
 /** A unique constraint refused the row (SQLSTATE 23505); `constraint` names which one. */

@@ -3,13 +3,13 @@ import type { StoredDeadLetter } from '../../dispatch/dead-letters.js';
 import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/delivery-records.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/types.js';
-import { describeFault, notFound } from '../../errors.js';
+import { describeFault, notFound, unavailable } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { fillBySize, fillInBatches, unbounded } from '../../paging.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
-import { qualified, type Database, type Prepared } from './database.js';
+import { lostMidStatement, qualified, type Database, type Prepared } from './database.js';
 
 export interface PostgresDispatchOptions {
   /** PLATFORM_DELIVERY_LEASE: how long a claimed delivery stays this daemon's without a renewal. */
@@ -21,6 +21,8 @@ export interface PostgresDispatchOptions {
 
 /** Other daemons are woken at most this often: a commit that notifies serialises every commit of the cluster. */
 const NOTIFY_INTERVAL_MS = 50;
+/** Waits before each new run of a publish whose connection was lost (see settledPublish). */
+const PUBLISH_RETRIES_MS = [50, 250, 1_000];
 /** Counts for /metrics and the status page are read at most this often. */
 const COUNT_CACHE_MS = 1_000;
 const TOPIC = 'deliveries';
@@ -30,12 +32,18 @@ const DELIVERY_COLUMNS = `seq, id, workspace_id, event_id, event_key, subscripti
   run_attempts, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error, dead_letter_id, dead_at`;
 
 /** A group of publishes: their events and deliveries in one statement (one commit, one WAL flush). */
+/**
+ * Publishes a group of events with their deliveries in one statement. Ids are
+ * made by the daemon, so running it again after a lost answer inserts only
+ * what the first run did not commit (see publishGroups).
+ */
 const PUBLISH: Prepared = {
   name: 'publish-events',
   text: `WITH published AS (
            INSERT INTO events (workspace_id, id, event_key, occurred_at, event)
            SELECT workspace_id, id, event_key, occurred_at, event::json
            FROM json_to_recordset($1::json) AS e(workspace_id text, id uuid, event_key text, occurred_at timestamptz, event text)
+           ON CONFLICT (id) DO NOTHING
          )
          INSERT INTO deliveries (id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url,
                                  depth, status, due_at, created_at, enqueued_at, lease_owner, lease_until)
@@ -43,7 +51,8 @@ const PUBLISH: Prepared = {
                 due_at, enqueued_at, enqueued_at,
                 CASE WHEN leased THEN $3::uuid END, CASE WHEN leased THEN now() + $4 * interval '1 millisecond' END
          FROM json_to_recordset($2::json) AS d(id text, workspace_id text, event_id uuid, event_key text, subscription_id text,
-              extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)`,
+              extension_key text, kind text, service_base_url text, depth integer, due_at timestamptz, enqueued_at timestamptz, leased boolean)
+         ON CONFLICT (id) DO NOTHING`,
 };
 
 /** Due deliveries no daemon holds, leased to this one, with their events. */
@@ -214,16 +223,14 @@ export class PostgresDispatch {
           return { ...deliveryColumns(delivery), leased: hold };
         }),
       );
+      const values = [
+        JSON.stringify(group.map(({ event }) => ({ workspace_id: event.tenantId, id: event.id, event_key: event.eventKey, occurred_at: event.occurredAt, event: JSON.stringify(event) }))),
+        JSON.stringify(rows),
+        this.owner,
+        this.options.leaseMs,
+      ];
       try {
-        await this.database.query(
-          PUBLISH,
-          [
-            JSON.stringify(group.map(({ event }) => ({ workspace_id: event.tenantId, id: event.id, event_key: event.eventKey, occurred_at: event.occurredAt, event: JSON.stringify(event) }))),
-            JSON.stringify(rows),
-            this.owner,
-            this.options.leaseMs,
-          ],
-        );
+        await this.settledPublish(values);
       } catch (error) {
         for (const publication of group) publication.reject(error);
         continue;
@@ -233,6 +240,34 @@ export class PostgresDispatch {
       if (shared) this.notifyPeers();
     }
     this.publishing = null;
+  }
+
+  /**
+   * A connection lost during the statement leaves its outcome unknown: it may
+   * have committed with only its answer lost. Publishers must be answered
+   * with what happened (an error means nothing was recorded), so the
+   * statement runs again, a few times while the database stays out of reach:
+   * it inserts whatever the lost run did not commit, and nothing twice. When
+   * none of those runs gets through, the 503 says the event may have been
+   * recorded.
+   */
+  private async settledPublish(values: unknown[]): Promise<void> {
+    try {
+      await this.database.query(PUBLISH, values);
+      return;
+    } catch (error) {
+      if (!lostMidStatement(error)) throw error;
+    }
+    for (const wait of PUBLISH_RETRIES_MS) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      try {
+        await this.database.query(PUBLISH, values);
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'UNAVAILABLE') throw error;
+      }
+    }
+    throw unavailable('the database was lost while the event was being recorded; it may have been recorded: read the events back before publishing again');
   }
 
   /** Wakes idle daemons, outside any publish's commit, at most once per NOTIFY_INTERVAL_MS. */

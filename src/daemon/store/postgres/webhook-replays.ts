@@ -11,6 +11,8 @@ import type { Database } from './database.js';
 const CLAIM_MS = 2 * 60 * 1000;
 /** How often a call waiting for another daemon's claim of its id looks again. */
 const CLAIM_POLL_MS = 100;
+/** How often a release the database refused is tried again. */
+const RELEASE_RETRY_MS = 1_000;
 
 type Attempt = { claimed: true } | { claimed: false; published: boolean };
 
@@ -108,8 +110,26 @@ export class PostgresWebhookReplayStore implements WebhookReplayStore {
             [extensionKey, digest, this.now() + REPLAY_WINDOW_MS],
           ),
         ),
+      // Not published: the sender's retry must be processed. A release the database refused is tried
+      // again in the background, so that the retry need not wait for the claim to lapse.
       release: () =>
-        settle(() => this.database.query('DELETE FROM webhook_replays WHERE extension_key = $1 AND message_digest = $2 AND claim_id = $3', [extensionKey, digest, claimId])),
+        settle(async () => {
+          const release = () =>
+            this.database.query('DELETE FROM webhook_replays WHERE extension_key = $1 AND message_digest = $2 AND claim_id = $3', [extensionKey, digest, claimId]);
+          try {
+            await release();
+          } catch (error) {
+            this.releaseLater(release);
+            throw error;
+          }
+        }),
     };
+  }
+
+  /** Tries `release` every RELEASE_RETRY_MS until it succeeds or the claim would have lapsed anyway. */
+  private releaseLater(release: () => Promise<unknown>, tries = CLAIM_MS / RELEASE_RETRY_MS): void {
+    if (tries === 0) return;
+    const retry = setTimeout(() => void release().catch(() => this.releaseLater(release, tries - 1)), RELEASE_RETRY_MS);
+    retry.unref();
   }
 }
