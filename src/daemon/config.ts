@@ -66,7 +66,18 @@ export interface DaemonConfig {
    * may take a quarter of all connections: a burst of 50 requests from one
    * fetch client was seen to hold 100 connections at once.
    */
-  connections: { headersTimeoutMs: number; requestTimeoutMs: number; maxTotal: number; maxPerClient: number };
+  connections: {
+    /** PLATFORM_HEADERS_TIMEOUT: a request's headers are complete within this (counted from the previous answer on a kept-alive connection). */
+    headersTimeoutMs: number;
+    /** PLATFORM_REQUEST_TIMEOUT: a whole request, body included, arrives within this. */
+    requestTimeoutMs: number;
+    /** PLATFORM_UNREAD_ANSWER_TIMEOUT: an answer the client takes no byte of for this long is abandoned. */
+    unreadAnswerTimeoutMs: number;
+    maxTotal: number;
+    maxPerClient: number;
+  };
+  /** What chat keeps: PLATFORM_CHAT_CHANNELS channels per workspace, and the latest messages of each (fixed; tests lower it). */
+  chat: { maxChannels: number; maxMessagesPerChannel: number };
   /** From PLATFORM_METRICS_TOKEN: a scraper's bearer token for /metrics (besides ADMIN sessions). */
   metricsToken: string | null;
   log: {
@@ -172,6 +183,22 @@ function parseDatabase(flags: ServeFlags, env: NodeJS.ProcessEnv): DatabaseSetti
   return { url, schema };
 }
 
+function connectionLimits(env: NodeJS.ProcessEnv): DaemonConfig['connections'] {
+  const headersTimeoutMs = parseSetting('PLATFORM_HEADERS_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_HEADERS_TIMEOUT, 10_000);
+  const requestTimeoutMs = parseSetting('PLATFORM_REQUEST_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_REQUEST_TIMEOUT, 30_000);
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`PLATFORM_HEADERS_TIMEOUT (${headersTimeoutMs}) must not be longer than PLATFORM_REQUEST_TIMEOUT (${requestTimeoutMs})`);
+  }
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    unreadAnswerTimeoutMs: parseSetting('PLATFORM_UNREAD_ANSWER_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_UNREAD_ANSWER_TIMEOUT, 30_000),
+    maxTotal: 1024,
+    maxPerClient: 256,
+  };
+}
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** Flags win over environment variables, which win over defaults. */
@@ -232,7 +259,8 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
-    connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 1024, maxPerClient: 256 },
+    connections: connectionLimits(env),
+    chat: { maxChannels: parseSetting('PLATFORM_CHAT_CHANNELS', Count(1, 1_000_000), env.PLATFORM_CHAT_CHANNELS, 1000), maxMessagesPerChannel: 10_000 },
     metricsToken,
     log: {
       format: parseSetting<LogFormat | undefined>(

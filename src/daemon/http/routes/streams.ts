@@ -8,6 +8,7 @@ import { Slug } from '../../validation.js';
 import type { WorkspaceService } from '../../workspaces/service.js';
 import type { RouteModule } from '../context.js';
 import { ANSWERED_BY_HANDLER, bearerToken } from '../endpoint.js';
+import { abandonAnswer, endsWhenClientLeaves } from '../observe.js';
 import { workspaceMember } from './access.js';
 
 /** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
@@ -128,6 +129,7 @@ class LiveStreams {
       // Proxies such as nginx would otherwise hold events back.
       'x-accel-buffering': 'no',
     });
+    endsWhenClientLeaves(res);
 
     const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
     let unsent: Buffer[] = [];
@@ -141,13 +143,13 @@ class LiveStreams {
       unsent = [];
       unsentBytes = 0;
       // writableLength counts what the socket has not handed to the kernel yet.
-      if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+      if (res.writableLength > MAX_UNREAD_BYTES) abandonAnswer(res);
     };
     const send = (bytes: Buffer) => {
       if (res.destroyed) return;
       unsent.push(bytes);
       unsentBytes += bytes.length;
-      if (unsentBytes + res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+      if (unsentBytes + res.writableLength > MAX_UNREAD_BYTES) abandonAnswer(res);
       else flushTimer ??= setTimeout(flush, FLUSH_MS);
     };
     const sendItem = (item: ActivityItem) => {
