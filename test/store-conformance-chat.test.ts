@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../src/daemon/chat/store.js';
+import type { ChatMessage } from '../src/daemon/chat/store.js';
 import { conformance, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 
 /**
  * The chat store, held to one contract on both backends: each case runs on a
  * fresh data directory and on a fresh PostgreSQL schema.
  */
+
+/** Small limits, so that the cases reach them quickly (the daemon's are 1,000 channels and 10,000 messages). */
+const LIMITS = { channelsPerWorkspace: 5, messagesPerChannel: 200 };
+const MESSAGES_PER_CHANNEL = LIMITS.messagesPerChannel;
+const withLimits = { chat: LIMITS };
 
 let clock = Date.parse('2026-03-01T00:00:00.000Z');
 
@@ -89,7 +94,7 @@ conformance(`chat: a channel keeps its latest ${MESSAGES_PER_CHANNEL} messages, 
     assert.is(summary.messageCount, MESSAGES_PER_CHANNEL);
     assert.is(summary.lastMessageAt, kept.at(-1)!.postedAt);
     assert.is((await chat.channelsOf('acme')).find((entry) => entry.channel === 'quiet')!.messageCount, 1);
-  }),
+  }, withLimits),
 );
 
 conformance('chat: what was acknowledged is there after a restart, the limit included', async (site) => {
@@ -97,7 +102,7 @@ conformance('chat: what was acknowledged is there after a restart, the limit inc
     await postMany(opened, 'acme', 'busy', 2 * MESSAGES_PER_CHANNEL + 10, 250);
     await opened.stores.chat.post('acme', message('general', 'kept too'));
     return { busy: await opened.stores.chat.messages('acme', 'busy', MESSAGES_PER_CHANNEL), channels: await opened.stores.chat.channelsOf('acme') };
-  });
+  }, withLimits);
   await using(site, async ({ stores: { chat } }) => {
     assert.equal(await chat.messages('acme', 'busy', MESSAGES_PER_CHANNEL), before.busy);
     assert.equal(await chat.channelsOf('acme'), before.channels);
@@ -105,7 +110,7 @@ conformance('chat: what was acknowledged is there after a restart, the limit inc
     await chat.post('acme', next);
     const kept = await chat.messages('acme', 'busy', 2 * MESSAGES_PER_CHANNEL);
     assert.equal(kept, [...before.busy.slice(1), next]);
-  });
+  }, withLimits);
 });
 
 conformance(
@@ -126,7 +131,50 @@ conformance(
       assert.is(kept.length, MESSAGES_PER_CHANNEL);
       assert.ok(kept.every((posted) => !fromOne.some((old) => old.id === posted.id)), 'the 120 older ones were dropped');
       assert.is((await two.stores.chat.channelsOf('acme'))[0]!.messageCount, MESSAGES_PER_CHANNEL);
-    });
+    }, withLimits);
+  },
+  { shared: true },
+);
+
+conformance('chat: a workspace keeps at most its limit of channels; a message that would open another is refused and stores nothing', async (site) => {
+  await using(site, async ({ stores: { chat } }) => {
+    for (let n = 0; n < LIMITS.channelsPerWorkspace; n += 1) {
+      assert.ok(await chat.takes('acme', `c${n}`));
+      assert.ok(await chat.post('acme', message(`c${n}`, 'first')));
+    }
+    assert.not.ok(await chat.takes('acme', 'one-more'));
+    assert.not.ok(await chat.post('acme', message('one-more', 'refused')));
+    assert.ok(await chat.takes('acme', 'c0'), 'an existing channel still takes messages');
+    assert.ok(await chat.post('acme', message('c0', 'second')));
+    assert.ok(await chat.post('globex', message('one-more', 'another workspace has room')));
+    assert.equal(await chat.messages('acme', 'one-more', 10), []);
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+  }, withLimits);
+  await using(site, async ({ stores: { chat } }) => {
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace, 'the refused message left nothing behind');
+    assert.not.ok(await chat.post('acme', message('one-more', 'still refused after a restart')));
+    assert.is((await chat.messages('acme', 'c0', 10)).length, 2);
+  }, withLimits);
+});
+
+conformance('chat: messages opening new channels at once never pass the limit of channels', (site) =>
+  using(site, async ({ stores: { chat } }) => {
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, n) => chat.post('acme', message(`rush-${n}`, 'hi'))));
+    assert.is(taken.filter(Boolean).length, LIMITS.channelsPerWorkspace);
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+  }, withLimits),
+);
+
+conformance(
+  'several daemons: channels opened from two daemons at once never pass the limit together',
+  async (site) => {
+    await usingTwo(site, async (one, two) => {
+      const taken = await Promise.all(
+        Array.from({ length: 20 }, (_, n) => (n % 2 === 0 ? one : two).stores.chat.post('acme', message(`rush-${n}`, 'hi'))),
+      );
+      assert.is(taken.filter(Boolean).length, LIMITS.channelsPerWorkspace);
+      assert.is((await two.stores.chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+    }, withLimits);
   },
   { shared: true },
 );

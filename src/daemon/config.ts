@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import * as v from 'valibot';
+import { DEFAULT_CHAT_LIMITS, type ChatLimits } from './chat/store.js';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
 import { redactUrl, type DatabaseSettings } from './store/postgres/settings.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
@@ -77,7 +78,7 @@ export interface DaemonConfig {
     maxPerClient: number;
   };
   /** What chat keeps: PLATFORM_CHAT_CHANNELS channels per workspace, and the latest messages of each (fixed; tests lower it). */
-  chat: { maxChannels: number; maxMessagesPerChannel: number };
+  chat: ChatLimits;
   /** From PLATFORM_METRICS_TOKEN: a scraper's bearer token for /metrics (besides ADMIN sessions). */
   metricsToken: string | null;
   log: {
@@ -260,7 +261,10 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
     connections: connectionLimits(env),
-    chat: { maxChannels: parseSetting('PLATFORM_CHAT_CHANNELS', Count(1, 1_000_000), env.PLATFORM_CHAT_CHANNELS, 1000), maxMessagesPerChannel: 10_000 },
+    chat: {
+      channelsPerWorkspace: parseSetting('PLATFORM_CHAT_CHANNELS', Count(1, 1_000_000), env.PLATFORM_CHAT_CHANNELS, DEFAULT_CHAT_LIMITS.channelsPerWorkspace),
+      messagesPerChannel: DEFAULT_CHAT_LIMITS.messagesPerChannel,
+    },
     metricsToken,
     log: {
       format: parseSetting<LogFormat | undefined>(

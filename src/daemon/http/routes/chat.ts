@@ -1,12 +1,13 @@
 import * as v from 'valibot';
 import { QueryInt, Slug } from '../../validation.js';
-import { MESSAGES_PER_CHANNEL } from '../../chat/store.js';
 import type { RouteModule } from '../context.js';
 import { workspaceMember } from './access.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
-const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50') });
+/** A channel keeps up to 10,000 messages; one answer carries at most this many (each may be 10,000 characters). */
+const MESSAGES_PER_ANSWER = 1000;
+const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_ANSWER), '50') });
 
 export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat } }) => {
   const member = workspaceMember(workspaces);
