@@ -153,13 +153,11 @@ test('dribbled headers, a dribbled body and blank lines between requests are cut
   const body = openConnection(t.url, '127.0.0.1', true);
   const blankLines = openConnection(t.url, '127.0.0.1', true);
   const dribbling = [header, body, blankLines];
-  let dribbled = 0;
   // One byte every 50 ms for as long as the connections stay open: none of them would ever end on its own.
   const dribble = setInterval(() => {
     for (const connection of dribbling) {
       if (connection.isClosed()) continue;
       connection.socket.write(connection === blankLines ? '\r\n' : 'a');
-      dribbled += 1;
     }
   }, 50);
   try {
@@ -168,9 +166,8 @@ test('dribbled headers, a dribbled body and blank lines between requests are cut
     // Blank lines begin no request: they used to hold a kept-alive connection open indefinitely.
     blankLines.socket.write(`${HEALTH}\r\n`);
     assert.is((await call(t.url, 'GET', '/api/health')).status, 200, 'a normal client is served meanwhile');
-    // Generous: the limits are 300 and 600 ms; Node's own 30 s check interval used to decide when they took effect.
+    // They dribble until closed, so only the daemon can close them. Generous: the limits are 300 and 600 ms.
     await waitFor('every dribbling connection to be closed by the daemon', () => dribbling.every((connection) => connection.isClosed()), 15_000);
-    assert.ok(dribbled < 15_000 / 50, 'closed while still dribbling');
     for (const connection of [header, body]) {
       assert.match(connection.received(), /^HTTP\/1\.1 408 /);
       assert.is(envelopeOf(connection.received()).code, 'VALIDATION_ERROR');
