@@ -51,10 +51,11 @@ export class ObservedResponse extends ServerResponse<ObservedRequest> {
 export const ABANDONED_STATUS = 400;
 
 /**
- * Listens to 'finish', before Node's own listener detaches the socket. Node
- * also emits 'finish' when the connection was destroyed with the answer's
- * last bytes still waiting (their write fails, and the failure is not told),
- * so only a socket still open at that moment means the answer went out.
+ * Listens to 'finish' (emitted once per answer), ahead of Node's own listener,
+ * which detaches the socket. Node also emits 'finish' when the connection was
+ * destroyed with the answer's last bytes still waiting (their write fails, and
+ * the failure is not told), so only a socket still open at that moment means
+ * the answer went out.
  */
 export function noteDelivered(this: ObservedResponse): void {
   this.delivered = this.socket !== null && !this.socket.destroyed;

@@ -41,7 +41,7 @@ export async function startHttpServer(
   const listener = (req: ObservedRequest, res: ObservedResponse) => {
     observer.started(req);
     idle.busy(req.socket);
-    res.prependOnceListener('finish', noteDelivered);
+    res.prependListener('finish', noteDelivered);
     res.on('close', finished);
     if (draining) {
       res.setHeader('connection', 'close');
