@@ -63,7 +63,9 @@ export async function startHttpServer(
       // A slowloris is cut once its headers or its whole request take longer than these.
       headersTimeout: headersTimeoutMs,
       requestTimeout: requestTimeoutMs,
-      keepAliveTimeout: 5_000,
+      // Advertised to clients (Keep-Alive: timeout=5): never beyond the idle deadline of IdleConnections below,
+      // or a client would reuse a connection the daemon is closing.
+      keepAliveTimeout: Math.min(5_000, headersTimeoutMs),
       // Node checks the two timeouts above only this often: every 30 s unless told, which let a slow client overrun them by as much.
       connectionsCheckingInterval: checkEveryMs,
       IncomingMessage: ObservedRequest,
