@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ChatMessage } from '../src/daemon/chat/store.js';
+import { FileChatStore } from '../src/daemon/store/file/chat.js';
+import { filesOnly } from './helpers/postgres.js';
+import { tempDir } from './helpers/temp.js';
 import { conformance, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 
 /**
@@ -94,8 +100,29 @@ conformance(`chat: a channel keeps its latest ${MESSAGES_PER_CHANNEL} messages, 
     assert.is(summary.messageCount, MESSAGES_PER_CHANNEL);
     assert.is(summary.lastMessageAt, kept.at(-1)!.postedAt);
     assert.is((await chat.channelsOf('acme')).find((entry) => entry.channel === 'quiet')!.messageCount, 1);
+    if (opened.database) {
+      const { rows } = await opened.database.query<{ count: number }>('SELECT count(*)::int AS count FROM chat_messages');
+      assert.is(rows[0]!.count, MESSAGES_PER_CHANNEL + 1, 'older rows are deleted, not only hidden');
+    }
   }, withLimits),
 );
+
+filesOnly(test)('chat.log stays bounded by what the channels keep, refused messages adding nothing (files only: the log is theirs)', async () => {
+  const dir = await tempDir();
+  try {
+    const chat = await FileChatStore.open(dir, LIMITS);
+    for (let n = 0; n < 10 * MESSAGES_PER_CHANNEL; n += 1) await chat.post('acme', message('busy', `#${n}`));
+    for (let n = 1; n < LIMITS.channelsPerWorkspace; n += 1) await chat.post('acme', message(`c${n}`, 'hi'));
+    for (let n = 0; n < 100; n += 1) assert.not.ok(await chat.post('acme', message(`refused-${n}`, 'no room')));
+    await chat.close();
+    const lines = readFileSync(join(dir, 'chat.log'), 'utf8').split('\n').filter(Boolean);
+    const kept = MESSAGES_PER_CHANNEL + LIMITS.channelsPerWorkspace - 1;
+    assert.ok(lines.length <= 2 * kept + MESSAGES_PER_CHANNEL, `${lines.length} lines for ${kept} messages kept`);
+    assert.not.match(lines.join('\n'), 'refused-');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
 
 conformance('chat: what was acknowledged is there after a restart, the limit included', async (site) => {
   const before = await using(site, async (opened) => {
