@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,6 +10,7 @@ import { tempDir } from './helpers/temp.js';
 import { runCli, spawnDaemon, type DaemonProcess } from './helpers/cli.js';
 import { api, call, tokenOf } from './helpers/http.js';
 import { filesOnly } from './helpers/postgres.js';
+import { waitFor } from './helpers/wait.js';
 
 const adminEnv = { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password };
 
@@ -144,6 +145,32 @@ test('flags win over environment variables; bad values are usage errors (exit 2)
   const shortSecret = await runCli(['serve', '--port', '0', '--data-dir', dir], { env: { PLATFORM_JWT_SECRET: 'short' } });
   assert.is(shortSecret.code, 2);
   assert.not.match(shortSecret.stderr, 'short"', 'the secret is not echoed');
+});
+
+test('PLATFORM_HEADERS_TIMEOUT and PLATFORM_REQUEST_TIMEOUT apply; a headers limit longer than the request limit is a usage error', async () => {
+  const dir = await tempDir();
+  const daemon = await spawnDaemon(dir, { ...adminEnv, PLATFORM_HEADERS_TIMEOUT: '300', PLATFORM_REQUEST_TIMEOUT: '600' });
+  const slow = connect(Number(new URL(daemon.url).port), '127.0.0.1');
+  let received = '';
+  let closed = false;
+  slow.on('data', (chunk) => (received += chunk));
+  slow.on('close', () => (closed = true));
+  slow.on('error', () => undefined);
+  const dribble = setInterval(() => closed || slow.write('a'), 50);
+  try {
+    slow.write('GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+    // Generous against 300 ms; the default limit is 10 s.
+    await waitFor('the dribbling connection to be cut', () => closed, 5_000);
+    assert.match(received, /^HTTP\/1\.1 408 /);
+  } finally {
+    clearInterval(dribble);
+    slow.destroy();
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+  }
+  const inverted = await runCli(['serve', '--port', '0', '--data-dir', dir], { env: { PLATFORM_HEADERS_TIMEOUT: '20000', PLATFORM_REQUEST_TIMEOUT: '10000' } });
+  assert.is(inverted.code, 2);
+  assert.match(inverted.stderr, 'PLATFORM_HEADERS_TIMEOUT (20000) must not be longer than PLATFORM_REQUEST_TIMEOUT (10000)');
 });
 
 test('PLATFORM_HOST and PLATFORM_PORT are honoured; a port in use is a clear start failure', async () => {

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { resolveConfig } from '../src/daemon/config.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, pluginsDirWith, createWorkspace, install, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
@@ -210,22 +211,42 @@ test('chat: platform.notification posts to the channel and announces chat.messag
   assert.is((await admin.get('/api/workspaces/nowhere/chat/channels')).status, 404);
 });
 
-test('chat: a channel keeps its latest 1,000 messages', async () => {
-  await createWorkspace(admin, 'busy');
-  for (let batch = 0; batch < 21; batch += 1) {
-    await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        publish('busy', { eventKey: 'platform.notification', payload: { channel: 'general', message: `m${batch * 50 + i}` } }),
-      ),
-    );
+test('chat: a workspace keeps PLATFORM_CHAT_CHANNELS channels (another new one is 409, recording nothing) and each channel its latest messages', async () => {
+  const chat = { ...resolveConfig({}, { PLATFORM_CHAT_CHANNELS: '3' }).chat, messagesPerChannel: 20 };
+  assert.is(resolveConfig({}, {}).chat.messagesPerChannel, 10_000, 'the default');
+  let limited = await startTestDaemon({ chat });
+  try {
+    let owner = await limited.admin();
+    const notify = (channel: string, message: string, client = owner) =>
+      client.post('/api/workspaces/small/events/publish', { eventKey: 'platform.notification', payload: { channel, message } });
+    await createWorkspace(owner, 'small');
+    await createWorkspace(owner, 'other');
+    for (let batch = 0; batch < 5; batch += 1) {
+      await Promise.all(Array.from({ length: 5 }, (_, i) => notify('general', `m${batch * 5 + i}`)));
+    }
+    const page = (await owner.get('/api/workspaces/small/chat/channels/general/messages?limit=1000')).body.data;
+    const numbers = page.map((m: { message: string }) => Number(m.message.slice(1))).sort((a: number, b: number) => a - b);
+    assert.equal(numbers, Array.from({ length: 20 }, (_, n) => n + 5), 'the oldest 5 of 25 are gone');
+    assert.is((await owner.get('/api/workspaces/small/chat/channels/general/messages?limit=1001')).status, 400);
+
+    for (const channel of ['deals', 'support']) assert.is((await notify(channel, 'hi')).status, 200);
+    const eventsBefore = (await owner.get('/api/workspaces/small/events?limit=1000')).body.data.length;
+    const refused = await notify('one-too-many', 'hi');
+    assert.is(refused.status, 409);
+    assert.is(refused.body.code, 'CONFLICT');
+    assert.match(refused.body.message ?? '', 'already has 3 chat channels');
+    assert.is((await owner.get('/api/workspaces/small/events?limit=1000')).body.data.length, eventsBefore, 'nothing recorded');
+    assert.is((await notify('deals', 'existing channels still take messages')).status, 200);
+    assert.is((await owner.post('/api/workspaces/other/events/publish', { eventKey: 'platform.notification', payload: { channel: 'x', message: 'hi' } })).status, 200);
+
+    limited = await limited.restart();
+    owner = await limited.admin();
+    assert.is((await notify('one-too-many', 'hi')).status, 409, 'the limit holds after a restart');
+    const channels = (await owner.get('/api/workspaces/small/chat/channels')).body.data;
+    assert.equal(channels.map((c: { channel: string; messageCount: number }) => [c.channel, c.messageCount]), [['deals', 2], ['general', 20], ['support', 1]]);
+  } finally {
+    await limited.destroy();
   }
-  const page = (await admin.get('/api/workspaces/busy/chat/channels/general/messages?limit=1000')).body.data;
-  assert.is(page.length, 1000);
-  const channels = (await admin.get('/api/workspaces/busy/chat/channels')).body.data;
-  assert.is(channels[0].messageCount, 1000);
-  const numbers = page.map((m: { message: string }) => Number(m.message.slice(1))).sort((a: number, b: number) => a - b);
-  assert.is(numbers[0], 50, 'the oldest 50 of 1,050 are gone');
-  assert.is((await admin.get('/api/workspaces/busy/chat/channels/general/messages?limit=1001')).status, 400);
 });
 
 test('pending deliveries resume after a restart', async () => {

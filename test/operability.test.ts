@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { METHODS } from 'node:http';
+import { connect } from 'node:net';
 import { chmodSync, chownSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -77,6 +79,37 @@ test('/metrics: Prometheus text for the scrape token or an ADMIN; route patterns
     await subscriber.close();
   }
 });
+
+test('/metrics labels methods outside the usual seven as OTHER: 50 odd methods add no series of their own', async () => {
+  const usual = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+  // Every other method Node's parser accepts (CONNECT takes the connection over), then made-up ones it refuses.
+  const accepted = METHODS.filter((method) => !usual.includes(method) && method !== 'CONNECT');
+  const odd = [...accepted, ...Array.from({ length: 50 - accepted.length }, (_, index) => `ODD${index}`)];
+  assert.is(new Set(odd).size, 50);
+  const methodsOf = (text: string) =>
+    new Set([...text.matchAll(/^platform_http_request[^{]*\{[^}]*method="([^"]*)"/gm)].map((match) => match[1]));
+  const before = (await scrape(METRICS_TOKEN)).text;
+  const countOf = (text: string) => sample(text, 'platform_http_requests_total{method="OTHER",route="/api/health",status="405"}') ?? 0;
+
+  const answers = await Promise.all(odd.map((method) => rawRequest(`${method} /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)));
+  assert.is(answers.filter((answer) => answer.startsWith('HTTP/1.1 405 ')).length, accepted.length);
+
+  const after = (await scrape(METRICS_TOKEN)).text;
+  assert.equal([...methodsOf(after)].filter((method) => !methodsOf(before).has(method)), ['OTHER']);
+  assert.ok([...methodsOf(after)].every((method) => [...usual, 'OTHER'].includes(method!)), [...methodsOf(after)].join(','));
+  assert.is(countOf(after) - countOf(before), accepted.length);
+});
+
+/** Sends raw bytes to the daemon; everything it answers, once it closes. */
+function rawRequest(text: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(Number(new URL(t.url).port), '127.0.0.1', () => socket.write(text));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('close', () => resolve(received));
+    socket.on('error', () => undefined);
+  });
+}
 
 test('/metrics refuses anything else with 401, and counts the refusals', async () => {
   const user = await createUser(t, 'viewer@example.test');

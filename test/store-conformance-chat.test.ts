@@ -1,13 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../src/daemon/chat/store.js';
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ChatMessage } from '../src/daemon/chat/store.js';
+import { FileChatStore } from '../src/daemon/store/file/chat.js';
+import { filesOnly } from './helpers/postgres.js';
+import { tempDir } from './helpers/temp.js';
 import { conformance, type OpenedStores, using, usingTwo } from './helpers/stores.js';
 
 /**
  * The chat store, held to one contract on both backends: each case runs on a
  * fresh data directory and on a fresh PostgreSQL schema.
  */
+
+/** Small limits, so that the cases reach them quickly (the daemon's are 1,000 channels and 10,000 messages). */
+const LIMITS = { channelsPerWorkspace: 5, messagesPerChannel: 200 };
+const MESSAGES_PER_CHANNEL = LIMITS.messagesPerChannel;
+const withLimits = { chat: LIMITS };
 
 let clock = Date.parse('2026-03-01T00:00:00.000Z');
 
@@ -89,15 +100,36 @@ conformance(`chat: a channel keeps its latest ${MESSAGES_PER_CHANNEL} messages, 
     assert.is(summary.messageCount, MESSAGES_PER_CHANNEL);
     assert.is(summary.lastMessageAt, kept.at(-1)!.postedAt);
     assert.is((await chat.channelsOf('acme')).find((entry) => entry.channel === 'quiet')!.messageCount, 1);
-  }),
+    if (opened.database) {
+      const { rows } = await opened.database.query<{ count: number }>('SELECT count(*)::int AS count FROM chat_messages');
+      assert.is(rows[0]!.count, MESSAGES_PER_CHANNEL + 1, 'older rows are deleted, not only hidden');
+    }
+  }, withLimits),
 );
+
+filesOnly(test)('chat.log stays bounded by what the channels keep, refused messages adding nothing (files only: the log is theirs)', async () => {
+  const dir = await tempDir();
+  try {
+    const chat = await FileChatStore.open(dir, LIMITS);
+    for (let n = 0; n < 10 * MESSAGES_PER_CHANNEL; n += 1) await chat.post('acme', message('busy', `#${n}`));
+    for (let n = 1; n < LIMITS.channelsPerWorkspace; n += 1) await chat.post('acme', message(`c${n}`, 'hi'));
+    for (let n = 0; n < 100; n += 1) assert.not.ok(await chat.post('acme', message(`refused-${n}`, 'no room')));
+    await chat.close();
+    const lines = readFileSync(join(dir, 'chat.log'), 'utf8').split('\n').filter(Boolean);
+    const kept = MESSAGES_PER_CHANNEL + LIMITS.channelsPerWorkspace - 1;
+    assert.ok(lines.length <= 2 * kept + MESSAGES_PER_CHANNEL, `${lines.length} lines for ${kept} messages kept`);
+    assert.not.match(lines.join('\n'), 'refused-');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
 
 conformance('chat: what was acknowledged is there after a restart, the limit included', async (site) => {
   const before = await using(site, async (opened) => {
     await postMany(opened, 'acme', 'busy', 2 * MESSAGES_PER_CHANNEL + 10, 250);
     await opened.stores.chat.post('acme', message('general', 'kept too'));
     return { busy: await opened.stores.chat.messages('acme', 'busy', MESSAGES_PER_CHANNEL), channels: await opened.stores.chat.channelsOf('acme') };
-  });
+  }, withLimits);
   await using(site, async ({ stores: { chat } }) => {
     assert.equal(await chat.messages('acme', 'busy', MESSAGES_PER_CHANNEL), before.busy);
     assert.equal(await chat.channelsOf('acme'), before.channels);
@@ -105,7 +137,7 @@ conformance('chat: what was acknowledged is there after a restart, the limit inc
     await chat.post('acme', next);
     const kept = await chat.messages('acme', 'busy', 2 * MESSAGES_PER_CHANNEL);
     assert.equal(kept, [...before.busy.slice(1), next]);
-  });
+  }, withLimits);
 });
 
 conformance(
@@ -126,7 +158,50 @@ conformance(
       assert.is(kept.length, MESSAGES_PER_CHANNEL);
       assert.ok(kept.every((posted) => !fromOne.some((old) => old.id === posted.id)), 'the 120 older ones were dropped');
       assert.is((await two.stores.chat.channelsOf('acme'))[0]!.messageCount, MESSAGES_PER_CHANNEL);
-    });
+    }, withLimits);
+  },
+  { shared: true },
+);
+
+conformance('chat: a workspace keeps at most its limit of channels; a message that would open another is refused and stores nothing', async (site) => {
+  await using(site, async ({ stores: { chat } }) => {
+    for (let n = 0; n < LIMITS.channelsPerWorkspace; n += 1) {
+      assert.ok(await chat.takes('acme', `c${n}`));
+      assert.ok(await chat.post('acme', message(`c${n}`, 'first')));
+    }
+    assert.not.ok(await chat.takes('acme', 'one-more'));
+    assert.not.ok(await chat.post('acme', message('one-more', 'refused')));
+    assert.ok(await chat.takes('acme', 'c0'), 'an existing channel still takes messages');
+    assert.ok(await chat.post('acme', message('c0', 'second')));
+    assert.ok(await chat.post('globex', message('one-more', 'another workspace has room')));
+    assert.equal(await chat.messages('acme', 'one-more', 10), []);
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+  }, withLimits);
+  await using(site, async ({ stores: { chat } }) => {
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace, 'the refused message left nothing behind');
+    assert.not.ok(await chat.post('acme', message('one-more', 'still refused after a restart')));
+    assert.is((await chat.messages('acme', 'c0', 10)).length, 2);
+  }, withLimits);
+});
+
+conformance('chat: messages opening new channels at once never pass the limit of channels', (site) =>
+  using(site, async ({ stores: { chat } }) => {
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, n) => chat.post('acme', message(`rush-${n}`, 'hi'))));
+    assert.is(taken.filter(Boolean).length, LIMITS.channelsPerWorkspace);
+    assert.is((await chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+  }, withLimits),
+);
+
+conformance(
+  'several daemons: channels opened from two daemons at once never pass the limit together',
+  async (site) => {
+    await usingTwo(site, async (one, two) => {
+      const taken = await Promise.all(
+        Array.from({ length: 20 }, (_, n) => (n % 2 === 0 ? one : two).stores.chat.post('acme', message(`rush-${n}`, 'hi'))),
+      );
+      assert.is(taken.filter(Boolean).length, LIMITS.channelsPerWorkspace);
+      assert.is((await two.stores.chat.channelsOf('acme')).length, LIMITS.channelsPerWorkspace);
+    }, withLimits);
   },
   { shared: true },
 );

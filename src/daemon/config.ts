@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import * as v from 'valibot';
+import { DEFAULT_CHAT_LIMITS, type ChatLimits } from './chat/store.js';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
 import { redactUrl, type DatabaseSettings } from './store/postgres/settings.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
@@ -72,7 +73,18 @@ export interface DaemonConfig {
    * may take a quarter of all connections: a burst of 50 requests from one
    * fetch client was seen to hold 100 connections at once.
    */
-  connections: { headersTimeoutMs: number; requestTimeoutMs: number; maxTotal: number; maxPerClient: number };
+  connections: {
+    /** PLATFORM_HEADERS_TIMEOUT: a request's headers are complete within this (counted from the previous answer on a kept-alive connection). */
+    headersTimeoutMs: number;
+    /** PLATFORM_REQUEST_TIMEOUT: a whole request, body included, arrives within this. */
+    requestTimeoutMs: number;
+    /** PLATFORM_UNREAD_ANSWER_TIMEOUT: an answer the client takes no byte of for this long is abandoned. */
+    unreadAnswerTimeoutMs: number;
+    maxTotal: number;
+    maxPerClient: number;
+  };
+  /** What chat keeps: PLATFORM_CHAT_CHANNELS channels per workspace, and the latest messages of each (fixed; tests lower it). */
+  chat: ChatLimits;
   /** From PLATFORM_METRICS_TOKEN: a scraper's bearer token for /metrics (besides ADMIN sessions). */
   metricsToken: string | null;
   log: {
@@ -214,6 +226,22 @@ function parseJobIntervals(env: NodeJS.ProcessEnv): JobIntervals {
   };
 }
 
+function connectionLimits(env: NodeJS.ProcessEnv): DaemonConfig['connections'] {
+  const headersTimeoutMs = parseSetting('PLATFORM_HEADERS_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_HEADERS_TIMEOUT, 10_000);
+  const requestTimeoutMs = parseSetting('PLATFORM_REQUEST_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_REQUEST_TIMEOUT, 30_000);
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`PLATFORM_HEADERS_TIMEOUT (${headersTimeoutMs}) must not be longer than PLATFORM_REQUEST_TIMEOUT (${requestTimeoutMs})`);
+  }
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    unreadAnswerTimeoutMs: parseSetting('PLATFORM_UNREAD_ANSWER_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_UNREAD_ANSWER_TIMEOUT, 30_000),
+    maxTotal: 1024,
+    maxPerClient: 256,
+  };
+}
+
 const isTrue = (raw: string | undefined) => raw !== undefined && /^(1|true|yes|on)$/i.test(raw);
 
 /** An empty one would resolve to the current directory, which is no data directory (a git clone, a home). */
@@ -293,7 +321,11 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     streamHeartbeatMs: 10_000,
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
-    connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 1024, maxPerClient: 256 },
+    connections: connectionLimits(env),
+    chat: {
+      channelsPerWorkspace: parseSetting('PLATFORM_CHAT_CHANNELS', Count(1, 1_000_000), env.PLATFORM_CHAT_CHANNELS, DEFAULT_CHAT_LIMITS.channelsPerWorkspace),
+      messagesPerChannel: DEFAULT_CHAT_LIMITS.messagesPerChannel,
+    },
     metricsToken,
     log: {
       format: parseSetting<LogFormat | undefined>(

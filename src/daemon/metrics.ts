@@ -24,6 +24,14 @@ const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 /** Deliveries wait on subscribers over the network: up to the delivery timeout. */
 const DELIVERY_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/**
+ * Methods with a label of their own. Node accepts about 30 more (PROPFIND,
+ * PURGE, M-SEARCH…), which anyone may send: each would add a series to every
+ * route it hits, so they share one label.
+ */
+const LABELLED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const OTHER_METHOD = 'OTHER';
+
 /** Per (method, route): the histogram of durations, counted by hand (see httpMetrics), and its statuses. */
 interface DurationSeries {
   method: string;
@@ -106,7 +114,7 @@ function httpMetrics(registry: Registry) {
   } as never);
 
   return (method: string, route: string, status: number, seconds: number) => {
-    const series = seriesOf(method, route);
+    const series = seriesOf(LABELLED_METHODS.has(method) ? method : OTHER_METHOD, route);
     series.statuses.set(status, (series.statuses.get(status) ?? 0) + 1);
     let bucket = 0;
     while (bucket < HTTP_BUCKETS.length && seconds > HTTP_BUCKETS[bucket]!) bucket += 1;

@@ -7,7 +7,7 @@ import { LoginThrottle } from './auth/throttle.js';
 import { TokenService } from './auth/tokens.js';
 import { UserNames } from './auth/names.js';
 import { CatalogService } from './catalog/service.js';
-import { ChatService, postChatMessage } from './chat/service.js';
+import { admitChatMessage, ChatService, postChatMessage } from './chat/service.js';
 import type { DeadLetterStore } from './dispatch/store.js';
 import { ActivityFeed } from './events/activity.js';
 import { EventService } from './events/service.js';
@@ -71,6 +71,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       logError: (message: string) => logger.error(message),
       events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents },
       deliveryLeaseMs: config.deliveryLeaseMs,
+      chat: config.chat,
     };
     if (config.database) {
       const opened = await openDatabaseStores(config.database, { ...storeOptions, logWarning: (message) => logger.warn(message) });
@@ -95,7 +96,11 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const auth = new AuthService(users, tokens, passwords, throttle, names);
     const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
 
-    const chatPlugin = createChatPlugin({ post: (workspaceId, input) => postChatMessage(stores.chat, workspaceId, input) });
+    const { channelsPerWorkspace } = config.chat;
+    const chatPlugin = createChatPlugin({
+      post: (workspaceId, input) => postChatMessage(stores.chat, workspaceId, input, channelsPerWorkspace),
+      admit: (workspaceId, channel) => admitChatMessage(stores.chat, workspaceId, channel, channelsPerWorkspace),
+    });
     const plugins = await PluginRegistry.load(config.pluginsDir, [chatPlugin]);
     const workspaces = await WorkspaceService.open(stores.workspaces, {
       catalog,

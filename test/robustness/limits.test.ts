@@ -3,7 +3,8 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN, startTestDaemon } from '../helpers/daemon.js';
+import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { createWorkspace } from '../helpers/fixtures.js';
 import { spawnDaemon } from '../helpers/cli.js';
 import { call } from '../helpers/http.js';
 import { tempDir } from '../helpers/temp.js';
@@ -100,9 +101,13 @@ interface RawConnection {
   closed: Promise<void>;
 }
 
-/** A raw connection to the daemon from `localAddress` (Linux routes all of 127/8 to lo). */
-function openConnection(url: string, localAddress = '127.0.0.1'): RawConnection {
-  const socket = connect({ port: Number(new URL(url).port), host: '127.0.0.1', localAddress });
+/**
+ * A raw connection to the daemon from `localAddress` (Linux routes all of 127/8
+ * to lo). `ignoresClose`: like a hostile client, it does not close its side
+ * when the daemon closes its own (a Node socket would by default).
+ */
+function openConnection(url: string, localAddress = '127.0.0.1', ignoresClose = false): RawConnection {
+  const socket = connect({ port: Number(new URL(url).port), host: '127.0.0.1', localAddress, allowHalfOpen: ignoresClose });
   let received = '';
   let isClosed = false;
   socket.on('data', (chunk) => (received += chunk));
@@ -131,36 +136,110 @@ async function heldConnection(url: string, localAddress: string): Promise<RawCon
   return connection;
 }
 
-test('a dribbled header or body is answered 408 at the configured limits while it still dribbles; others are served', async () => {
-  const t = await startTestDaemon({ connections: { headersTimeoutMs: 300, requestTimeoutMs: 600, maxTotal: 1024, maxPerClient: 64 } });
-  const header = openConnection(t.url);
-  const body = openConnection(t.url);
-  // One byte every 50 ms for as long as the connections stay open: neither request would ever end on its own.
+/** The access line of the request sent with this X-Request-Id, once written. */
+const accessLine = (t: TestDaemon, requestId: string) => t.logs.join('').split('\n').find((line) => line.endsWith(` ${requestId}`));
+const statusOfLine = (line: string) => Number(line.split(' ')[3]);
+
+/** The Prometheus text of /metrics, as an ADMIN reads it. */
+const scrape = async (t: TestDaemon) =>
+  (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${(await t.admin()).token}` } })).text();
+
+const SHORT_LIMITS = { headersTimeoutMs: 300, requestTimeoutMs: 600, unreadAnswerTimeoutMs: 600, maxTotal: 1024, maxPerClient: 64 };
+
+test('dribbled headers, a dribbled body and blank lines between requests are cut while they still dribble; others are served', async () => {
+  const t = await startTestDaemon({ connections: SHORT_LIMITS });
+  // Clients that keep their side open when the daemon closes its own: only the daemon ends these connections.
+  const header = openConnection(t.url, '127.0.0.1', true);
+  const body = openConnection(t.url, '127.0.0.1', true);
+  const blankLines = openConnection(t.url, '127.0.0.1', true);
+  const dribbling = [header, body, blankLines];
+  // One byte every 50 ms for as long as the connections stay open: none of them would ever end on its own.
   const dribble = setInterval(() => {
-    for (const connection of [header, body]) if (!connection.isClosed()) connection.socket.write('a');
+    for (const connection of dribbling) {
+      if (connection.isClosed()) continue;
+      connection.socket.write(connection === blankLines ? '\r\n' : 'a');
+    }
   }, 50);
   try {
     header.socket.write(`${HEALTH}X-Slow: `);
-    body.socket.write('POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"');
+    body.socket.write('POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: dribbled-body\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"');
+    // Blank lines begin no request: they used to hold a kept-alive connection open indefinitely.
+    blankLines.socket.write(`${HEALTH}\r\n`);
     assert.is((await call(t.url, 'GET', '/api/health')).status, 200, 'a normal client is served meanwhile');
-    // Far below Node's own 30 s check interval, which used to decide when the limits took effect.
-    await waitFor('both slow connections to be cut', () => header.isClosed() && body.isClosed(), 10_000);
+    // They dribble until closed, so only the daemon can close them. Generous: the limits are 300 and 600 ms.
+    await waitFor('every dribbling connection to be closed by the daemon', () => dribbling.every((connection) => connection.isClosed()), 15_000);
     for (const connection of [header, body]) {
       assert.match(connection.received(), /^HTTP\/1\.1 408 /);
       assert.is(envelopeOf(connection.received()).code, 'VALIDATION_ERROR');
     }
+    assert.match(blankLines.received(), /^HTTP\/1\.1 200 /, 'the first request on the kept-alive connection was answered');
+    const line = await waitFor('the access line of the dribbled body', () => accessLine(t, 'dribbled-body'));
+    assert.is(statusOfLine(line), 408);
     assert.is((await call(t.url, 'GET', '/api/health')).status, 200);
     assert.not.match(t.logs.join(''), 'error:');
   } finally {
     clearInterval(dribble);
-    header.socket.destroy();
-    body.socket.destroy();
+    for (const connection of dribbling) connection.socket.destroy();
+    await t.destroy();
+  }
+});
+
+test('an answer the client stops reading is abandoned after the limit and counted as 400; others are served', async () => {
+  const t = await startTestDaemon({ connections: SHORT_LIMITS, maxPayloadBytes: 1024 * 1024, maxBodyBytes: 2 * 1024 * 1024 });
+  const admin = await t.admin();
+  await createWorkspace(admin, 'big');
+  // 16 MiB of answer: far more than the kernel's socket buffers take (4 MiB at most here) when nobody reads.
+  const payload = { blob: 'x'.repeat(1024 * 1024 - 100) };
+  for (let i = 0; i < 16; i += 1) assert.is((await admin.post('/api/workspaces/big/events/publish', { eventKey: 'big.blob', payload })).status, 200);
+
+  const reader = openConnection(t.url);
+  reader.socket.pause();
+  reader.socket.write(`GET /api/workspaces/big/events?limit=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${admin.token}\r\nX-Request-Id: never-read\r\n\r\n`);
+  try {
+    // The access line is written when the daemon lets go of the answer: never, while it kept it.
+    const line = await waitFor('the daemon to abandon the unread answer', () => accessLine(t, 'never-read'), 15_000);
+    assert.is(statusOfLine(line), 400);
+    assert.is((await call(t.url, 'GET', '/api/health')).status, 200, 'others are served');
+    reader.socket.resume();
+    await waitFor('the abandoned connection to end', () => reader.isClosed(), 15_000);
+    const received = Buffer.byteLength(reader.received());
+    const declared = Number(/content-length: (\d+)/i.exec(reader.received())![1]);
+    assert.ok(received < declared, `the answer was cut (${received} of ${declared} bytes)`);
+    assert.match(await scrape(t), 'platform_http_requests_total{method="GET",route="/api/workspaces/:id/events",status="400"} 1');
+  } finally {
+    reader.socket.destroy();
+    await t.destroy();
+  }
+});
+
+test('an upload the client abandons is logged and counted as 400; a live stream its client closes is not', async () => {
+  const t = await startTestDaemon();
+  const upload = openConnection(t.url);
+  const stream = openConnection(t.url);
+  try {
+    // Expect: 100-continue makes Node say when the request has reached the daemon's handler.
+    upload.socket.write('POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: left-midway\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n');
+    await waitFor('the daemon to take the request', () => upload.received().startsWith('HTTP/1.1 100 Continue'));
+    upload.socket.write('{"email":');
+    upload.socket.destroy();
+    const line = await waitFor('the access line of the abandoned upload', () => accessLine(t, 'left-midway'));
+    assert.is(statusOfLine(line), 400);
+    assert.match(await scrape(t), 'platform_http_requests_total{method="POST",route="/api/auth/login",status="400"} 1');
+
+    // A stream has no end of its own: its client leaving is how it ends.
+    stream.socket.write(`GET /api/admin/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${(await t.admin()).token}\r\nX-Request-Id: stream-left\r\n\r\n`);
+    await waitFor('the stream to start', () => stream.received().includes(': connected'));
+    stream.socket.destroy();
+    assert.is(statusOfLine(await waitFor('the access line of the stream', () => accessLine(t, 'stream-left'))), 200);
+  } finally {
+    stream.socket.destroy();
+    upload.socket.destroy();
     await t.destroy();
   }
 });
 
 test('connections are capped per client address and in total; other addresses keep being served', async () => {
-  const t = await startTestDaemon({ connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxTotal: 6, maxPerClient: 3 } });
+  const t = await startTestDaemon({ connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, unreadAnswerTimeoutMs: 30_000, maxTotal: 6, maxPerClient: 3 } });
   const held: RawConnection[] = [];
   try {
     for (let i = 0; i < 3; i += 1) held.push(await heldConnection(t.url, '127.0.0.2'));

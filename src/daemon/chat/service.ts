@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PageBudget } from '../paging.js';
+import { conflict } from '../errors.js';
 import type { ChannelSummary, ChatMessage, ChatStore } from './store.js';
 
 /** What the chat plugin posts: a notification's channel, text and who sent it. */
@@ -11,10 +12,21 @@ export interface NewChatMessage {
   eventId: string;
 }
 
-/** Stores a new message in its channel; durable when it resolves. */
-export async function postChatMessage(store: ChatStore, workspaceId: string, input: NewChatMessage): Promise<ChatMessage> {
+const tooManyChannels = (workspaceId: string, channelLimit: number) =>
+  conflict(
+    `workspace ${workspaceId} already has ${channelLimit} chat channels, as many as it keeps (PLATFORM_CHAT_CHANNELS): ` +
+      'send the notification to one of its channels',
+  );
+
+/** Refuses (409), before anything is recorded, a notification that would open a channel beyond the workspace's limit. */
+export async function admitChatMessage(store: ChatStore, workspaceId: string, channel: string, channelLimit: number): Promise<void> {
+  if (!(await store.takes(workspaceId, channel))) throw tooManyChannels(workspaceId, channelLimit);
+}
+
+/** Stores a new message in its channel; durable when it resolves. 409 when it would open a channel beyond the limit. */
+export async function postChatMessage(store: ChatStore, workspaceId: string, input: NewChatMessage, channelLimit: number): Promise<ChatMessage> {
   const message: ChatMessage = { id: randomUUID(), ...input, postedAt: new Date().toISOString() };
-  await store.post(workspaceId, message);
+  if (!(await store.post(workspaceId, message))) throw tooManyChannels(workspaceId, channelLimit);
   return message;
 }
 

@@ -8,17 +8,34 @@ export interface ChannelSummary {
   lastMessageAt: string;
 }
 
-/** Each channel keeps its latest messages; older ones are dropped when a new one is posted. */
-export const MESSAGES_PER_CHANNEL = 1000;
+/**
+ * What chat keeps, so that what members send cannot grow without bound: at
+ * most `channelsPerWorkspace` channels in a workspace (PLATFORM_CHAT_CHANNELS;
+ * a message that would open another is refused), and the latest
+ * `messagesPerChannel` messages of each (older ones are dropped).
+ */
+export interface ChatLimits {
+  channelsPerWorkspace: number;
+  messagesPerChannel: number;
+}
+
+export const DEFAULT_CHAT_LIMITS: ChatLimits = { channelsPerWorkspace: 1000, messagesPerChannel: 10_000 };
 
 /**
  * Where the chat channels of every workspace are kept (store/file/chat.ts,
- * store/postgres/chat.ts). A channel exists once a message was posted to it
- * and keeps its latest MESSAGES_PER_CHANNEL, in the order they were posted.
+ * store/postgres/chat.ts), within its ChatLimits. A channel exists once a
+ * message was posted to it and keeps its latest messages, in the order they
+ * were posted.
  */
 export interface ChatStore {
-  /** Adds `message` as the newest of its channel, dropping the oldest beyond the limit. Durable when it resolves. */
-  post(workspaceId: string, message: ChatMessage): Promise<void>;
+  /**
+   * Adds `message` as the newest of its channel, dropping the oldest beyond the
+   * limit; durable when it resolves. False, and nothing stored, when it would
+   * open a channel beyond the workspace's limit.
+   */
+  post(workspaceId: string, message: ChatMessage): Promise<boolean>;
+  /** Whether a message to this channel would be taken now: the channel exists, or the workspace has room for one more. */
+  takes(workspaceId: string, channel: string): Promise<boolean>;
   /** The workspace's channels, by name. */
   channelsOf(workspaceId: string): Promise<ChannelSummary[]>;
   /**

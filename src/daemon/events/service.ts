@@ -95,6 +95,7 @@ export class EventService {
     // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
     const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
+    await this.deps.plugins.admit(workspaceId, input.eventKey, payload);
 
     const now = this.now();
     const event: PlatformEvent = {

@@ -121,9 +121,8 @@ export function createEndpointFactory(deps: EndpointDeps): EndpointFactory {
         // Answered here, not by h3's onError: h3 replaces a thrown error that
         // has a `cause` by that cause, which would turn a 503 into a 500.
         if (error instanceof DomainError) sendDomainError(event.node.res, error);
-        // Nobody is left to answer; the status is for the access line.
-        else if (error instanceof ClientGoneError) event.node.res.statusCode = 400;
-        else throw error;
+        // Nobody is left to answer; the access line counts the request as abandoned.
+        else if (!(error instanceof ClientGoneError)) throw error;
       }
       // Tell h3 the response is complete.
       return null;

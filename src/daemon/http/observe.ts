@@ -21,6 +21,16 @@ export class ObservedRequest extends IncomingMessage {
  * about 2 % of the catalog detail GET.
  */
 export class ObservedResponse extends ServerResponse<ObservedRequest> {
+  /** Set when the whole answer was handed to a connection still open (see noteDelivered). */
+  delivered = false;
+  /**
+   * The status of the access line and the metrics when the answer was not
+   * delivered: 400 for a request the client abandoned (it left before the
+   * answer was complete, or stopped reading it), 408 for one cut as too slow;
+   * null for a live stream, whose end is the client's leaving.
+   */
+  undeliveredStatus: number | null = ABANDONED_STATUS;
+
   override writeHead(
     statusCode: number,
     reasonOrHeaders?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
@@ -35,6 +45,31 @@ export class ObservedResponse extends ServerResponse<ObservedRequest> {
     }
     return reason === undefined ? super.writeHead(statusCode, fields) : super.writeHead(statusCode, reason, fields);
   }
+}
+
+/** What a request the client abandoned counts as: its status would say it was answered. */
+export const ABANDONED_STATUS = 400;
+
+/**
+ * Listens to 'finish' (emitted once per answer), ahead of Node's own listener,
+ * which detaches the socket. Node also emits 'finish' when the connection was
+ * destroyed with the answer's last bytes still waiting (their write fails, and
+ * the failure is not told), so only a socket still open at that moment means
+ * the answer went out.
+ */
+export function noteDelivered(this: ObservedResponse): void {
+  this.delivered = this.socket !== null && !this.socket.destroyed;
+}
+
+/** Gives up on an answer the client does not read: counted as abandoned, and its connection closed. */
+export function abandonAnswer(res: ServerResponse): void {
+  if (res instanceof ObservedResponse) res.undeliveredStatus = ABANDONED_STATUS;
+  res.destroy();
+}
+
+/** A live stream ends when its client leaves: that is not an abandoned request. */
+export function endsWhenClientLeaves(res: ServerResponse): void {
+  if (res instanceof ObservedResponse) res.undeliveredStatus = null;
 }
 
 /** An incoming X-Request-Id is kept when it cannot smuggle anything into a log line or a header. */

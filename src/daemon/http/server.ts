@@ -7,12 +7,14 @@ import { DomainError, describeFault, StartupError } from '../errors.js';
 import { sendDomainError, sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
 import { hostCheck } from './hosts.js';
-import { ObservedRequest, ObservedResponse, type RequestObserver } from './observe.js';
+import { abandonAnswer, noteDelivered, ObservedRequest, ObservedResponse, type RequestObserver } from './observe.js';
+
+type ObservedServer = Server<typeof ObservedRequest, typeof ObservedResponse>;
 
 export interface HttpServer {
   url: string;
   port: number;
-  server: Server;
+  server: ObservedServer;
   /**
    * The daemon is fully started: requests reach the app from now on. Until
    * then the health routes answer 503 `{status: "starting"}` and every other
@@ -36,13 +38,19 @@ export async function startHttpServer(
   // Known once listening: it depends on the address the host name resolved to.
   let hostAccepted: ((host: string | undefined) => boolean) | null = null;
 
-  // One shared listener rather than a closure (and a once wrapper) per request.
+  const { headersTimeoutMs, requestTimeoutMs, unreadAnswerTimeoutMs, maxTotal, maxPerClient } = options.connections;
+  const idle = new IdleConnections(headersTimeoutMs);
+
+  // Shared listeners rather than a closure (and a once wrapper) per request.
   function finished(this: ObservedResponse) {
-    observer.finished(this.req, this.statusCode);
+    observer.finished(this.req, this.delivered || this.undeliveredStatus === null ? this.statusCode : this.undeliveredStatus);
+    idle.answered(this.req.socket);
   }
 
   const listener = (req: ObservedRequest, res: ObservedResponse) => {
     observer.started(req);
+    idle.busy(req.socket);
+    res.prependListener('finish', noteDelivered);
     res.on('close', finished);
     if (draining) {
       res.setHeader('connection', 'close');
@@ -62,15 +70,17 @@ export async function startHttpServer(
     void handle(req, res);
   };
 
-  const { headersTimeoutMs, requestTimeoutMs, maxTotal, maxPerClient } = options.connections;
+  const checkEveryMs = Math.ceil(headersTimeoutMs / 10);
   const server = createServer(
     {
       // A slowloris is cut once its headers or its whole request take longer than these.
       headersTimeout: headersTimeoutMs,
       requestTimeout: requestTimeoutMs,
-      keepAliveTimeout: 5_000,
+      // Advertised to clients (Keep-Alive: timeout=5): never beyond the idle deadline of IdleConnections below,
+      // or a client would reuse a connection the daemon is closing.
+      keepAliveTimeout: Math.min(5_000, headersTimeoutMs),
       // Node checks the two timeouts above only this often: every 30 s unless told, which let a slow client overrun them by as much.
-      connectionsCheckingInterval: Math.ceil(headersTimeoutMs / 10),
+      connectionsCheckingInterval: checkEveryMs,
       IncomingMessage: ObservedRequest,
       ServerResponse: ObservedResponse,
     },
@@ -80,6 +90,10 @@ export async function startHttpServer(
   server.maxConnections = maxTotal;
   limitConnectionsPerClient(server, maxPerClient);
   server.on('clientError', answerClientError);
+  // The socket's own inactivity timer: it runs while the connection neither reads a byte nor hands one to the client.
+  server.timeout = unreadAnswerTimeoutMs;
+  server.on('timeout', abandonUnreadAnswer);
+  idle.watch(server, checkEveryMs);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -106,6 +120,7 @@ export async function startHttpServer(
     },
     async close(graceMs) {
       draining = true;
+      idle.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
@@ -143,7 +158,7 @@ function listenFailure(error: unknown, host: string, port: number): string {
  * whole `maxConnections` from everyone else. The table holds open connections'
  * addresses only, so it is bounded by `maxConnections`.
  */
-function limitConnectionsPerClient(server: Server, maxPerClient: number): void {
+function limitConnectionsPerClient(server: ObservedServer, maxPerClient: number): void {
   const openByAddress = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
@@ -160,6 +175,70 @@ function limitConnectionsPerClient(server: Server, maxPerClient: number): void {
     });
   });
 }
+
+/**
+ * Between two requests on a kept-alive connection Node's headers limit does
+ * not run: it starts with the first byte of a request, and blank lines begin
+ * none (a client sending "\r\n" every 300 ms held a connection indefinitely,
+ * each byte also putting off the keep-alive timeout). So the next request's
+ * headers must be complete within the headers limit of the previous answer:
+ * a connection idle for longer is closed, whatever it sends meanwhile.
+ */
+class IdleConnections {
+  private readonly since = new Map<Socket, number>();
+  private sweeper: NodeJS.Timeout | null = null;
+
+  constructor(private readonly limitMs: number) {}
+
+  watch(server: ObservedServer, everyMs: number): void {
+    server.on('connection', (socket: Socket) => socket.once('close', () => this.since.delete(socket)));
+    this.sweeper = setInterval(() => this.sweep(), everyMs);
+    this.sweeper.unref();
+  }
+
+  /** A request arrived on the connection. */
+  busy(socket: Socket): void {
+    this.since.delete(socket);
+  }
+
+  /** An answer is over; the connection waits for another request unless one is already under way (pipelined). */
+  answered(socket: Socket & { _httpMessage?: ServerResponse | null }): void {
+    if (!socket.destroyed && !socket._httpMessage) this.since.set(socket, performance.now());
+  }
+
+  stop(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  private sweep(): void {
+    const deadline = performance.now() - this.limitMs;
+    for (const [socket, since] of this.since) {
+      if (since < deadline) {
+        this.since.delete(socket);
+        socket.destroy();
+      }
+    }
+  }
+}
+
+/**
+ * Node emits 'timeout' once a connection has neither read a byte nor handed
+ * one to the client for the unread-answer limit (progress inside one large
+ * write counts too). With bytes of an answer still waiting, the client has
+ * stopped reading: the answer is abandoned and the connection closed (without
+ * this, a client that stopped reading held its connection indefinitely).
+ * Between requests it is an idle kept-alive connection, closed as Node would.
+ * Otherwise the daemon itself is still working on the answer: that is no
+ * reason to close.
+ */
+function abandonUnreadAnswer(socket: Socket & { _httpMessage?: ServerResponse | null }): void {
+  const answer = socket._httpMessage;
+  if (!answer) socket.destroy();
+  else if (socket.writableLength > 0) abandonAnswer(answer);
+}
+
+/** How long a connection answered 408 or 4xx by the parser may stay half-closed before it is closed outright. */
+const LINGER_MS = 1_000;
 
 /** What Node's own parser refuses, in the contract's envelope rather than a bare status line. */
 const CLIENT_ERRORS: Record<string, [number, string, string]> = {
@@ -182,6 +261,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex & { _htt
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'VALIDATION_ERROR', 'the request took too long to arrive']
       : (CLIENT_ERRORS[error.code ?? ''] ?? [400, 'VALIDATION_ERROR', 'the request could not be parsed as HTTP']);
+  // A request whose body was too slow has an answer object that will never be sent: its access line says 408.
+  if (socket._httpMessage instanceof ObservedResponse) socket._httpMessage.undeliveredStatus = status;
   const body = JSON.stringify({ code, message, data: null, meta: null, timestamp: new Date().toISOString() });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
@@ -192,4 +273,10 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex & { _htt
       'connection: close\r\n\r\n' +
       body,
   );
+  // end() only half-closes: a client that ignores the close (and goes on
+  // dribbling) would otherwise keep the connection open indefinitely. The
+  // moment's grace lets an ordinary client read the answer before the close.
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
 }

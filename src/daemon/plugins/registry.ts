@@ -9,6 +9,8 @@ import { isPlainObject } from '../validation.js';
 /** A plugin shipped with the daemon, which may receive some events in every workspace. */
 export interface BuiltinPlugin extends Plugin {
   receivesEverywhere: readonly string[];
+  /** Checks an event of `receivesEverywhere` before it is recorded: throwing refuses the publish, and nothing is recorded. */
+  admit?(workspaceId: string, eventKey: string, payload: Record<string, unknown>): Promise<void>;
 }
 
 const PLUGIN_FILE = /\.m?js$/;
@@ -19,15 +21,18 @@ export class PluginRegistry {
   private constructor(
     private readonly plugins: Map<string, Plugin>,
     private readonly everywhere: Map<string, string[]>,
+    private readonly admitters: Map<string, BuiltinPlugin[]>,
   ) {}
 
   static async load(dir: string, builtins: readonly BuiltinPlugin[]): Promise<PluginRegistry> {
     const plugins = new Map<string, Plugin>();
     const everywhere = new Map<string, string[]>();
+    const admitters = new Map<string, BuiltinPlugin[]>();
     for (const builtin of builtins) {
       plugins.set(builtin.extensionKey, builtin);
       for (const eventKey of builtin.receivesEverywhere) {
         everywhere.set(eventKey, [...(everywhere.get(eventKey) ?? []), builtin.extensionKey]);
+        if (builtin.admit) admitters.set(eventKey, [...(admitters.get(eventKey) ?? []), builtin]);
       }
     }
     await ensurePrivateDir(dir);
@@ -39,7 +44,7 @@ export class PluginRegistry {
       }
       plugins.set(plugin.extensionKey, plugin);
     }
-    return new PluginRegistry(plugins, everywhere);
+    return new PluginRegistry(plugins, everywhere, admitters);
   }
 
   get(extensionKey: string): Plugin | undefined {
@@ -58,6 +63,11 @@ export class PluginRegistry {
   /** Built-ins that get this event in every workspace, without a subscription or an installation. */
   receiversEverywhere(eventKey: string): readonly string[] {
     return this.everywhere.get(eventKey) ?? [];
+  }
+
+  /** Lets the built-ins that receive this event everywhere refuse it before it is recorded (they throw). */
+  async admit(workspaceId: string, eventKey: string, payload: Record<string, unknown>): Promise<void> {
+    for (const builtin of this.admitters.get(eventKey) ?? []) await builtin.admit!(workspaceId, eventKey, payload);
   }
 
   list(): Plugin[] {

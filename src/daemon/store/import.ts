@@ -222,14 +222,25 @@ async function copyExtensionConfig(dataDir: string, { stores }: ImportTarget): P
 /** Through the store, oldest first: it numbers each channel's messages in that order. */
 async function copyChat(dataDir: string, { stores }: ImportTarget): Promise<Copied[]> {
   const channels = await readChatChannels(dataDir);
+  let copied = 0;
   let messages = 0;
+  // A workspace may hold more channels than PLATFORM_CHAT_CHANNELS allows (opened before the limit, or before it was lowered): the rest is not copied, and said so.
+  let refused = 0;
   for (const channel of channels) {
-    for (const message of channel.messages) await stores.chat.post(channel.workspaceId, message);
+    const [first, ...rest] = channel.messages;
+    if (first === undefined) continue;
+    if (!(await stores.chat.post(channel.workspaceId, first))) {
+      refused += 1;
+      continue;
+    }
+    for (const message of rest) await stores.chat.post(channel.workspaceId, message);
+    copied += 1;
     messages += channel.messages.length;
   }
   return [
-    { kind: 'chat channels', count: channels.length },
+    { kind: 'chat channels', count: copied },
     { kind: 'chat messages', count: messages },
+    ...(refused > 0 ? [{ kind: 'chat channels beyond the limit of channels per workspace, not copied', count: refused }] : []),
   ];
 }
 

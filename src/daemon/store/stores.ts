@@ -2,7 +2,7 @@ import type { LoginAttemptStore } from '../auth/throttle.js';
 import type { RevocationStore } from '../auth/tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
-import type { ChatStore } from '../chat/store.js';
+import { DEFAULT_CHAT_LIMITS, type ChatLimits, type ChatStore } from '../chat/store.js';
 import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
 import { describeFault } from '../errors.js';
 import type { ActivityLog } from '../events/activity.js';
@@ -76,6 +76,8 @@ export interface StoreOptions {
   logError?: (message: string) => void;
   /** Files: what the event log keeps in memory, and whether deliveries are recorded (the bench turns it off). */
   events?: Omit<FileDispatchOptions, 'reportError'>;
+  /** What chat keeps (default DEFAULT_CHAT_LIMITS). */
+  chat?: ChatLimits;
   /** PostgreSQL: PLATFORM_DELIVERY_LEASE in ms (default 30 s). */
   deliveryLeaseMs?: number;
   /** PostgreSQL: external deliveries a daemon keeps for itself as it publishes them (default 256); more go to the shared queue for any daemon. */
@@ -95,7 +97,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
-  const chat = await FileChatStore.open(dataDir);
+  const chat = await FileChatStore.open(dataDir, options.chat ?? DEFAULT_CHAT_LIMITS);
   const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
   const workspaces = await FileWorkspaceStore.open(dataDir);
   const extensionConfig = await FileExtensionConfigStore.open(dataDir);
@@ -140,7 +142,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     revocations: new PostgresRevocationStore(database),
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
-    chat: new PostgresChatStore(database),
+    chat: new PostgresChatStore(database, options.chat ?? DEFAULT_CHAT_LIMITS),
     webhookRequests: new PostgresWebhookRequestStore(database, options.logError ?? console.error),
     webhookReplays: new PostgresWebhookReplayStore(database, options.now),
     workspaces: new PostgresWorkspaceStore(database, feed),

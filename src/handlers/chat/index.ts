@@ -7,6 +7,8 @@ export interface ChatChannels {
     workspaceId: string,
     input: { channel: string; message: string; sender: string; publishedBy: string; eventId: string },
   ): Promise<{ id: string; channel: string; message: string; sender: string; publishedBy: string; postedAt: string }>;
+  /** Throws when a message to this channel would not be taken (the workspace has as many channels as it keeps). */
+  admit(workspaceId: string, channel: string): Promise<void>;
 }
 
 /**
@@ -20,6 +22,8 @@ export function createChatPlugin(channels: ChatChannels): BuiltinPlugin {
   return {
     extensionKey: 'chat',
     receivesEverywhere: ['platform.notification'],
+    // A notification the channel would refuse is refused at publish, before it is recorded.
+    admit: (workspaceId, _eventKey, payload) => channels.admit(workspaceId, (payload as { channel: string }).channel),
     events: {
       'platform.notification': {
         async: false,

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { CursorParam, QueryInt, Slug } from '../../validation.js';
-import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../../chat/store.js';
+import type { ChatMessage } from '../../chat/store.js';
 import type { RouteModule } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { PageReply } from '../endpoint.js';
@@ -9,7 +9,9 @@ import { workspaceMember } from './access.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
-const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_CHANNEL), '50'), cursor: CursorParam });
+/** A channel keeps up to 10,000 messages; one page carries at most this many, and no more bytes than PLATFORM_MAX_PAGE_BYTES. */
+const MESSAGES_PER_ANSWER = 1000;
+const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_ANSWER), '50'), cursor: CursorParam });
 const isMessageId = (position: unknown): position is string => typeof position === 'string' && position.length <= 100;
 
 export const chatRoutes: RouteModule = (routes, { endpoint, services: { workspaces, chat }, config: { maxPageBytes } }) => {

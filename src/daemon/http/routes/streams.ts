@@ -8,6 +8,7 @@ import { Slug } from '../../validation.js';
 import type { WorkspaceService } from '../../workspaces/service.js';
 import type { RouteModule } from '../context.js';
 import { ANSWERED_BY_HANDLER, bearerToken, sessionCookieName } from '../endpoint.js';
+import { abandonAnswer, endsWhenClientLeaves } from '../observe.js';
 import { workspaceMember } from './access.js';
 
 /** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
@@ -141,6 +142,7 @@ class LiveStreams {
       // Proxies such as nginx would otherwise hold events back.
       'x-accel-buffering': 'no',
     });
+    endsWhenClientLeaves(res);
 
     const visible = (item: ActivityItem) => scope.workspaceId === null || item.workspaceId === scope.workspaceId;
     /** Frames not written yet; `lag` marks those that arrived while a piece was in flight. */
@@ -179,7 +181,7 @@ class LiveStreams {
       // It has not taken what it was given, and more than its budget came since: it is dropped, and resumes with Last-Event-ID.
       if (lagBytes > MAX_UNREAD_BYTES) {
         waiting.length = 0;
-        res.destroy();
+        abandonAnswer(res);
       }
     };
     const sendItem = (item: ActivityItem) => {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { MESSAGES_PER_CHANNEL, type ChatMessage } from '../../chat/store.js';
+import { DEFAULT_CHAT_LIMITS, type ChatMessage } from '../../chat/store.js';
 import { REQUESTS_PER_EXTENSION, type NumberedRequest, type WebhookRequestEntry } from '../../webhooks/request-log.js';
 import { replay } from '../append-log.js';
 
@@ -14,12 +14,13 @@ import { replay } from '../append-log.js';
 
 export interface ChatChannelContents {
   workspaceId: string;
-  /** Oldest first, the latest MESSAGES_PER_CHANNEL. */
+  /** Oldest first, the latest the daemon keeps. */
   messages: ChatMessage[];
 }
 
 /** Every channel of chat.log, in the order of its first message. */
 export async function readChatChannels(dataDir: string): Promise<ChatChannelContents[]> {
+  const MESSAGES_PER_CHANNEL = DEFAULT_CHAT_LIMITS.messagesPerChannel;
   const channels = new Map<string, ChatChannelContents>();
   await replay<{ workspaceId: string; message: ChatMessage }>(join(dataDir, 'chat.log'), ({ workspaceId, message }) => {
     const key = `${workspaceId}\u0000${message.channel}`;
