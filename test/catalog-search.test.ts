@@ -80,10 +80,12 @@ test('category is an exact, case-insensitive match, and combines with search', a
   assert.is(umbrella.category, 'lifestyle', 'categories are stored in lower case');
 });
 
-test('paging: limit and offset, meta {total, limit, offset}, bounds 1..500', async () => {
+test('paging: limit and offset, meta {total, limit, offset, nextOffset?, nextCursor?}, bounds 1..500', async () => {
   const page = await browse('category=sorting&limit=2&offset=1');
   assert.equal(keysOf(page.data), ['alpha-b', 'apple-ext']);
-  assert.equal(page.meta, { total: 5, limit: 2, offset: 1 });
+  const { nextCursor, ...meta } = page.meta;
+  assert.equal(meta, { total: 5, limit: 2, offset: 1, nextOffset: 3 });
+  assert.equal(keysOf((await browse(`category=sorting&limit=2&cursor=${nextCursor}`)).data), ['beta', 'zulu'], 'the cursor continues at nextOffset');
   const last = await browse('category=sorting&limit=2&offset=4');
   assert.equal(keysOf(last.data), ['zulu']);
   const beyond = await browse('category=sorting&offset=10');

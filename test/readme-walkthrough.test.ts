@@ -94,6 +94,15 @@ filesOnly(test)(
           assert.is(asked.code, 0, asked.stdout);
           continue;
         }
+        if (block.includes('platform events show acme')) {
+          // The README says the delivery is a dead letter "by now": a reader gets there after its retries
+          // (each attempt waits on a name lookup that cannot succeed here), so the test waits for it too.
+          await waitFor(
+            'the README delivery to be a dead letter',
+            async () => (await paste('platform dlq list --workspace acme --json', clone, { ...env, PASSWORD: ownPassword }, '')).stdout.includes('"id"'),
+            60_000,
+          );
+        }
         // A live tail runs until Ctrl-C: two seconds of it.
         const pasted = block.startsWith('platform events tail') ? `timeout -s INT 2 ${block.replace(/#.*/, '')}` : block;
         // PASSWORD for the scripted login; stdin for a command that reads a secret from it.

@@ -185,7 +185,8 @@ test('dribbled headers, a dribbled body and blank lines between requests are cut
 });
 
 test('an answer the client stops reading is abandoned after the limit and counted as 400; others are served', async () => {
-  const t = await startTestDaemon({ connections: SHORT_LIMITS, maxPayloadBytes: 1024 * 1024, maxBodyBytes: 2 * 1024 * 1024 });
+  // Pages of up to 32 MiB, so that one answer can outgrow the kernel's socket buffers.
+  const t = await startTestDaemon({ connections: SHORT_LIMITS, maxPayloadBytes: 1024 * 1024, maxBodyBytes: 2 * 1024 * 1024, maxPageBytes: 32 * 1024 * 1024 });
   const admin = await t.admin();
   await createWorkspace(admin, 'big');
   // 16 MiB of answer: far more than the kernel's socket buffers take (4 MiB at most here) when nobody reads.

@@ -625,21 +625,25 @@ export class PostgresDispatch {
       },
       list: async (filter, page, budget = unbounded<StoredDeadLetter>()) => {
         const { where, values } = filtered(filter, 1);
-        // In batches sized to the budget: each letter carries its event's payload.
-        let read = 0;
+        // In batches sized to the budget: each letter carries its event's payload. A batch after the
+        // first continues after the last row read, not at an offset: a letter dying meanwhile would
+        // shift offsets and show a letter twice on one page.
         const { items } = await fillInBatches(
           page.limit,
           budget,
-          async (_after: StoredDeadLetter | undefined, count) => {
-            const rows = await letters(
-              `SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id
-               WHERE ${where} ORDER BY d.dead_at DESC, d.seq DESC LIMIT $4 OFFSET $5`,
-              [...values, count, page.offset + read],
-            );
-            read += rows.length;
-            return rows.map(deadLetterOf);
-          },
-          (letter) => letter,
+          (after: (DeliveryRow & { event: PlatformEvent }) | undefined, count) =>
+            after === undefined
+              ? letters(
+                  `SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id
+                   WHERE ${where} ORDER BY d.dead_at DESC, d.seq DESC LIMIT $4 OFFSET $5`,
+                  [...values, count, page.offset],
+                )
+              : letters(
+                  `SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id
+                   WHERE ${where} AND (d.dead_at, d.seq) < ($4::timestamptz, $5::bigint) ORDER BY d.dead_at DESC, d.seq DESC LIMIT $6`,
+                  [...values, after.dead_at, after.seq, count],
+                ),
+          deadLetterOf,
         );
         const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries d WHERE ${where}`, values);
         return { items, total: Number(counted.rows[0]!.total) };
