@@ -5,15 +5,13 @@ import type { SecretBox } from '../secrets/box.js';
 import { Slug } from '../validation.js';
 import { isEventKeyTemplate } from '../webhooks/event-key.js';
 import type { ExtensionConfigStore, FieldType, FieldValue, StoredField } from './store.js';
+import { ReadBack } from '../read-back.js';
 
 export { FIELD_TYPES, type FieldType, type FieldValue } from './store.js';
 
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
 
-/** How long a failed read-back after a write waits before it is tried again. */
-const RELOAD_RETRY_MS = 1_000;
-const RELOAD_RETRIES = 60;
 
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -76,9 +74,8 @@ export class ExtensionConfigService {
   private readonly decrypted = new Map<string, Readonly<Record<string, unknown>>>();
   /** Read-backs from the store, one at a time, in the order asked for. */
   private reloads: Promise<void> = Promise.resolve();
-  /** Read-backs waiting to be tried again (see reloadLater). */
-  private readonly retries = new Set<NodeJS.Timeout>();
-  private closed = false;
+  /** Every write goes through it, so that memory shows what the store holds. */
+  private readonly readBack = new ReadBack<string>((key) => this.reload(key));
 
   private constructor(
     private readonly store: ExtensionConfigStore,
@@ -139,7 +136,7 @@ export class ExtensionConfigService {
       }
       return fields;
     });
-    return { fields: (await this.storing(extensionKey, merging)).map(toView) };
+    return { fields: (await this.readBack.storing(extensionKey, merging)).map(toView) };
   }
 
   /** Removes a field, SECRET or not: the way to unset one (a SECRET sent as null keeps its value). */
@@ -149,7 +146,7 @@ export class ExtensionConfigService {
       if (!current.some((field) => field.name === name)) throw notFound(`${extensionKey} has no configuration field ${name}`);
       return current.filter((field) => field.name !== name);
     });
-    await this.storing(extensionKey, removing);
+    await this.readBack.storing(extensionKey, removing);
   }
 
   /** The extensions whose inbound webhook calls become events in `workspaceId` (their webhook.workspaceId), as stored. */
@@ -173,7 +170,7 @@ export class ExtensionConfigService {
         changed = namesWorkspace(current, workspaceId);
         return changed ? current.filter((field) => field.name !== 'webhook.workspaceId') : null;
       });
-      await this.storing(extensionKey, clearing);
+      await this.readBack.storing(extensionKey, clearing);
       if (changed) cleared.push(extensionKey);
     }
     return cleared;
@@ -217,47 +214,9 @@ export class ExtensionConfigService {
     };
   }
 
-  /**
-   * Waits for a write, then reads the extension's fields back into memory,
-   * failed or not: memory must show what the store holds. Resolves with what
-   * the write stored. A write that was made is answered as made even when the
-   * read-back fails (the database lost a moment after the commit): that read
-   * is tried again until it succeeds, as an error would tell the client that
-   * nothing changed.
-   */
-  private async storing(extensionKey: string, write: Promise<StoredField[]>): Promise<StoredField[]> {
-    let fields: StoredField[];
-    try {
-      fields = await write;
-    } catch (error) {
-      await this.reload(extensionKey).catch(() => undefined);
-      throw error;
-    }
-    await this.reload(extensionKey).catch(() => this.reloadLater(extensionKey));
-    return fields;
-  }
-
-  /**
-   * A read-back that failed, tried again every RELOAD_RETRY_MS until one
-   * succeeds, RELOAD_RETRIES times at most (a daemon that stopped meanwhile
-   * stops trying; a database away for longer is read back in full when the
-   * change feed reconnects).
-   */
-  private reloadLater(extensionKey: string, retries = RELOAD_RETRIES): void {
-    if (retries === 0 || this.closed) return;
-    const retry = setTimeout(() => {
-      this.retries.delete(retry);
-      void this.reload(extensionKey).catch(() => this.reloadLater(extensionKey, retries - 1));
-    }, RELOAD_RETRY_MS);
-    retry.unref();
-    this.retries.add(retry);
-  }
-
   /** Stops read-backs still to be retried: the stores are about to close. */
   close(): void {
-    this.closed = true;
-    for (const retry of this.retries) clearTimeout(retry);
-    this.retries.clear();
+    this.readBack.close();
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   type WorkspaceStore,
 } from './store.js';
 import { resolveVersion } from './versions.js';
+import { ReadBack } from '../read-back.js';
 import type {
   CatalogReader,
   HandlerDirectory,
@@ -32,9 +33,6 @@ export interface NewSubscription {
   serviceBaseUrl?: string | undefined;
 }
 
-/** How long a failed read-back after a write waits before it is tried again. */
-const RELOAD_RETRY_MS = 1_000;
-const RELOAD_RETRIES = 60;
 
 /** Why a subscriber gets no delivery right now, or null when it is active. */
 export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
@@ -80,9 +78,8 @@ export class WorkspaceService {
   private readonly subscriptions = new Map<string, StoredSubscription>();
   /** Read-backs from the store, one at a time, in the order asked for. */
   private reloads: Promise<void> = Promise.resolve();
-  /** Read-backs waiting to be tried again (see reloadLater). */
-  private readonly retries = new Set<NodeJS.Timeout>();
-  private closed = false;
+  /** Every write goes through it, so that memory shows what the store holds. */
+  private readonly readBack = new ReadBack<string>((key) => this.reload(key));
   /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
   private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
   /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
@@ -128,7 +125,7 @@ export class WorkspaceService {
     const clear = [...this.subscriptions.values()].filter(hasClearCredentials);
     await Promise.all(
       clear.map(({ workspaceId, id }) =>
-        this.storing(
+        this.readBack.storing(
           workspaceId,
           this.store.updateSubscription(workspaceId, id, (current) =>
             hasClearCredentials(current) ? { ...current, ...this.storedUrl(this.fullUrl(current)!) } : null,
@@ -178,7 +175,7 @@ export class WorkspaceService {
    * run. Recorded events stay in the event log until retention removes them.
    */
   async delete(id: string, force: boolean): Promise<void> {
-    await this.storing(id, this.store.deleteWorkspace(id, force));
+    await this.readBack.storing(id, this.store.deleteWorkspace(id, force));
     for (const listener of this.deletionListeners) await listener(id);
     for (const listener of this.accessListeners) listener(null);
   }
@@ -245,7 +242,7 @@ export class WorkspaceService {
       enabled: true,
       installedAt: new Date().toISOString(),
     };
-    await this.storing(workspaceId, this.store.install(installation));
+    await this.readBack.storing(workspaceId, this.store.install(installation));
     return installation;
   }
 
@@ -270,12 +267,12 @@ export class WorkspaceService {
       const enabled = change.enabled ?? current.enabled;
       return version === current.version && enabled === current.enabled ? null : { ...current, version, enabled };
     });
-    return this.storing(workspaceId, updating);
+    return this.readBack.storing(workspaceId, updating);
   }
 
   async uninstall(workspaceId: string, extensionKey: string): Promise<void> {
     await this.assertExists(workspaceId);
-    await this.storing(workspaceId, this.store.uninstall(workspaceId, extensionKey));
+    await this.readBack.storing(workspaceId, this.store.uninstall(workspaceId, extensionKey));
   }
 
   // Subscriptions
@@ -329,12 +326,12 @@ export class WorkspaceService {
     const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
       ? []
       : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
-    await this.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
+    await this.readBack.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
     return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
   }
 
   async unsubscribe(workspaceId: string, subscriptionId: string): Promise<void> {
-    await this.storing(workspaceId, this.store.unsubscribe(workspaceId, subscriptionId));
+    await this.readBack.storing(workspaceId, this.store.unsubscribe(workspaceId, subscriptionId));
   }
 
   /** Subscriptions for (workspace, event key) whose extension is installed and enabled: the dispatch list. */
@@ -418,7 +415,7 @@ export class WorkspaceService {
       }
       return next === current ? null : next;
     });
-    const updated = toPublicSubscription(await this.storing(workspaceId, updating));
+    const updated = toPublicSubscription(await this.readBack.storing(workspaceId, updating));
     if (toggled) this.toggled(updated);
     return updated;
   }
@@ -434,7 +431,7 @@ export class WorkspaceService {
       previousSecretUntil: now + overlapMs,
       sealedSigningSecret: sealed,
     }));
-    await this.storing(workspaceId, rotating);
+    await this.readBack.storing(workspaceId, rotating);
     return { signingSecret };
   }
 
@@ -466,7 +463,7 @@ export class WorkspaceService {
     });
     let stored: StoredSubscription;
     try {
-      stored = await this.storing(known.workspaceId, recording);
+      stored = await this.readBack.storing(known.workspaceId, recording);
     } catch (error) {
       // Deleted meanwhile: nothing to record.
       if ((error as { code?: unknown }).code === 'NOT_FOUND') return null;
@@ -516,47 +513,9 @@ export class WorkspaceService {
     return redactSecrets(text, cached.credentials);
   }
 
-  /**
-   * Waits for a write, then reads the workspace back into memory, failed or
-   * not: memory must show what the store holds. Resolves with what the write
-   * did. A write that was made is answered as made even when the read-back
-   * fails (the database lost a moment after the commit): that read is tried
-   * again until it succeeds, as an error would tell the client that nothing
-   * changed.
-   */
-  private async storing<T>(workspaceId: string, write: Promise<T>): Promise<T> {
-    let result: T;
-    try {
-      result = await write;
-    } catch (error) {
-      await this.reload(workspaceId).catch(() => undefined);
-      throw error;
-    }
-    await this.reload(workspaceId).catch(() => this.reloadLater(workspaceId));
-    return result;
-  }
-
-  /**
-   * A read-back that failed, tried again every RELOAD_RETRY_MS until one
-   * succeeds, RELOAD_RETRIES times at most (a daemon that stopped meanwhile
-   * stops trying; a database away for longer is read back in full when the
-   * change feed reconnects).
-   */
-  private reloadLater(workspaceId: string, retries = RELOAD_RETRIES): void {
-    if (retries === 0 || this.closed) return;
-    const retry = setTimeout(() => {
-      this.retries.delete(retry);
-      void this.reload(workspaceId).catch(() => this.reloadLater(workspaceId, retries - 1));
-    }, RELOAD_RETRY_MS);
-    retry.unref();
-    this.retries.add(retry);
-  }
-
   /** Stops read-backs still to be retried: the stores are about to close. */
   close(): void {
-    this.closed = true;
-    for (const retry of this.retries) clearTimeout(retry);
-    this.retries.clear();
+    this.readBack.close();
   }
 
   /**
