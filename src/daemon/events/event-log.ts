@@ -164,6 +164,8 @@ export class EventLog {
       const written = log.append(event);
       if (segment.count + this.appendsPending >= this.options.segmentMaxEvents && !this.rolling) {
         this.rolling = this.roll().finally(() => (this.rolling = null));
+        // A failed rotation is answered to the next append, which awaits it (and rotates again), not left unhandled.
+        this.rolling.catch(() => undefined);
       }
       span = await written;
     } catch (error) {
