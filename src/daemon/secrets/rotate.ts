@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DaemonConfig } from '../config.js';
 import { describeFault, DomainError, StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from '../store/files.js';
+import { isMissing, writeFileDurably } from '../files.js';
 import { assertPlatformDataDir, lockDataDir } from '../store/lock.js';
 import type { DatabaseSettings } from '../store/postgres/settings.js';
 import type { Stores } from '../store/stores.js';

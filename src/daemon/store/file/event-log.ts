@@ -3,7 +3,7 @@ import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, type LineSpan } from '../append-log.js';
-import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../files.js';
+import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
 import { Column, hash32, readSpan } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, EventPosition, RetentionPolicy } from '../../events/types.js';
