@@ -23,17 +23,6 @@ const WIRING = new Map([
   ['config.ts', 'reads flags and environment into the settings of every part, the database settings of store/postgres included'],
 ]);
 
-/**
- * Domain files that still import store/, each with why; fix one and take it
- * out (the test fails while an entry here no longer imports store/).
- */
-const ALLOWED = new Map([
-  [
-    'secrets/rotate.ts',
-    '`platform keys rotate` is a command of its own, run without a daemon: like init.ts it locks the data directory and opens the stores (files or PostgreSQL) itself; it belongs with the wiring, not in secrets/',
-  ],
-]);
-
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -62,25 +51,16 @@ const importsStore = (imports: string[]) => imports.filter((target) => target.st
 test('the scan sees the imports it judges, dynamic and type-only ones included', () => {
   const of = (path: string) => files.find((file) => file.path === path)?.imports ?? [];
   assert.ok(of('services.ts').includes('store/stores.ts'), 'services.ts imports store/stores.ts');
-  assert.ok(of('secrets/rotate.ts').includes('store/postgres/connect.ts'), 'a dynamic import is seen');
+  assert.ok(of('store/rotate-master-key.ts').includes('store/postgres/connect.ts'), 'a dynamic import is seen');
   assert.ok(of('dispatch/store.ts').includes('dispatch/types.ts'), 'an `import type` is seen');
   assert.ok(files.length > 100, `${files.length} files under src/daemon`);
 });
 
-test('no domain file imports from src/daemon/store/, except the listed ones', () => {
+test('no domain file imports from src/daemon/store/', () => {
   const offending = files
-    .filter((file) => isDomain(file.path) && !ALLOWED.has(file.path))
+    .filter((file) => isDomain(file.path))
     .flatMap((file) => importsStore(file.imports).map((target) => `${file.path} imports ${target}`));
   assert.equal(offending, []);
-});
-
-test('every allowed exception still imports store/ (otherwise take it off the list)', () => {
-  for (const path of ALLOWED.keys()) {
-    const file = files.find((candidate) => candidate.path === path);
-    assert.ok(file, `${path} exists`);
-    assert.ok(isDomain(path), `${path} is a domain file`);
-    assert.ok(importsStore(file.imports).length > 0, `${path} no longer imports store/`);
-  }
 });
 
 test.run();
