@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/dead-letters.js';
+import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/types.js';
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';

@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AppendLog, replay } from '../src/daemon/store/append-log.js';
 import { Collection } from '../src/daemon/store/collection.js';
-import { ensurePrivateDir } from '../src/daemon/store/files.js';
+import { ensurePrivateDir } from '../src/daemon/files.js';
 import { tempDir } from './helpers/temp.js';
 import { needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 

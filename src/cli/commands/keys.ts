@@ -21,7 +21,7 @@ export function registerKeys(program: Command): void {
     .option('--database-schema <name>', "schema of the platform's tables (PLATFORM_DATABASE_SCHEMA; default platform)")
     .action(async (flags: { dataDir?: string; databaseUrl?: string; databaseSchema?: string }) => {
       const config = await daemonConfig(flags);
-      const { rotateMasterKey } = await import('../../daemon/secrets/rotate.js');
+      const { rotateMasterKey } = await import('../../daemon/store/rotate-master-key.js');
       const { resealed } = await rotateMasterKey(config);
       const where = config.database ? ` in schema ${config.database.schema}` : '';
       printLine(

@@ -3,7 +3,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { DomainError, StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from '../store/files.js';
+import { isMissing, writeFileDurably } from '../files.js';
 import type { AuthService } from './service.js';
 import { Email, Password } from './schemas.js';
 

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promis
 import { basename, dirname, join } from 'node:path';
 import { extract, list, type ReadEntry } from 'tar';
 import { keyId, SecretBox } from '../secrets/box.js';
-import { ensurePrivateDir, isMissing } from '../store/files.js';
+import { ensurePrivateDir, isMissing } from '../files.js';
 import { checkManifestSignature } from './signature.js';
 import { BACKUP_SCHEMA_VERSION, MANIFEST_FILE, digestFile, type Manifest, type ManifestFile, type SignedManifest } from './snapshot.js';
 

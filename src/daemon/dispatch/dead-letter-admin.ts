@@ -1,8 +1,7 @@
 import { DomainError } from '../errors.js';
 import type { Inactivity } from '../workspaces/service.js';
-import type { StoredDeadLetter } from './dead-letters.js';
 import type { DeadLetterStore } from './store.js';
-import type { DeadLetterFilter, Delivery } from './types.js';
+import type { DeadLetterFilter, Delivery, StoredDeadLetter } from './types.js';
 
 export interface DeadLetterAdminDependencies {
   deadLetters: DeadLetterStore;

@@ -4,8 +4,6 @@ import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { DisabledSubscription, Inactivity } from '../workspaces/service.js';
-import { deadLetterOf } from './dead-letters.js';
-import type { DeliveryAttempt } from './delivery-records.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { DeliveryStore, NewAttempt } from './store.js';
 import { FairQueue } from './fair-queue.js';
@@ -13,7 +11,7 @@ import { withJitter } from './retry.js';
 import { Schedule } from './schedule.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
-import type { Delivery, DeliveryError } from './types.js';
+import { deadLetterOf, type Delivery, type DeliveryAttempt, type DeliveryError } from './types.js';
 
 export interface DispatchSettings {
   /** Delays before the 2nd, 3rd, … attempt; after the last, a dead letter. */

@@ -1,7 +1,5 @@
 import type { PageBudget } from '../paging.js';
-import type { DeadLetterFilter, Delivery } from './types.js';
-import type { StoredDeadLetter } from './dead-letters.js';
-import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord } from './delivery-records.js';
+import type { DeadLetterFilter, Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, StoredDeadLetter } from './types.js';
 
 /** An attempt as the dispatcher knows it; the store numbers it among the delivery's recorded attempts. */
 export type NewAttempt = Omit<DeliveryAttempt, 'number'>;

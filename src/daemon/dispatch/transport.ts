@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { createFetch, type $Fetch } from 'ofetch';
-import { RESPONSE_EXCERPT_BYTES } from './delivery-records.js';
+import { RESPONSE_EXCERPT_BYTES } from './types.js';
 import { hostOf, isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
 import { DeadLetterAdmin } from '../dispatch/dead-letter-admin.js';
-import type { DeliveryQuery, DeliveryRecord } from '../dispatch/delivery-records.js';
+import type { DeliveryQuery, DeliveryRecord } from '../dispatch/types.js';
 import { notFound } from '../errors.js';
 import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
@@ -14,7 +14,7 @@ import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
 import type { StoredSubscription } from '../workspaces/types.js';
 import type { ActivityFeed } from './activity.js';
-import type { EventPageQuery, RetentionPolicy } from './event-log.js';
+import type { EventPageQuery, RetentionPolicy } from './types.js';
 import type { EventPage, EventStore } from './store.js';
 import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
 

@@ -1,7 +1,7 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { PageBudget } from '../paging.js';
 import type { Delivery } from '../dispatch/types.js';
-import type { EventPageQuery, EventPosition, RetentionPolicy } from './event-log.js';
+import type { EventPageQuery, EventPosition, RetentionPolicy } from './types.js';
 
 export interface EventPage {
   /** Also in the budget the listing was given, as JSON. */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EventHandler, Plugin } from '../../handlers/sdk.js';
 import { StartupError } from '../errors.js';
-import { ensurePrivateDir } from '../store/files.js';
+import { ensurePrivateDir } from '../files.js';
 import { isPlainObject } from '../validation.js';
 
 /** A plugin shipped with the daemon, which may receive some events in every workspace. */

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from '../store/files.js';
+import { isMissing, writeFileDurably } from '../files.js';
 
 const ALGORITHM = 'aes-256-gcm';
 const PREFIX = 'enc:v1:';

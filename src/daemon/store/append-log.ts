@@ -1,7 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
-import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from './files.js';
+import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from '../files.js';
 import { readLineAt } from './line-index.js';
 import { dirname } from 'node:path';
 

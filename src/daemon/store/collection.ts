@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Low, type Adapter } from 'lowdb';
 import { StartupError } from '../errors.js';
-import { asStorageError, isMissing, writeFileDurably } from './files.js';
+import { asStorageError, isMissing, writeFileDurably } from '../files.js';
 
 export interface Document {
   schemaVersion: number;

@@ -1,7 +1,7 @@
 import { chmod, lstat, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { StartupError } from '../errors.js';
-import { FILE_MODE, ensurePrivateDir } from './files.js';
+import { FILE_MODE, ensurePrivateDir } from '../files.js';
 
 /**
  * What the platform writes at the top of a data directory (either backend):

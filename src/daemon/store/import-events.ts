@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../handlers/sdk.js';
-import type { StoredDeadLetter } from '../dispatch/dead-letters.js';
-import type { DeliveryRecord } from '../dispatch/delivery-records.js';
+import type { DeliveryRecord, StoredDeadLetter } from '../dispatch/types.js';
 import type { Delivery } from '../dispatch/types.js';
-import { replayEventLog } from '../events/event-log.js';
+import { replayEventLog } from './file/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
 import type { Copied, ImportTarget } from './import.js';
 import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsOfDeliveries, type ImportedDeliveryRow } from './postgres/import-rows.js';

@@ -2,7 +2,7 @@ import { existsSync, openSync, readFileSync, statSync, unlinkSync, writeSync, cl
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StartupError } from '../errors.js';
-import { FILE_MODE } from './files.js';
+import { FILE_MODE } from '../files.js';
 
 export interface DataDirLock {
   /** Set when a stale lock was taken over: says whose, for the start-up line. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from './files.js';
+import { isMissing, writeFileDurably } from '../files.js';
 
 /**
  * Reads a random secret kept in the data directory (base64, mode 0600),

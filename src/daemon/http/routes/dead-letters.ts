@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { toPublicDeadLetter, type StoredDeadLetter } from '../../dispatch/dead-letters.js';
+import { toPublicDeadLetter, type StoredDeadLetter } from '../../dispatch/types.js';
 import type { DeadLetterFilter } from '../../dispatch/types.js';
 import { notFound } from '../../errors.js';
 import { EventKey } from '../../events/schemas.js';

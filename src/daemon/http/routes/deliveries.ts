@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/delivery-records.js';
+import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/types.js';
 import { EventKey } from '../../events/schemas.js';
 import { QueryInt, Slug } from '../../validation.js';
 import type { RouteModule } from '../context.js';

@@ -5,7 +5,7 @@ import { isAdmin } from '../../auth/users.js';
 import { streamBackup } from '../../backup/snapshot.js';
 import { DomainError, unauthorized } from '../../errors.js';
 import { Readiness } from '../../readiness.js';
-import { asStorageError } from '../../store/files.js';
+import { asStorageError } from '../../files.js';
 import type { RouteModule } from '../context.js';
 import { bearerToken, sessionCookieName } from '../endpoint.js';
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { extensionExists, type AuditFilter, type CatalogChange, type CatalogStore } from '../../catalog/store.js';
 import type { AuditRecord, StoredExtension } from '../../catalog/types.js';
 import { notFound } from '../../errors.js';
-import { ensurePrivateDir } from '../files.js';
+import { ensurePrivateDir } from '../../files.js';
 import { AuditTrail } from './audit-trail.js';
 import { createShard, openShards, type Shard } from './catalog-shards.js';
 

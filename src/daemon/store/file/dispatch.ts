@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
-import { DeadLetterFile, type StoredDeadLetter } from '../../dispatch/dead-letters.js';
-import { DeliveryRecords, type DeliveryQuery, type DeliveryRecord } from '../../dispatch/delivery-records.js';
-import { Outbox } from '../../dispatch/outbox.js';
+import { DeadLetterFile } from './dead-letters.js';
+import { DeliveryRecords } from './delivery-records.js';
+import { Outbox } from './outbox.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
-import type { DeadLetterFilter, Delivery } from '../../dispatch/types.js';
-import { EventLog, type EventPageQuery, type RetentionPolicy } from '../../events/event-log.js';
-import type { RecentLimits } from '../../events/recent.js';
+import type { DeadLetterFilter, Delivery, DeliveryQuery, DeliveryRecord, StoredDeadLetter } from '../../dispatch/types.js';
+import { EventLog } from './event-log.js';
+import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
+import type { RecentLimits } from './recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { unbounded, type PageBudget } from '../../paging.js';
 

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import type { RevocationStore } from '../../auth/tokens.js';
 import { AppendLog } from '../append-log.js';
 import { Collection } from '../collection.js';
-import { fsyncDir } from '../files.js';
+import { fsyncDir } from '../../files.js';
 
 /** One line of revocations.log. */
 interface Revocation {

@@ -1,10 +1,8 @@
 import type { PlatformEvent } from '../../../handlers/sdk.js';
-import type { StoredDeadLetter } from '../../dispatch/dead-letters.js';
-import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/delivery-records.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
-import type { DeadLetterFilter, Delivery, DeliveryError } from '../../dispatch/types.js';
+import type { DeadLetterFilter, Delivery, DeliveryAttempt, DeliveryError, DeliveryQuery, DeliveryRecord, DeliveryStatus, StoredDeadLetter } from '../../dispatch/types.js';
 import { describeFault, notFound, unavailable } from '../../errors.js';
-import type { EventPageQuery, RetentionPolicy } from '../../events/event-log.js';
+import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { fillBySize, fillInBatches, unbounded } from '../../paging.js';
 import type { SubscriberKind } from '../../workspaces/types.js';

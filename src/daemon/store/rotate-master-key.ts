@@ -3,11 +3,17 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DaemonConfig } from '../config.js';
 import { describeFault, DomainError, StartupError } from '../errors.js';
-import { isMissing, writeFileDurably } from '../store/files.js';
-import { assertPlatformDataDir, lockDataDir } from '../store/lock.js';
-import type { DatabaseSettings } from '../store/postgres/settings.js';
-import type { Stores } from '../store/stores.js';
-import { SecretBox } from './box.js';
+import { isMissing, writeFileDurably } from '../files.js';
+import { assertPlatformDataDir, lockDataDir } from './lock.js';
+import type { DatabaseSettings } from './postgres/settings.js';
+import type { Stores } from './stores.js';
+import { SecretBox } from '../secrets/box.js';
+
+/*
+ * `platform keys rotate`, run without a daemon. It lives in store/ because it
+ * works on storage itself: it locks the data directory, rewrites the file
+ * backend's data files as JSON and opens the database, as no domain code does.
+ */
 
 /** The data files that hold sealed secrets. */
 const FILES_WITH_SECRETS = ['workspaces.json', 'extension-config.json'];
@@ -75,8 +81,8 @@ async function rotateInDatabase(config: DaemonConfig, settings: DatabaseSettings
 }
 
 async function resealDatabase(settings: DatabaseSettings, box: SecretBox): Promise<number> {
-  const { openMigratedDatabase } = await import('../store/postgres/connect.js');
-  const { inOneTransaction } = await import('../store/postgres/in-transaction.js');
+  const { openMigratedDatabase } = await import('./postgres/connect.js');
+  const { inOneTransaction } = await import('./postgres/in-transaction.js');
   const { database } = await openMigratedDatabase(settings, () => undefined);
   try {
     return await inOneTransaction(database, async (stores, tx) => {

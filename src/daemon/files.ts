@@ -1,6 +1,6 @@
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { StartupError, unavailable } from '../errors.js';
+import { StartupError, unavailable } from './errors.js';
 
 export const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;

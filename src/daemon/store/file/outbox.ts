@@ -1,6 +1,6 @@
-import { AppendLog, type LineSpan } from '../store/append-log.js';
-import type { Delivery, DeliveryError } from './types.js';
-import { hasCredentials, maskCredentials } from './url-credentials.js';
+import { AppendLog, type LineSpan } from '../append-log.js';
+import type { Delivery, DeliveryError } from '../../dispatch/types.js';
+import { hasCredentials, maskCredentials } from '../../dispatch/url-credentials.js';
 
 type OutboxRecord =
   | { t: 'add'; delivery: Delivery }

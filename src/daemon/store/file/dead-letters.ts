@@ -1,43 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Collection } from '../store/collection.js';
-import { notFound } from '../errors.js';
-import type { DeadLetter, DeadLetterFilter, Delivery, DeliveryError } from './types.js';
-import { hasCredentials, maskCredentials } from './url-credentials.js';
-
-/** Kept with the record so that a replay resumes the event chain where it was. */
-export interface StoredDeadLetter extends DeadLetter {
-  depth: number;
-}
+import { Collection } from '../collection.js';
+import { notFound } from '../../errors.js';
+import { matchesDeadLetterFilter, type DeadLetterFilter, type StoredDeadLetter } from '../../dispatch/types.js';
+import { hasCredentials, maskCredentials } from '../../dispatch/url-credentials.js';
 
 interface DeadLettersDocument {
   schemaVersion: 1;
   /** Oldest first. */
   deadLetters: StoredDeadLetter[];
 }
-
-/** The dead letter of a delivery that failed for good with `error` (a replayed one keeps its letter's id). */
-export function deadLetterOf(delivery: Delivery, error: DeliveryError, deadAt: number): StoredDeadLetter {
-  return {
-    id: delivery.deadLetterId ?? randomUUID(),
-    deliveryId: delivery.id,
-    event: delivery.event,
-    subscriber: delivery.subscriber,
-    attempts: delivery.attempts,
-    lastError: error,
-    firstAttemptAt: delivery.firstAttemptAt,
-    deadAt: new Date(deadAt).toISOString(),
-    replayCount: delivery.replayCount,
-    depth: delivery.depth,
-  };
-}
-
-export const toPublicDeadLetter = ({ depth: _depth, ...visible }: StoredDeadLetter): DeadLetter => visible;
-
-const matches = (filter: DeadLetterFilter) => (letter: StoredDeadLetter) =>
-  (filter.workspaceId === undefined || letter.event.tenantId === filter.workspaceId) &&
-  (filter.eventKey === undefined || letter.event.eventKey === filter.eventKey) &&
-  (filter.extensionKey === undefined || letter.subscriber.extensionKey === filter.extensionKey);
 
 /** dead-letters.json: deliveries that failed for good, until replayed or discarded. */
 export class DeadLetterFile {
@@ -87,13 +58,13 @@ export class DeadLetterFile {
 
   /** Newest first. */
   list(filter: DeadLetterFilter, page: { limit: number; offset: number }): { items: StoredDeadLetter[]; total: number } {
-    const all = this.collection.data.deadLetters.filter(matches(filter)).reverse();
+    const all = this.collection.data.deadLetters.filter(matchesDeadLetterFilter(filter)).reverse();
     return { items: all.slice(page.offset, page.offset + page.limit), total: all.length };
   }
 
   /** Oldest first. */
   matching(filter: DeadLetterFilter): StoredDeadLetter[] {
-    return this.collection.data.deadLetters.filter(matches(filter));
+    return this.collection.data.deadLetters.filter(matchesDeadLetterFilter(filter));
   }
 
   /** One record per delivery: a delivery dead-lettered again (after a crash) replaces its record. */

@@ -1,4 +1,4 @@
-import type { PlatformEvent } from '../../handlers/sdk.js';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
 
 /** How much the in-memory buffer of recent events may hold. */
 export interface RecentLimits {

@@ -1,17 +1,13 @@
 import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PlatformEvent } from '../../handlers/sdk.js';
-import { AppendLog, replay, type LineSpan } from '../store/append-log.js';
-import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../store/files.js';
-import { Column, hash32, readSpan } from '../store/line-index.js';
-import { unbounded } from '../paging.js';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
+import { AppendLog, replay, type LineSpan } from '../append-log.js';
+import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
+import { Column, hash32, readSpan } from '../line-index.js';
+import { unbounded } from '../../paging.js';
+import type { EventPageQuery, EventPosition, RetentionPolicy } from '../../events/types.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
-
-export interface RetentionPolicy {
-  maxAgeMs: number;
-  maxPerWorkspace: number;
-}
 
 /**
  * One workspace's events in one segment, in the order of the file: where each
@@ -461,22 +457,6 @@ function indexOf(lines: WorkspaceLines, position: EventPosition, eventAt: (index
     if (lines.occurredAt.get(index) === position.at && lines.idHashes.get(index) === idHash && eventAt(index).id === position.id) return index;
   }
   return -1;
-}
-
-export interface EventPageQuery {
-  eventKey?: string | undefined;
-  /** Epoch ms, inclusive. */
-  since?: number | undefined;
-  until?: number | undefined;
-  limit: number;
-  /** The last event of the previous page: its segment, occurredAt (ms) and id. */
-  before?: EventPosition | undefined;
-}
-
-export interface EventPosition {
-  segment: number;
-  at: number;
-  id: string;
 }
 
 function emptySegment(dir: string, name: string): Segment {

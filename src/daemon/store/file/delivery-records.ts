@@ -1,20 +1,8 @@
 import { closeSync, openSync } from 'node:fs';
-import { AppendLog, type LineSpan } from '../store/append-log.js';
-import { Column, hash32, readLineAt } from '../store/line-index.js';
-import { unbounded } from '../paging.js';
-import type { Delivery } from './types.js';
-
-import type { DeliveryAttempt, DeliveryRecord as PublicDeliveryRecord, DeliveryStatus } from '../../contract/types.js';
-
-export type { DeliveryAttempt, DeliveryStatus } from '../../contract/types.js';
-export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['PENDING', 'SUCCEEDED', 'DEAD', 'DISCARDED'];
-
-/** The delivery record of the contract, plus the event's key (deliveries are filtered by it; answers leave it out). */
-export interface DeliveryRecord extends PublicDeliveryRecord {
-  eventKey: string;
-}
-
-export const RESPONSE_EXCERPT_BYTES = 2048;
+import { AppendLog, type LineSpan } from '../append-log.js';
+import { Column, hash32, readLineAt } from '../line-index.js';
+import { unbounded } from '../../paging.js';
+import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
 /**
  * The journal's lines. `new` and `state` hold a whole record (`new` creates
@@ -28,18 +16,6 @@ type Entry =
   | { t: 'state'; seq: number; record: DeliveryRecord }
   | { t: 'try'; id: string; attempt: DeliveryAttempt; nextAttemptAt: string | null }
   | { t: 'status'; id: string; status: DeliveryStatus; at: string };
-
-export interface DeliveryQuery {
-  status?: DeliveryStatus | undefined;
-  subscriptionId?: string | undefined;
-  eventKey?: string | undefined;
-  /** Epoch ms, inclusive. */
-  since?: number | undefined;
-  until?: number | undefined;
-  limit: number;
-  /** Only records created before this position (from a cursor). */
-  before?: number | undefined;
-}
 
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
