@@ -158,7 +158,8 @@ async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule
     // Loaded by this (root) process only: links back into the clone are enough.
     for (const name of LINKED) await symlink(dependencyOf(wrapper, name), join(modules, name));
     await writeFile(join(staging, 'complete'), version);
-    await rm(runtime, { recursive: true, force: true });
+    // A parallel test process may have made it meanwhile, and be running PostgreSQL from it.
+    if (!(await usable(runtime))) await rm(runtime, { recursive: true, force: true });
     await rename(staging, runtime).catch(async (error: unknown) => {
       // Another test process made it first: theirs serves as well.
       await rm(staging, { recursive: true, force: true });
@@ -172,7 +173,10 @@ async function loadEmbeddedPostgres(who: string): Promise<EmbeddedPostgresModule
 /** The folder of the package that `file` belongs to. */
 function packageRoot(file: string): string {
   let dir = dirname(file);
-  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  while (!existsSync(join(dir, 'package.json'))) {
+    if (dirname(dir) === dir) throw new Error(`${file} belongs to no package`);
+    dir = dirname(dir);
+  }
   return dir;
 }
 

@@ -39,12 +39,24 @@ const words = (command: string) =>
 /** Options every command takes (the program's, accepted after any subcommand). */
 const GLOBAL_OPTIONS = ['--url', '--timeout', '--help', '--version'];
 
+/** The help text depends only on the leading words: one process per distinct command, not per mention. */
+const helps = new Map<string, Promise<string>>();
+function helpOf(leading: string[]): Promise<string> {
+  const key = leading.join(' ');
+  let help = helps.get(key);
+  if (!help) {
+    help = run(process.execPath, [PLATFORM_BIN, ...leading, '--help'], { env: { PATH: process.env.PATH ?? '' } }).then(({ stdout }) => stdout);
+    helps.set(key, help);
+  }
+  return help;
+}
+
 async function problemsOf(command: string): Promise<string[]> {
   const all = words(command);
   const firstOption = all.findIndex((word) => word.startsWith('-'));
   const leading = firstOption < 0 ? all : all.slice(0, firstOption);
   // --help shows the help of the deepest command the words name; its Usage line says which that is.
-  const { stdout: help } = await run(process.execPath, [PLATFORM_BIN, ...leading, '--help'], { env: { PATH: process.env.PATH ?? '' } });
+  const help = await helpOf(leading);
   const usage = /^Usage: platform((?: [a-z][\w-]*)*)(.*)$/m.exec(help);
   if (!usage) return [`no usage line in the help of ${leading.join(' ')}`];
   const path = usage[1]!.trim().split(' ').filter(Boolean);

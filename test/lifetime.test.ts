@@ -1,6 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ConfigError, resolveConfig, type DaemonConfig } from '../src/daemon/config.js';
@@ -8,7 +7,7 @@ import { signGithub } from '../src/handlers/webhooks/sign.js';
 import { startTestDaemon, ADMIN, type TestDaemon } from './helpers/daemon.js';
 import { configureExtension, createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from './helpers/fixtures.js';
 import { call, type Api } from './helpers/http.js';
-import { TEST_BACKEND, testDatabaseFor } from './helpers/postgres.js';
+import { onDatabaseOf, TEST_BACKEND } from './helpers/postgres.js';
 import { subscriberPool, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -212,14 +211,10 @@ async function stored(t: TestDaemon): Promise<{ revocations: number; failedLogin
     const text = await readFile(join(t.dataDir, 'revocations.log'), 'utf8').catch(() => '');
     return { revocations: text.split('\n').filter(Boolean).length, failedLogins: null };
   }
-  const client = new pg.Client({ connectionString: (await testDatabaseFor(t.dataDir))! });
-  await client.connect();
-  try {
+  return onDatabaseOf(t.dataDir, async (client) => {
     const count = async (table: string) => Number((await client.query(`SELECT count(*) AS n FROM platform.${table}`)).rows[0].n);
     return { revocations: await count('revoked_tokens'), failedLogins: await count('login_attempts') };
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 test('the pruning jobs remove revocations of expired sessions and failed logins past the window from storage', async () => {

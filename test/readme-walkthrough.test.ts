@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PLATFORM_BIN, runCliOnTty } from './helpers/cli.js';
-import { closedPort } from './helpers/ports.js';
+import { freePort } from './helpers/ports.js';
 import { filesOnly } from './helpers/postgres.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
@@ -55,7 +55,7 @@ filesOnly(test)(
     mkdirSync(join(clone, 'bin'));
     writeFileSync(join(clone, 'bin', 'platform'), `#!/bin/sh\nexec "${process.execPath}" "${PLATFORM_BIN}" "$@"\n`);
     chmodSync(join(clone, 'bin', 'platform'), 0o755);
-    const port = String(await closedPort());
+    const port = String(await freePort());
     const env = {
       PATH: `${join(clone, 'bin')}:${process.env.PATH ?? ''}`,
       HOME: clone,

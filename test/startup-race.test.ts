@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PLATFORM_BIN } from './helpers/cli.js';
+import { CLI_SCRATCH, PLATFORM_BIN } from './helpers/cli.js';
 import { ADMIN } from './helpers/daemon.js';
 import { call } from './helpers/http.js';
+import { freePort } from './helpers/ports.js';
 import { testDatabaseFor } from './helpers/postgres.js';
 import { tempDir } from './helpers/temp.js';
 
@@ -22,20 +22,12 @@ const SEED_KEYS: string[] = JSON.parse(readFileSync(new URL('../seed/catalog.jso
   (extension: { key: string }) => extension.key,
 );
 
-/** A port free now; the daemon is told to use it, so that the test can connect before the daemon says where it listens. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 async function spawnServe(dir: string, port: number, extraArgs: string[] = []) {
   const databaseUrl = await testDatabaseFor(dir);
   const args = [PLATFORM_BIN, 'serve', '--port', String(port), '--data-dir', dir, ...(databaseUrl ? ['--database-url', databaseUrl] : []), ...extraArgs];
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...SLOW_START },
+    cwd: CLI_SCRATCH,
+    env: { PATH: process.env.PATH ?? '', HOME: CLI_SCRATCH, ...SLOW_START },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

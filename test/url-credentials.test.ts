@@ -9,7 +9,7 @@ import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtu
 import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
-import { filesOnly, TEST_BACKEND, testDatabaseFor } from './helpers/postgres.js';
+import { filesOnly, onDatabaseOf, postgresOnly, TEST_BACKEND } from './helpers/postgres.js';
 
 const USER = 'hookuser';
 const PASSWORD = 'pa55-w0rd-xyzzy';
@@ -26,18 +26,8 @@ let masked: string;
 let signingSecret: string;
 
 const read = (name: string) => readFileSync(join(t.dataDir, name), 'utf8');
-const postgresOnly = (suite: typeof test) => (TEST_BACKEND === 'postgres' ? suite : suite.skip);
-
 /** Runs SQL on the daemon's own database (the PostgreSQL pass). */
-async function onDatabase<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: await testDatabaseFor(t.dataDir)! });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
-}
+const onDatabase = <T>(run: (client: pg.Client) => Promise<T>): Promise<T> => onDatabaseOf(t.dataDir, run);
 
 /** Everything the daemon stored about subscriptions and deliveries, as text. */
 async function storedText(): Promise<Record<string, string>> {

@@ -227,8 +227,10 @@ function parseJobIntervals(env: NodeJS.ProcessEnv): JobIntervals {
 }
 
 function connectionLimits(env: NodeJS.ProcessEnv): DaemonConfig['connections'] {
-  const headersTimeoutMs = parseSetting('PLATFORM_HEADERS_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_HEADERS_TIMEOUT, 10_000);
-  const requestTimeoutMs = parseSetting('PLATFORM_REQUEST_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_REQUEST_TIMEOUT, 30_000);
+  // Milliseconds, from 0.1 s to an hour.
+  const millis = (name: string, fallback: number) => parseSetting(name, Count(100, 3_600_000), env[name], fallback);
+  const headersTimeoutMs = millis('PLATFORM_HEADERS_TIMEOUT', 10_000);
+  const requestTimeoutMs = millis('PLATFORM_REQUEST_TIMEOUT', 30_000);
   // Node refuses to start a server whose headers may take longer than the whole request.
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError(`PLATFORM_HEADERS_TIMEOUT (${headersTimeoutMs}) must not be longer than PLATFORM_REQUEST_TIMEOUT (${requestTimeoutMs})`);
@@ -236,7 +238,7 @@ function connectionLimits(env: NodeJS.ProcessEnv): DaemonConfig['connections'] {
   return {
     headersTimeoutMs,
     requestTimeoutMs,
-    unreadAnswerTimeoutMs: parseSetting('PLATFORM_UNREAD_ANSWER_TIMEOUT', Count(100, 3_600_000), env.PLATFORM_UNREAD_ANSWER_TIMEOUT, 30_000),
+    unreadAnswerTimeoutMs: millis('PLATFORM_UNREAD_ANSWER_TIMEOUT', 30_000),
     maxTotal: 1024,
     maxPerClient: 256,
   };

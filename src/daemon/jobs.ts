@@ -89,7 +89,7 @@ export function startJobs(
 }
 
 /** The first instant after `now` that is a multiple of the interval (since the epoch) plus the phase. */
-export function nextRunAt(now: number, intervalMs: number, phaseMs: number): number {
+function nextRunAt(now: number, intervalMs: number, phaseMs: number): number {
   const phase = phaseMs % intervalMs;
   return Math.floor((now - phase) / intervalMs) * intervalMs + phase + intervalMs;
 }

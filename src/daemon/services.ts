@@ -191,5 +191,5 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
  * signing key is derived from its current key, unless PLATFORM_JWT_SECRET is set.
  */
 function sessionKeyFrom(box: SecretBox): Buffer {
-  return Buffer.from(hkdfSync('sha256', box.keys[0]!, Buffer.alloc(0), 'platform session signing key', 32));
+  return Buffer.from(hkdfSync('sha256', box.currentKey, Buffer.alloc(0), 'platform session signing key', 32));
 }

@@ -17,7 +17,7 @@ export interface CliResult {
  * `./data` and `~/.config/platform` may be a running daemon's and its user's
  * (the README's daemon may run in the same clone while the tests do).
  */
-const SCRATCH = tempDirSync('platform-cli-');
+export const CLI_SCRATCH = tempDirSync('platform-cli-');
 
 /**
  * Runs `bin/platform` as a process (the built CLI), with stdin piped, never a TTY,
@@ -30,8 +30,8 @@ export function runCli(
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(options.shell ?? process.execPath, options.shell ? args : [PLATFORM_BIN, ...args], {
-      cwd: options.cwd ?? SCRATCH,
-      env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, ...options.env },
+      cwd: options.cwd ?? CLI_SCRATCH,
+      env: { PATH: process.env.PATH ?? '', HOME: CLI_SCRATCH, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -70,8 +70,8 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const databaseUrl = givesDatabase ? null : await testDatabaseFor(dataDir);
   const databaseArgs = databaseUrl ? ['--database-url', databaseUrl] : [];
   const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...databaseArgs, ...extraArgs], {
-    cwd: SCRATCH,
-    env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, PLATFORM_BCRYPT_COST: '4', ...env },
+    cwd: CLI_SCRATCH,
+    env: { PATH: process.env.PATH ?? '', HOME: CLI_SCRATCH, PLATFORM_BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -109,8 +109,8 @@ export function runCliOnTty(
   const commandLine = [process.execPath, PLATFORM_BIN, ...args].map(quote).join(' ') + (options.shellSuffix ? ` ${options.shellSuffix}` : '');
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qefc', commandLine, '/dev/null'], {
-      cwd: SCRATCH,
-      env: { PATH: process.env.PATH ?? '', HOME: SCRATCH, TERM: 'dumb', ...options.env },
+      cwd: CLI_SCRATCH,
+      env: { PATH: process.env.PATH ?? '', HOME: CLI_SCRATCH, TERM: 'dumb', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import pg from 'pg';
 import type { Test } from 'uvu';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../dev/embedded-postgres.js';
 
@@ -95,4 +96,17 @@ export function filesOnly(suite: Test): Test | Test['skip'] {
  */
 export function postgresOnly(suite: Test): Test | Test['skip'] {
   return TEST_BACKEND === 'postgres' ? suite : suite.skip;
+}
+
+/** Runs SQL on the database of the daemon that uses `dataDir` (the PostgreSQL pass only). */
+export async function onDatabaseOf<T>(dataDir: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const url = await testDatabaseFor(dataDir);
+  if (url === null) throw new Error('onDatabaseOf runs on the PostgreSQL pass only');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
 }

@@ -3,7 +3,8 @@ import { daemonConfig } from '../daemon-config.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { examples } from '../help.js';
 import { printLine } from '../output.js';
-import { askSecret, askText, readStdin } from '../prompt.js';
+import { checkedNewPassword, askNewPassword } from '../passwords.js';
+import { askText, readStdin } from '../prompt.js';
 
 export function registerInit(program: Command): void {
   program
@@ -15,29 +16,17 @@ export function registerInit(program: Command): void {
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { dataDir?: string; email?: string; passwordStdin?: boolean }) => {
       const config = await daemonConfig({ dataDir: flags.dataDir });
-      const { Email, Password } = await import('../../daemon/auth/schemas.js');
+      const { Email } = await import('../../daemon/auth/schemas.js');
       const v = await import('valibot');
-      const check = (schema: typeof Email | typeof Password) => (value: string) => {
-        const result = v.safeParse(schema, value);
-        return result.success ? true : result.issues[0].message;
+      const emailProblem = (value: string) => {
+        const result = v.safeParse(Email, value);
+        return result.success ? null : result.issues[0].message;
       };
 
-      const email = flags.email ?? (await askText('Administrator e-mail', '--email', check(Email)));
-      let password: string;
-      if (flags.passwordStdin) password = await readStdin('the password');
-      else {
-        password = await askSecret('Password (8-72 bytes)', '--password-stdin', check(Password));
-        const again = await askSecret('Password again', '--password-stdin');
-        if (again !== password) throw usageError('the passwords do not match');
-      }
-
-      for (const [name, schema, value] of [
-        ['e-mail', Email, email],
-        ['password', Password, password],
-      ] as const) {
-        const verdict = check(schema)(value);
-        if (verdict !== true) throw usageError(`${name} ${verdict}`);
-      }
+      const email = flags.email ?? (await askText('Administrator e-mail', '--email', (value) => emailProblem(value) ?? true));
+      const problem = emailProblem(email);
+      if (problem !== null) throw usageError(`e-mail ${problem}`);
+      const password = flags.passwordStdin ? checkedNewPassword(await readStdin('the password')) : await askNewPassword('Password');
 
       const { initDataDir } = await import('../../daemon/init.js');
       const created = await initDataDir(config, { email, password });

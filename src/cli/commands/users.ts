@@ -31,7 +31,7 @@ export function registerUsers(program: Command): void {
     .option('--role <role...>', 'ADMIN and/or USER (default USER)', eachOf(choiceFlag(['ADMIN', 'USER'])))
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { email: string; fullName: string; role?: string[]; passwordStdin?: boolean }, command: Command) => {
-      const password = flags.passwordStdin ? checkedNewPassword(await readStdin('the password')) : await askNewPassword('Password for the new user');
+      const password = await newPassword(flags.passwordStdin, 'Password for the new user');
       const roles = flags.role;
       const user = await clientFor(command).post<User>(paths.users, {
         email: flags.email,
@@ -125,5 +125,5 @@ export function registerUsers(program: Command): void {
     });
 }
 
-const newPassword = async (fromStdin: boolean | undefined): Promise<string> =>
-  fromStdin ? checkedNewPassword(await readStdin('the password')) : askNewPassword('New password');
+const newPassword = async (fromStdin: boolean | undefined, label = 'New password'): Promise<string> =>
+  fromStdin ? checkedNewPassword(await readStdin('the password')) : askNewPassword(label);

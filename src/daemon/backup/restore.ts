@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { extract, list, type ReadEntry } from 'tar';
-import { keyId, SecretBox } from '../secrets/box.js';
+import { keyId, MASTER_KEY_FILE, SecretBox } from '../secrets/box.js';
 import { ensurePrivateDir, isMissing } from '../files.js';
 import { checkManifestSignature } from './signature.js';
 import { BACKUP_SCHEMA_VERSION, MANIFEST_FILE, digestFile, type Manifest, type ManifestFile, type SignedManifest } from './snapshot.js';
@@ -33,7 +33,6 @@ export interface TrustedKeyring {
   inDataDir: boolean;
 }
 
-const MASTER_KEY_FILE = 'master.key';
 const SAFE_PATH = /^(?!\/)(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9._\-/]+$/;
 
 function parseManifest(text: string, file: string): Manifest {

@@ -14,6 +14,11 @@ export function hasCredentials(url: string): boolean {
   return parsed !== null && (parsed.username !== '' || parsed.password !== '' || parsed.search !== '');
 }
 
+/** Whether a stored URL still shows its credentials in clear (written before they were masked). */
+export function showsCredentials(url: string | null): url is string {
+  return url !== null && maskCredentials(url) !== url;
+}
+
 /** `https://user:pass@host/path?key=v` → `https://****@host/path?****`; a URL without credentials is returned as is. */
 export function maskCredentials(url: string): string {
   if (!hasCredentials(url)) return url;

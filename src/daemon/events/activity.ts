@@ -117,7 +117,10 @@ export class ActivityFeed {
   }
 
   eventPublished(event: PlatformEvent): void {
-    this.append('event.published', event.tenantId, event.eventKey, JSON.stringify(streamEvent(event)));
+    const json = JSON.stringify(event);
+    // Within the bound as a whole, its payload is too: only a larger event is measured and maybe cut.
+    const carried = Buffer.byteLength(json) <= STREAM_PAYLOAD_BYTES ? json : JSON.stringify(streamEvent(event));
+    this.append('event.published', event.tenantId, event.eventKey, carried);
   }
 
   delivery(type: DeliveryActivity, delivery: Delivery, extra: Partial<StreamDelivery> = {}): void {
@@ -219,7 +222,7 @@ export class ActivityFeed {
 }
 
 /** The event as live streams carry it: without a payload over STREAM_PAYLOAD_BYTES, and with its size instead. */
-export function streamEvent(event: PlatformEvent): StreamEvent {
+function streamEvent(event: PlatformEvent): StreamEvent {
   const payloadBytes = Buffer.byteLength(JSON.stringify(event.payload));
   if (payloadBytes <= STREAM_PAYLOAD_BYTES) return event;
   const { payload: _payload, ...rest } = event;

@@ -12,7 +12,6 @@ export { FIELD_TYPES, type FieldType, type FieldValue } from './store.js';
 /** What every answer shows instead of a SECRET value. */
 const MASKED = '********';
 
-
 const NO_VALUES: Readonly<Record<string, unknown>> = Object.freeze({});
 
 export interface FieldView {

@@ -101,7 +101,7 @@ function writeBody(res: ServerResponse, status: number, contentType: string, bod
  */
 const serialized = new WeakMap<object, string>();
 
-function toJson(value: unknown): string {
+export function toJson(value: unknown): string {
   if (typeof value !== 'object' || value === null) return JSON.stringify(value ?? null);
   if (Object.isFrozen(value)) {
     let json = serialized.get(value);
@@ -116,9 +116,6 @@ function toJson(value: unknown): string {
   }
   return JSON.stringify(value);
 }
-
-/** A value's JSON, reused for frozen values (see toJson). */
-export const cachedJson = (value: unknown): string => toJson(value);
 
 export function sendSuccess(res: ServerResponse, status: number, data: unknown, meta: Record<string, unknown> | null = null): void {
   const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${new Date().toISOString()}"}`;

@@ -48,7 +48,7 @@ export class ObservedResponse extends ServerResponse<ObservedRequest> {
 }
 
 /** What a request the client abandoned counts as: its status would say it was answered. */
-export const ABANDONED_STATUS = 400;
+const ABANDONED_STATUS = 400;
 
 /**
  * Listens to 'finish' (emitted once per answer), ahead of Node's own listener,

@@ -6,7 +6,7 @@ import { isMissing, writeFileDurably } from '../files.js';
 
 const ALGORITHM = 'aes-256-gcm';
 const PREFIX = 'enc:v1:';
-const MASTER_KEY_FILE = 'master.key';
+export const MASTER_KEY_FILE = 'master.key';
 
 /** Names a key without giving it away: the start of its SHA-256. */
 export const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 16);
@@ -31,6 +31,11 @@ export class SecretBox {
 
   private constructor(readonly keys: readonly Buffer[]) {
     this.byId = new Map(keys.map((key) => [keyId(key), key]));
+  }
+
+  /** The key that seals new values (the first given); the others only open older ones. */
+  get currentKey(): Buffer {
+    return this.keys[0]!;
   }
 
   static fromKeys(keys: readonly Buffer[]): SecretBox {
@@ -83,7 +88,7 @@ export class SecretBox {
 
   /** A box holding only the current key. */
   currentOnly(): SecretBox {
-    return new SecretBox([this.keys[0]!]);
+    return new SecretBox([this.currentKey]);
   }
 
   /** Writes the keyring to <data-dir>/master.key (mode 0600), atomically. */
@@ -92,7 +97,7 @@ export class SecretBox {
   }
 
   seal(plaintext: string): string {
-    const key = this.keys[0]!;
+    const key = this.currentKey;
     const iv = randomBytes(12);
     const cipher = createCipheriv(ALGORITHM, key, iv);
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
@@ -116,6 +121,6 @@ export class SecretBox {
   /** Re-seals a value with the current key (no-op when it already is). */
   reseal(sealed: string): string {
     const [id] = sealed.slice(PREFIX.length).split(':', 1);
-    return id === keyId(this.keys[0]!) ? sealed : this.seal(this.open(sealed));
+    return id === keyId(this.currentKey) ? sealed : this.seal(this.open(sealed));
   }
 }

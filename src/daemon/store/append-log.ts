@@ -29,6 +29,36 @@ interface Waiter {
 }
 
 /**
+ * Lines on disk that are not live yet (a write spanning files: a publish's
+ * event and its deliveries): `commit` makes them live, `retract` withdraws
+ * them; exactly one of the two, once.
+ */
+export interface StagedWrite {
+  commit(): void;
+  retract(): Promise<void>;
+}
+
+/** A StagedWrite whose first settling calls `release` (the staged count goes down) and whose second throws. */
+export function stagedWrite(what: string, release: () => void, commit: () => void, retract: () => Promise<void>): StagedWrite {
+  let settled = false;
+  const settle = () => {
+    if (settled) throw new Error(`${what} settled twice`);
+    settled = true;
+    release();
+  };
+  return {
+    commit: () => {
+      settle();
+      commit();
+    },
+    retract: () => {
+      settle();
+      return retract();
+    },
+  };
+}
+
+/**
  * An append-only file of JSON lines, for collections that grow without bound
  * (event log, outbox, audit trail). An append costs its own line, never a rewrite
  * of the file: appends made while a write is running are grouped into the next

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../handlers/sdk.js';
-import type { DeliveryRecord, StoredDeadLetter } from '../dispatch/types.js';
-import type { Delivery } from '../dispatch/types.js';
+import type { Delivery, DeliveryRecord, StoredDeadLetter } from '../dispatch/types.js';
 import { replayEventLog } from './file/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
 import type { Copied, ImportTarget } from './import.js';

@@ -7,7 +7,7 @@ import { isMissing, writeFileDurably } from '../files.js';
 import { assertPlatformDataDir, lockDataDir } from './lock.js';
 import type { DatabaseSettings } from './postgres/settings.js';
 import type { Stores } from './stores.js';
-import { SecretBox } from '../secrets/box.js';
+import { MASTER_KEY_FILE, SecretBox } from '../secrets/box.js';
 
 /*
  * `platform keys rotate`, run without a daemon. It lives in store/ because it
@@ -63,9 +63,9 @@ export async function rotateMasterKey(config: DaemonConfig): Promise<{ resealed:
 async function rotateInDatabase(config: DaemonConfig, settings: DatabaseSettings): Promise<{ resealed: number }> {
   if (config.masterKey) return { resealed: await resealDatabase(settings, await SecretBox.open(config.dataDir, config.masterKey)) };
   // Never a new key where a path was mistyped: the database's secrets are sealed under the one in this file.
-  if (!existsSync(join(config.dataDir, 'master.key'))) {
+  if (!existsSync(join(config.dataDir, MASTER_KEY_FILE))) {
     throw new StartupError(
-      `${join(config.dataDir, 'master.key')} does not exist; give the data directory holding the master key with --data-dir, or the key as PLATFORM_MASTER_KEY`,
+      `${join(config.dataDir, MASTER_KEY_FILE)} does not exist; give the data directory holding the master key with --data-dir, or the key as PLATFORM_MASTER_KEY`,
     );
   }
   const lock = lockDataDir(config.dataDir);

@@ -78,8 +78,11 @@ export async function requestPage(
   // window lies beyond every kept call. Read after the page, the range can only have moved on since.
   const lowest = calls.at(-1)?.seq ?? window.before;
   const lost = calls.length < limit && lowest > window.floor && ((await store.keptRange(extensionKey))?.oldest ?? Number.POSITIVE_INFINITY) > window.floor;
-  const fitting = calls.findIndex((call) => !budget.admit(call.entry));
-  const page = fitting < 0 ? calls : calls.slice(0, fitting);
+  const page: typeof calls = [];
+  for (const call of calls) {
+    if (!budget.admit(call.entry)) break;
+    page.push(call);
+  }
   const last = page.at(-1)?.seq ?? window.before;
   const more = last > window.floor;
   return { entries: page.map((call) => call.entry), lost, ...(page.length > 0 && more ? { next: { before: last, floor: window.floor } } : {}) };

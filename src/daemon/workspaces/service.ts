@@ -5,7 +5,7 @@ import type { SecretBox } from '../secrets/box.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
-import { credentialsOf, hasCredentials, maskCredentials, redactSecrets } from '../dispatch/url-credentials.js';
+import { credentialsOf, hasCredentials, maskCredentials, redactSecrets, showsCredentials } from '../dispatch/url-credentials.js';
 import {
   alreadyInstalled,
   subscriptionNotFound,
@@ -32,7 +32,6 @@ export interface NewSubscription {
   kind: SubscriberKind;
   serviceBaseUrl?: string | undefined;
 }
-
 
 /** Why a subscriber gets no delivery right now, or null when it is active. */
 export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
@@ -562,10 +561,7 @@ export class WorkspaceService {
 }
 
 /** Shown with credentials: written before they were sealed, or (a query string) before they were masked. */
-function hasClearCredentials(subscription: StoredSubscription): boolean {
-  const url = subscription.serviceBaseUrl;
-  return url !== null && maskCredentials(url) !== url;
-}
+const hasClearCredentials = (subscription: StoredSubscription): boolean => showsCredentials(subscription.serviceBaseUrl);
 
 function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
   const {

@@ -14,7 +14,7 @@ import type { AuditRecord, ExtensionSummary } from '../../catalog/types.js';
 import type { RouteModule } from '../context.js';
 import { offsetMeta, startOffset } from '../cursor.js';
 import { PageReply } from '../endpoint.js';
-import { cachedJson } from '../envelope.js';
+import { toJson } from '../envelope.js';
 import { PageBudget } from '../../paging.js';
 
 const BROWSE = '/api/marketplace/extensions';
@@ -30,7 +30,7 @@ export const catalogRoutes: RouteModule = (routes, { endpoint, services: { catal
       handle: ({ query: { cursor, ...query } }) => {
         const offset = startOffset(cursor, query.offset, 'extensions', '', MAX_BROWSE_OFFSET);
         const page = catalog.browse({ ...query, offset });
-        const budget = new PageBudget<ExtensionSummary>(maxPageBytes, cachedJson);
+        const budget = new PageBudget<ExtensionSummary>(maxPageBytes, toJson);
         for (const item of page.items) if (!budget.admit(item)) break;
         const more = offset + budget.count < page.total;
         return new PageReply(budget, { total: page.total, limit: query.limit, offset, ...offsetMeta('extensions', '', offset, budget.count, more) });

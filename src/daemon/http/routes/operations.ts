@@ -67,7 +67,7 @@ export const operationsRoutes: RouteModule = (routes, { endpoint, services: { au
       query: BackupQuery,
       answers: { contentType: 'application/gzip', description: 'a consistent snapshot of the data directory as a tar.gz archive' },
       handle: async ({ query, event }) => {
-        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true', masterKey: box.keys[0]! }).catch((error) => {
+        const backup = await streamBackup(config.dataDir, { includeKeys: query.includeKeys === 'true', masterKey: box.currentKey }).catch((error) => {
           throw asStorageError(error);
         });
         const { res } = event.node;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Collection } from '../collection.js';
 import { notFound } from '../../errors.js';
 import { matchesDeadLetterFilter, type DeadLetterFilter, type StoredDeadLetter } from '../../dispatch/types.js';
-import { hasCredentials, maskCredentials } from '../../dispatch/url-credentials.js';
+import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
 interface DeadLettersDocument {
   schemaVersion: 1;
@@ -33,9 +33,7 @@ export class DeadLetterFile {
 
   /** Dead letters written before subscriber URLs were masked: masked at open, the file rewritten. */
   private async maskClearCredentials(): Promise<void> {
-    const clear = this.collection.data.deadLetters.filter(({ subscriber: { serviceBaseUrl } }) => {
-      return serviceBaseUrl !== null && hasCredentials(serviceBaseUrl) && maskCredentials(serviceBaseUrl) !== serviceBaseUrl;
-    });
+    const clear = this.collection.data.deadLetters.filter(({ subscriber }) => showsCredentials(subscriber.serviceBaseUrl));
     if (clear.length === 0) return;
     await this.collection.update(() => {
       for (const { subscriber } of clear) subscriber.serviceBaseUrl = maskCredentials(subscriber.serviceBaseUrl!);

@@ -2,7 +2,7 @@ import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
-import { AppendLog, replay, type LineSpan } from '../append-log.js';
+import { AppendLog, replay, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
 import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
 import { Column, hash32, readSpan } from '../line-index.js';
 import { unbounded } from '../../paging.js';
@@ -53,12 +53,6 @@ interface Segment {
   /** Lines on disk and not yet committed or retracted (see EventLog.stage). */
   staged: number;
   workspaces: Map<string, WorkspaceLines>;
-}
-
-/** An event on disk, not yet listed: see EventLog.stage. */
-export interface StagedEvent {
-  commit(): void;
-  retract(): Promise<void>;
 }
 
 export interface EventLogOptions {
@@ -149,7 +143,7 @@ export class EventLog {
    * does not list it either. Until one or the other, retention leaves its
    * segment alone.
    */
-  async stage(event: PlatformEvent): Promise<StagedEvent> {
+  async stage(event: PlatformEvent): Promise<StagedWrite> {
     if (this.rolling) await this.rolling;
     const segment = this.segments.at(-1)!;
     const log = this.active;
@@ -170,24 +164,16 @@ export class EventLog {
     } finally {
       this.appendsPending -= 1;
     }
-    let settled = false;
-    const settle = () => {
-      if (settled) throw new Error('staged event settled twice');
-      settled = true;
-      segment.staged -= 1;
-    };
-    return {
-      commit: () => {
-        settle();
+    return stagedWrite(
+      'a staged event',
+      () => (segment.staged -= 1),
+      () => {
         // A segment is never rewritten while it is being appended to: every append has its span.
         indexInto(segment, event, span!);
         this.recentEvents.push(event);
       },
-      retract: async () => {
-        settle();
-        await log.retract([{ span: span!, record: event }]);
-      },
-    };
+      () => log.retract([{ span: span!, record: event }]),
+    );
   }
 
   /**

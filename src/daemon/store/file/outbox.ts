@@ -1,17 +1,11 @@
-import { AppendLog, type LineSpan } from '../append-log.js';
+import { AppendLog, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
 import type { Delivery, DeliveryError } from '../../dispatch/types.js';
-import { hasCredentials, maskCredentials } from '../../dispatch/url-credentials.js';
+import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
 type OutboxRecord =
   | { t: 'add'; delivery: Delivery }
   | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
   | { t: 'done'; key: string };
-
-/** Deliveries on disk, not yet pending: see Outbox.stage. */
-export interface StagedDeliveries {
-  commit(): void;
-  retract(): Promise<void>;
-}
 
 /**
  * A replay sends a dead letter again under the same delivery id (its webhook-id,
@@ -74,10 +68,9 @@ export class Outbox {
   private async maskClearCredentials(): Promise<void> {
     let masked = false;
     for (const { subscriber } of this.pending.values()) {
-      if (subscriber.serviceBaseUrl !== null && hasCredentials(subscriber.serviceBaseUrl)) {
-        const shown = maskCredentials(subscriber.serviceBaseUrl);
-        masked ||= shown !== subscriber.serviceBaseUrl;
-        subscriber.serviceBaseUrl = shown;
+      if (showsCredentials(subscriber.serviceBaseUrl)) {
+        subscriber.serviceBaseUrl = maskCredentials(subscriber.serviceBaseUrl);
+        masked = true;
       }
     }
     if (!masked) return;
@@ -110,7 +103,7 @@ export class Outbox {
    * journal, so that the next start does not resume them. Until one or the
    * other, the journal is not compacted (a compaction would move the lines).
    */
-  async stage(deliveries: readonly Delivery[]): Promise<StagedDeliveries> {
+  async stage(deliveries: readonly Delivery[]): Promise<StagedWrite> {
     if (deliveries.length === 0) return { commit: () => undefined, retract: async () => undefined };
     const records = deliveries.map((delivery) => ({ t: 'add' as const, delivery }));
     const spans: Array<LineSpan | null> = [];
@@ -122,23 +115,15 @@ export class Outbox {
       this.staged -= 1;
       throw error;
     }
-    let settled = false;
-    const settle = () => {
-      if (settled) throw new Error('staged deliveries settled twice');
-      settled = true;
-      this.staged -= 1;
-    };
-    return {
-      commit: () => {
-        settle();
+    return stagedWrite(
+      'staged deliveries',
+      () => (this.staged -= 1),
+      () => {
         for (const delivery of deliveries) this.pending.set(keyOf(delivery), delivery);
       },
-      retract: async () => {
-        settle();
-        // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
-        await this.log.retract(records.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : [])));
-      },
-    };
+      // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
+      () => this.log.retract(records.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : []))),
+    );
   }
 
   rescheduled(delivery: Delivery): void {

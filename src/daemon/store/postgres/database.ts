@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { invalid, unavailable } from '../../errors.js';
@@ -134,7 +135,7 @@ export class Database implements Queryable {
    */
   private async committedAfterAll(xid: string): Promise<boolean> {
     for (const wait of OUTCOME_WAITS_MS) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
       try {
         const { rows } = await this.pool.query<{ status: string | null }>('SELECT txid_status($1::bigint) AS status', [xid]);
         const status = rows[0]?.status;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryAttempt, DeliveryError, DeliveryQuery, DeliveryRecord, DeliveryStatus, StoredDeadLetter } from '../../dispatch/types.js';
@@ -29,7 +30,6 @@ const TOPIC = 'deliveries';
 const DELIVERY_COLUMNS = `seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth, status,
   run_attempts, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error, dead_letter_id, dead_at`;
 
-/** A group of publishes: their events and deliveries in one statement (one commit, one WAL flush). */
 /**
  * Publishes a group of events with their deliveries in one statement. Ids are
  * made by the daemon, so running it again after a lost answer inserts only
@@ -257,7 +257,7 @@ export class PostgresDispatch {
       if (!lostMidStatement(error)) throw error;
     }
     for (const wait of PUBLISH_RETRIES_MS) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
       try {
         await this.database.query(PUBLISH, values);
         return;
@@ -619,7 +619,7 @@ export class PostgresDispatch {
           [isUuid(id) ? id : null],
         );
         if (!rows[0]) throw notFound(`dead letter ${id} not found`);
-        return deadLetterOf(rows[0]);
+        return letterOfRow(rows[0]);
       },
       list: async (filter, page, budget = unbounded<StoredDeadLetter>()) => {
         const { where, values } = filtered(filter, 1);
@@ -641,7 +641,7 @@ export class PostgresDispatch {
                    WHERE ${where} AND (d.dead_at, d.seq) < ($4::timestamptz, $5::bigint) ORDER BY d.dead_at DESC, d.seq DESC LIMIT $6`,
                   [...values, after.dead_at, after.seq, count],
                 ),
-          deadLetterOf,
+          letterOfRow,
         );
         const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries d WHERE ${where}`, values);
         return { items, total: Number(counted.rows[0]!.total) };
@@ -649,7 +649,7 @@ export class PostgresDispatch {
       matching: async (filter) => {
         const { where, values } = filtered(filter, 1);
         const rows = await letters(`SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id WHERE ${where} ORDER BY d.dead_at, d.seq`, values);
-        return rows.map(deadLetterOf);
+        return rows.map(letterOfRow);
       },
       replay: async (ids, now) => {
         const sentAt = performance.now();
@@ -740,7 +740,7 @@ function recordOf(row: DeliveryRow, attempts: DeliveryAttempt[]): DeliveryRecord
   };
 }
 
-function deadLetterOf(row: DeliveryRow & { event: PlatformEvent }): StoredDeadLetter {
+function letterOfRow(row: DeliveryRow & { event: PlatformEvent }): StoredDeadLetter {
   return {
     id: row.dead_letter_id!,
     deliveryId: row.id,

@@ -1,8 +1,7 @@
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { UserRecord } from '../../auth/users.js';
 import type { AuditRecord } from '../../catalog/types.js';
-import type { DeliveryAttempt, DeliveryStatus } from '../../dispatch/types.js';
-import type { DeliveryError } from '../../dispatch/types.js';
+import type { DeliveryAttempt, DeliveryError, DeliveryStatus } from '../../dispatch/types.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { NumberedRequest } from '../../webhooks/request-log.js';
 import type { Queryable } from './database.js';
