@@ -46,7 +46,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     await removeStaleSnapshots(config.dataDir);
     opened = await openServices(config, logger);
     const { services } = opened;
-    const resumed = opened.start();
+    const resumed = await opened.start();
     // Listen before creating anything: a port in use must not leave an administrator whose
     // generated password was never shown. Until `started()` below, every request is answered
     // 503 (health: status starting), so that the first 200 means the administrator and the

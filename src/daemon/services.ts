@@ -49,8 +49,8 @@ export interface OpenedServices {
   jobs: ScheduledJob[];
   /** What each run of a job takes first: on PostgreSQL one daemon at a time runs a job. */
   jobLock: JobLock;
-  /** Starts the background loops; returns how many pending deliveries the dispatcher resumed (files: all; PostgreSQL: none, it claims). */
-  start(): number;
+  /** Starts the background loops; answers how many pending deliveries a previous run left to this daemon (PostgreSQL: none, they are the cluster's). */
+  start(): Promise<number>;
   /** Stops the background loops; deliveries in flight stay pending for the next start. */
   stop(): Promise<void>;
   /** Flushes every store and stops workers; safe to call once. */
@@ -175,7 +175,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       },
       jobs,
       jobLock: stores.jobLock,
-      start: () => events.dispatcher.start(),
+      start: async () => {
+        events.dispatcher.start();
+        return stores.deliveries.shared ? 0 : (await stores.deliveries.pending()).count;
+      },
       stop: () => events.dispatcher.stop(5_000),
       close,
     };

@@ -8,7 +8,6 @@ import { postEvent, type AttemptOutcome } from './external.js';
 import type { DeliveryStore, NewAttempt } from './store.js';
 import { FairQueue } from './fair-queue.js';
 import { withJitter } from './retry.js';
-import { Schedule } from './schedule.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
 import { deadLetterOf, type Delivery, type DeliveryAttempt, type DeliveryError } from './types.js';
@@ -64,17 +63,18 @@ type Lane = 'external' | 'handler';
 const CLAIM_POLL_MS = 2_000;
 
 /**
- * Takes deliveries from the outbox and runs them: external services over HTTP
- * and asynchronous in-process handlers, each lane with its own concurrency.
- * Failures are retried on the schedule (with jitter, or after Retry-After) and
- * end as dead letters. Every pending delivery is in the outbox, so a restart or
- * a crash resumes them.
+ * Runs deliveries: external services over HTTP and asynchronous in-process
+ * handlers, each lane with its own concurrency. It holds only what it runs
+ * now and what waits for a slot: those a publish handed it and those it
+ * claims from the store as slots free up. Failures go back to the store, to
+ * be retried on the schedule (with jitter, or after Retry-After), and end as
+ * dead letters. Every pending delivery is in the store, so a restart or a
+ * crash resumes them, and a backlog costs the store's index, not memory here.
  */
 export class Dispatcher {
   private readonly ready: Record<Lane, FairQueue<Delivery>>;
   private readonly inFlight: Record<Lane, number> = { external: 0, handler: 0 };
   private readonly limits: Record<Lane, number>;
-  private readonly scheduled = new Schedule<Delivery>();
   private readonly running = new Set<Promise<void>>();
   private stopping = false;
   private readonly transport: DeliveryTransport;
@@ -104,34 +104,33 @@ export class Dispatcher {
     return this.started;
   }
 
-  /** Resumes every delivery the outbox holds, or (a shared queue) starts claiming due ones. */
-  /** Returns how many pending deliveries it resumed. */
-  start(): number {
+  /** Starts claiming due deliveries from the store (those a previous run left pending first). */
+  start(): void {
     this.started = true;
-    const resumed = this.deps.deliveries.resumable();
-    for (const delivery of resumed) this.schedule(delivery);
-    this.pump();
     if (this.deps.deliveries.shared) {
       this.poll = setInterval(() => this.claim(), CLAIM_POLL_MS);
       this.poll.unref();
-      this.claim();
     }
-    return resumed.length;
+    this.claim();
   }
 
   /**
-   * Takes due deliveries from a shared queue, as many as this daemon has
-   * free slots for (claimed deliveries are leased to it and wait for nothing
-   * but a slot), through the same fair queues as its own.
+   * Takes due deliveries from the store, as many as this daemon has free
+   * slots for (claimed deliveries wait for nothing but a slot), through the
+   * fair queues; then waits for the next one to fall due.
    */
   private claim(): void {
-    if (!this.deps.deliveries.shared || !this.started) return;
+    if (!this.started) return;
     if (this.claiming) {
       this.claimAgain = true;
       return;
     }
     const room = this.limits.external + this.limits.handler - this.inFlight.external - this.inFlight.handler - this.ready.external.length - this.ready.handler.length;
-    if (room <= 0) return;
+    if (room <= 0) {
+      // Claimed as soon as a slot frees up.
+      this.backlog = true;
+      return;
+    }
     this.claiming = true;
     this.claimAgain = false;
     void this.deps.deliveries
@@ -139,8 +138,8 @@ export class Dispatcher {
       .then(
         (claimed) => {
           this.backlog = claimed.length === room;
-          for (const delivery of claimed) this.schedule(delivery);
-          this.pump();
+          this.enqueue(claimed);
+          this.armTimer();
         },
         (error: unknown) => this.deps.logger.error(`could not claim deliveries: ${describeFault(error)}`),
       )
@@ -150,9 +149,9 @@ export class Dispatcher {
       });
   }
 
-  /** Queues deliveries that are already in the outbox. */
+  /** Runs deliveries the store holds for this daemon (a publish's, a replay's, a claim's) as slots free up. */
   enqueue(deliveries: readonly Delivery[]): void {
-    for (const delivery of deliveries) this.schedule(delivery);
+    for (const delivery of deliveries) this.ready[this.laneOf(delivery)].push(fairnessKey(delivery), delivery);
     this.pump();
   }
 
@@ -196,30 +195,17 @@ export class Dispatcher {
     return delivery.subscriber.kind === 'EXTERNAL_SERVICE' ? 'external' : 'handler';
   }
 
-  private schedule(delivery: Delivery): void {
-    if (delivery.nextAttemptAt <= this.now()) this.ready[this.laneOf(delivery)].push(fairnessKey(delivery), delivery);
-    else {
-      this.scheduled.push(delivery);
-      this.armTimer();
-    }
-  }
-
+  /** Claims again when the store's next pending delivery falls due (sooner than the timer set, if any). */
   private armTimer(): void {
-    const next = this.scheduled.peek();
-    if (!next || !this.started || next.nextAttemptAt >= this.timerAt) return;
+    const next = this.deps.deliveries.nextDueAt();
+    if (next === null || !this.started || next >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timerAt = next.nextAttemptAt;
+    this.timerAt = next;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.timerAt = Number.POSITIVE_INFINITY;
-      const now = this.now();
-      while ((this.scheduled.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) {
-        const due = this.scheduled.pop()!;
-        this.ready[this.laneOf(due)].push(fairnessKey(due), due);
-      }
-      this.armTimer();
-      this.pump();
-    }, Math.max(0, next.nextAttemptAt - this.now()));
+      this.claim();
+    }, Math.max(0, next - this.now()));
     this.timer.unref();
   }
 
@@ -232,7 +218,7 @@ export class Dispatcher {
         if (!next) break;
         const { key, delivery } = next;
         if (!this.deps.deliveries.holds(delivery)) {
-          // Finished or replaced meanwhile; on a shared queue, a retry released to it and now due.
+          // Finished, replaced or taken over by another daemon meanwhile.
           ready.finished(key);
           this.claim();
           continue;
@@ -321,8 +307,7 @@ export class Dispatcher {
     this.deps.metrics.deliveryAttempted('retried', seconds);
     delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
     this.deps.deliveries.retrying(delivery, finished('RETRY'));
-    // On a shared queue the delivery is released to it: at its time this daemon claims what is due.
-    this.schedule(delivery);
+    this.armTimer();
     this.deps.activity.delivery('delivery.retrying', delivery, {
       ...errorSummary(outcome.error),
       nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
@@ -385,7 +370,8 @@ export class Dispatcher {
       // Storage refused the dead letter: keep the delivery pending and try again later.
       this.deps.logger.error(`could not store the dead letter of delivery ${delivery.id}: ${describeFault(failure)}`);
       delivery.nextAttemptAt = this.now() + 30_000;
-      this.schedule(delivery);
+      this.deps.deliveries.released(delivery);
+      this.armTimer();
       return;
     }
     this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));

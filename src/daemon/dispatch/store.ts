@@ -20,17 +20,19 @@ export interface PendingCount {
 
 /**
  * Pending deliveries and their records, as the dispatcher and the listings
- * need them: the outbox and the record of each delivery in one. On files
- * every pending delivery is this daemon's (`resumable` at start, retries kept
- * in its own schedule); on a shared store (PostgreSQL) several daemons take
- * due deliveries from one queue with `claim`, each under a lease the store
- * renews while this daemon holds the delivery, and retries go back to the
- * queue.
+ * need them: the outbox and the record of each delivery in one. The store
+ * keeps every pending delivery; the dispatcher holds only what it runs now:
+ * what `publish` handed it and what it takes with `claim` as slots free up.
+ * A retry goes back to the store, which answers `nextDueAt` so that the
+ * dispatcher claims it in time. On files every pending delivery is this
+ * daemon's; on a shared store (PostgreSQL) several daemons claim from one
+ * queue, each delivery under a lease the store renews while this daemon
+ * holds it.
  */
 export interface DeliveryStore {
-  /** Deliveries are shared by several daemons: taken with `claim`, retries released to the queue. */
+  /** Deliveries are shared by several daemons: the queue is also polled, should a notification of new work be lost. */
   readonly shared: boolean;
-  /** A shared store calls `wake` when other daemons queued or released work (files never do). */
+  /** The store calls `wake` when deliveries were queued that no daemon holds yet (another daemon's work, or more than the publisher took). */
   onWork(wake: () => void): void;
   /**
    * A shared store calls `lost` with a delivery whose lease it could not renew in time (the
@@ -38,15 +40,22 @@ export interface DeliveryStore {
    * since another daemon may start one once the lease lapses (files never do).
    */
   onLeaseLost(lost: (deliveryId: string) => void): void;
-  /** Files: every pending delivery, resumed at start. A shared store: none (claim takes them). */
-  resumable(): Delivery[];
-  /** Up to `limit` due deliveries, leased to this daemon (a shared store; files have none to claim). */
+  /** Up to `limit` due deliveries no daemon holds, now this daemon's (leased, on a shared store). */
   claim(limit: number): Promise<Delivery[]>;
+  /**
+   * When the earliest delivery this daemon knows of that is pending and not
+   * held becomes due (epoch ms; null when none): the dispatcher claims then.
+   * A shared store may also learn of due work by `onWork` or the poll.
+   */
+  nextDueAt(): number | null;
   /** Whether this run of the delivery is still this daemon's to attempt (not replaced, finished or taken over). */
   holds(delivery: Delivery): boolean;
   /** Delivered: the record says SUCCEEDED, and the delivery leaves the queue once that is durable. */
   succeeded(delivery: Delivery, attempt: NewAttempt): void;
-  /** Failed, to be tried again at `delivery.nextAttemptAt` (attempts, lastError and firstAttemptAt already updated). */
+  /**
+   * Failed, to be tried again at `delivery.nextAttemptAt` (attempts, lastError
+   * and firstAttemptAt already updated): back to the store, no longer held.
+   */
   retrying(delivery: Delivery, attempt: NewAttempt): void;
   /**
    * Failed for good (`attempt` null when it was not attempted: the subscriber
@@ -54,7 +63,11 @@ export interface DeliveryStore {
    * delivery then stays pending and this daemon's.
    */
   dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void>;
-  /** Shutdown aborted an attempt: not counted, and free for the next start (or another daemon). */
+  /**
+   * Not attempted now (shutdown aborted it, uncounted; or its dead letter could
+   * not be stored): back to the store, due at `delivery.nextAttemptAt`, free
+   * for the next claim (or another daemon's).
+   */
   released(delivery: Delivery): void;
   /**
    * Resolves once every result handed over so far is durable; the dispatcher

@@ -110,12 +110,13 @@ export class EventService {
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const deliveries = this.subscribersOf(event, active).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
-    await this.deps.events.publish(event, deliveries);
+    const held = await this.deps.events.publish(event, deliveries);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
 
-    const synchronous = deliveries.filter((delivery) => this.isSynchronous(delivery));
-    this.dispatcher.enqueue(deliveries.filter((delivery) => !synchronous.includes(delivery)));
+    // In-process deliveries are always held: synchronous handlers run before the publisher is answered.
+    const synchronous = held.filter((delivery) => this.isSynchronous(delivery));
+    this.dispatcher.enqueue(held.filter((delivery) => !synchronous.includes(delivery)));
     for (const delivery of synchronous) await this.dispatcher.runNow(delivery);
     return { eventId: event.id };
   }
@@ -146,9 +147,9 @@ export class EventService {
     };
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
     const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
-    await this.deps.events.publish(event, [delivery]);
+    const held = await this.deps.events.publish(event, [delivery]);
     if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
-    else this.dispatcher.enqueue([delivery]);
+    else this.dispatcher.enqueue(held);
     return { deliveryId: delivery.id };
   }
 

@@ -14,11 +14,12 @@ export interface EventPage {
 /**
  * The event log, with the deliveries an event causes: `publish` makes the
  * event and its pending deliveries durable together before it resolves (the
- * publisher is answered only then). Pages are newest first, by a position
+ * publisher is answered only then), and answers those this daemon runs now
+ * (held by it); the others wait in the store for a claim. Pages are newest first, by a position
  * that stays correct while events keep arriving.
  */
 export interface EventStore {
-  publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void>;
+  publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<readonly Delivery[]>;
   /** Fills `budget` with the page's events, up to `query.limit`. */
   page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget?: PageBudget<PlatformEvent>): Promise<EventPage>;
   /** Undefined when the workspace holds no such event (any more). */

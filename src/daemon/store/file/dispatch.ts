@@ -10,6 +10,7 @@ import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import type { RecentLimits } from './recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { unbounded, type PageBudget } from '../../paging.js';
+import { Schedule } from '../../dispatch/schedule.js';
 
 export interface FileDispatchOptions {
   /** What the event log keeps in memory for listing, beyond each workspace's latest 1,000 (byte budgets). */
@@ -84,13 +85,13 @@ class FileEventStore implements EventStore {
    * this daemon nor its next start holds half a publish (see decisions:
    * "Errors leave nothing behind").
    */
-  async publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void> {
+  async publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<readonly Delivery[]> {
     const [logged, queued] = await Promise.allSettled([this.log.stage(event), this.outbox.stage(deliveries)]);
     if (logged.status === 'fulfilled' && queued.status === 'fulfilled') {
       queued.value.commit();
       logged.value.commit();
       this.records.created(deliveries);
-      return;
+      return deliveries;
     }
     const written = [logged, queued].flatMap((staged) => (staged.status === 'fulfilled' ? [staged.value] : []));
     // A retraction the disk refuses keeps its log refusing writes until it succeeds (see AppendLog.retract).
@@ -146,23 +147,34 @@ class FileDeliveryStore implements DeliveryStore {
   readonly shared = false;
   /** Outbox forgets waiting for their record to be on disk. */
   private readonly writes = new Set<Promise<void>>();
+  /** Pending deliveries the dispatcher does not hold, by due time. */
+  private readonly waiting = new Schedule<Delivery>();
 
   constructor(
     private readonly outbox: Outbox,
     private readonly records: DeliveryRecords,
     private readonly letters: DeadLetterFile,
-  ) {}
+  ) {
+    for (const delivery of outbox.values()) this.waiting.push(delivery);
+  }
 
   onWork(): void {}
 
   onLeaseLost(): void {}
 
-  resumable(): Delivery[] {
-    return [...this.outbox.values()].sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
+  async claim(limit: number): Promise<Delivery[]> {
+    const now = Date.now();
+    const claimed: Delivery[] = [];
+    while (claimed.length < limit && (this.waiting.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) {
+      const delivery = this.waiting.pop()!;
+      if (this.outbox.holds(delivery)) claimed.push(delivery);
+    }
+    return claimed;
   }
 
-  async claim(): Promise<Delivery[]> {
-    return [];
+  nextDueAt(): number | null {
+    while (this.waiting.peek() && !this.outbox.holds(this.waiting.peek()!)) this.waiting.pop();
+    return this.waiting.peek()?.nextAttemptAt ?? null;
   }
 
   holds(delivery: Delivery): boolean {
@@ -177,6 +189,7 @@ class FileDeliveryStore implements DeliveryStore {
   retrying(delivery: Delivery, attempt: NewAttempt): void {
     this.records.attempted(delivery.id, this.numbered(delivery, attempt), delivery.nextAttemptAt, 'PENDING');
     this.outbox.rescheduled(delivery);
+    this.waiting.push(delivery);
   }
 
   async dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void> {
@@ -186,8 +199,10 @@ class FileDeliveryStore implements DeliveryStore {
     this.doneOnceRecorded(delivery);
   }
 
-  /** The delivery stays in the outbox: the next start runs it. */
-  released(): void {}
+  /** The delivery stays in the outbox, for the next claim (or the next start). */
+  released(delivery: Delivery): void {
+    this.waiting.push(delivery);
+  }
 
   async settled(): Promise<void> {
     await Promise.all([...this.writes]);

@@ -5,6 +5,7 @@ import type { DeadLetterFilter, Delivery, DeliveryAttempt, DeliveryError, Delive
 import { describeFault, notFound, unavailable } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import type { EventPage, EventStore } from '../../events/store.js';
+import { DueTimes } from '../../dispatch/schedule.js';
 import { fillBySize, fillInBatches, unbounded } from '../../paging.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 import type { ChangeFeed } from './change-feed.js';
@@ -135,7 +136,8 @@ interface Result {
 interface Publication {
   event: PlatformEvent;
   deliveries: readonly Delivery[];
-  resolve: () => void;
+  /** With the deliveries this daemon holds (leased to it as they were inserted). */
+  resolve: (held: readonly Delivery[]) => void;
   reject: (error: unknown) => void;
 }
 
@@ -169,6 +171,8 @@ export class PostgresDispatch {
   private lastNotify = 0;
   private notifyTimer: NodeJS.Timeout | null = null;
   private wake: () => void = () => undefined;
+  /** When the retries this daemon released fall due: it claims then (other daemons may be first). */
+  private readonly retriesDue = new DueTimes();
   private pendingCount: { value: PendingCount; readAt: number; reading: Promise<PendingCount> | null } = {
     value: { count: 0, oldestEnqueuedAt: null },
     readAt: 0,
@@ -199,8 +203,8 @@ export class PostgresDispatch {
 
   // Publishing: concurrent publishes share one statement (one commit, one WAL flush).
 
-  private publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<void> {
-    const published = new Promise<void>((resolve, reject) => this.publications.push({ event, deliveries, resolve, reject }));
+  private publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<readonly Delivery[]> {
+    const published = new Promise<readonly Delivery[]>((resolve, reject) => this.publications.push({ event, deliveries, resolve, reject }));
     this.publishing ??= this.publishGroups();
     return published;
   }
@@ -209,14 +213,14 @@ export class PostgresDispatch {
     while (this.publications.length > 0) {
       const group = this.publications;
       this.publications = [];
-      const leased: Delivery[] = [];
+      const leased = new Set<Delivery>();
       let shared = false;
       const sentAt = performance.now();
       const rows = group.flatMap(({ deliveries }) =>
         deliveries.map((delivery) => {
           // In-process deliveries run where they were published (synchronous handlers before the answer).
-          const hold = delivery.subscriber.kind === 'IN_PROCESS' || this.held.size + leased.length < this.options.holdAtMost;
-          if (hold) leased.push(delivery);
+          const hold = delivery.subscriber.kind === 'IN_PROCESS' || this.held.size + leased.size < this.options.holdAtMost;
+          if (hold) leased.add(delivery);
           else shared = true;
           return { ...deliveryColumns(delivery), leased: hold };
         }),
@@ -234,7 +238,7 @@ export class PostgresDispatch {
         continue;
       }
       for (const delivery of leased) this.hold(delivery, sentAt);
-      for (const publication of group) publication.resolve();
+      for (const publication of group) publication.resolve(publication.deliveries.filter((delivery) => leased.has(delivery)));
       if (shared) this.notifyPeers();
     }
     this.publishing = null;
@@ -529,16 +533,20 @@ export class PostgresDispatch {
       onLeaseLost: (lost) => {
         this.lost = lost;
       },
-      resumable: () => [],
       claim: (limit) => this.claim(limit),
+      nextDueAt: () => this.retriesDue.next(Date.now()),
       holds: (delivery) => this.held.get(delivery.id) === delivery,
       succeeded: (delivery, attempt) => void this.finished(delivery, 'SUCCEEDED', attempt, null).catch(this.reportLost(delivery.id)),
-      retrying: (delivery, attempt) => void this.finished(delivery, 'PENDING', attempt, null).catch(this.reportLost(delivery.id)),
+      retrying: (delivery, attempt) => {
+        this.retriesDue.add(delivery.nextAttemptAt);
+        void this.finished(delivery, 'PENDING', attempt, null).catch(this.reportLost(delivery.id));
+      },
       dead: async (delivery, attempt, letter) => {
         await this.finished(delivery, 'DEAD', attempt, letter);
         this.deadLettersChanged();
       },
       released: (delivery) => {
+        this.retriesDue.add(delivery.nextAttemptAt);
         if (this.held.get(delivery.id) !== delivery) return;
         this.held.delete(delivery.id);
         this.release([delivery.id]).catch(this.reportLost(delivery.id));
