@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from '../files.js';
-import { readLineAt } from './line-index.js';
+import { readLineAt, readSpan } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
@@ -361,6 +361,12 @@ export class AppendLog<R> {
   readLine(offset: number): string {
     this.readFd ??= openSync(this.file, 'r');
     return readLineAt(this.readFd, offset);
+  }
+
+  /** The line whose span is known, read synchronously (see readLine). */
+  readSpan(offset: number, length: number): string {
+    this.readFd ??= openSync(this.file, 'r');
+    return readSpan(this.readFd, offset, length);
   }
 
   async close(): Promise<void> {
