@@ -109,8 +109,13 @@ export function hash32b(text: string): number {
 
 const EMPTY = 0;
 const REMOVED = -1;
-/** Grown (doubled) beyond this share of slots in use, removed ones included. */
-const MAX_LOAD = 0.75;
+/**
+ * Grown beyond this share of slots in use (removed ones included), to this
+ * share: linear probing stays short (some 13 slots for a miss at the most),
+ * and a table costs 1.25 to 1.8 slots an entry.
+ */
+const MAX_LOAD = 0.8;
+const GROWN_LOAD = 0.55;
 
 /**
  * An open-addressing hash table in typed arrays, from a 32-bit fingerprint to
@@ -153,10 +158,10 @@ export class FingerprintTable {
 
   /** `value` > 0. */
   add(key: number, value: number, tag = 0, check = 0): void {
-    if ((this.used + 1) > this.keys.length * MAX_LOAD) this.resize(Math.max(1024, (this.size + 1) * 2));
-    const mask = this.keys.length - 1;
-    let slot = key & mask;
-    while (this.values[slot]! > 0) slot = (slot + 1) & mask;
+    if (this.used + 1 > this.keys.length * MAX_LOAD) this.resize(Math.max(1024, Math.ceil((this.size + 1) / GROWN_LOAD)));
+    const capacity = this.keys.length;
+    let slot = key % capacity;
+    while (this.values[slot]! > 0) slot = slot + 1 === capacity ? 0 : slot + 1;
     if (this.values[slot] === EMPTY) this.used += 1;
     this.keys[slot] = key;
     this.values[slot] = value;
@@ -167,9 +172,9 @@ export class FingerprintTable {
 
   /** The slots of `key`, in use. */
   *find(key: number): Generator<number> {
-    const mask = this.keys.length - 1;
-    if (mask < 0) return;
-    for (let slot = key & mask; this.values[slot] !== EMPTY; slot = (slot + 1) & mask) {
+    const capacity = this.keys.length;
+    if (capacity === 0) return;
+    for (let slot = key % capacity; this.values[slot] !== EMPTY; slot = slot + 1 === capacity ? 0 : slot + 1) {
       if (this.keys[slot] === key && this.values[slot]! > 0) yield slot;
     }
   }
@@ -212,11 +217,9 @@ export class FingerprintTable {
     this.size = 0;
   }
 
-  /** A power of two at least twice `entries`; removed slots are dropped. */
-  private resize(entries: number): void {
+  /** `capacity` slots; removed ones are dropped. */
+  private resize(capacity: number): void {
     const [keys, values, tags, checks] = [this.keys, this.values, this.tags, this.checks];
-    let capacity = 1024;
-    while (capacity < entries) capacity *= 2;
     this.keys = new Uint32Array(capacity);
     this.values = new Float64Array(capacity);
     if (tags) this.tags = new Uint32Array(capacity);
