@@ -319,13 +319,14 @@ class FileDeadLetterStore implements DeadLetterStore {
     return 'gone';
   }
 
-  /** In batches: the letters removed are the oldest, so each batch starts from the oldest again. */
+  /** In batches of REMOVED_AT_ONCE, each removed before the next is read. */
   async removeWorkspace(workspaceId: string): Promise<void> {
-    for (;;) {
-      const { letters } = this.letters.matchingIds({ workspaceId }, null, REMOVED_AT_ONCE);
-      if (letters.length === 0) return;
-      await this.letters.remove(letters.map((letter) => letter.id));
-    }
+    let after: string | null = null;
+    do {
+      const batch = this.letters.matchingIds({ workspaceId }, after, REMOVED_AT_ONCE);
+      await this.letters.remove(batch.letters.map((letter) => letter.id));
+      after = batch.next;
+    } while (after !== null);
   }
 }
 
