@@ -99,9 +99,13 @@ export class AppendLog<R> {
     private size: number,
   ) {}
 
-  /** Opens (creating if needed) and replays every stored record, oldest first. */
-  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<AppendLog<R>> {
-    const size = await replay(file, onRecord);
+  /**
+   * Opens (creating if needed) and replays every stored record, oldest first;
+   * `decode` reads a line's JSON text (by default whole: a log whose lines
+   * start with a small key may read only that, see replay).
+   */
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, decode?: (line: Buffer) => R): Promise<AppendLog<R>> {
+    const size = await replay(file, onRecord, undefined, decode);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
     return new AppendLog<R>(file, handle, size);
@@ -453,11 +457,13 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
  * cut off. A complete line that is not JSON is corruption: the start stops.
  * `afterChunk` is awaited after each chunk's lines were handed over, so that a
  * reader can write out what it gathered before more is read (db import).
+ * `decode` reads a line (by default, the whole line as JSON).
  */
 export async function replay<R>(
   file: string,
   onRecord: (record: R, span: LineSpan) => void,
   afterChunk?: () => Promise<void>,
+  decode: (line: Buffer) => R = (line) => JSON.parse(line.toString('utf8')) as R,
 ): Promise<number> {
   let handle: FileHandle;
   try {
@@ -494,7 +500,7 @@ export async function replay<R>(
         if (end > start && data[start] !== BLANK) {
           let record: R;
           try {
-            record = JSON.parse(data.toString('utf8', start, end)) as R;
+            record = decode(data.subarray(start, end));
           } catch {
             throw new StartupError(
               `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,

@@ -5,11 +5,65 @@ import { AppendLog, type LineSpan } from '../append-log.js';
 import { Column, FingerprintTable, hash32, readSpan } from '../line-index.js';
 import { notFound, StartupError } from '../../errors.js';
 import { fsyncDir, isMissing, writeFileDurably } from '../../files.js';
-import { matchesDeadLetterFilter, type DeadLetterFilter, type StoredDeadLetter } from '../../dispatch/types.js';
+import type { DeadLetterFilter, StoredDeadLetter } from '../../dispatch/types.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
-/** `add` holds a whole letter; `remove` withdraws letters (replayed or discarded). */
-type Line = { t: 'add'; letter: StoredDeadLetter } | { t: 'remove'; ids: string[] };
+/** What a letter is found and filtered by. */
+interface LetterKey {
+  id: string;
+  deliveryId: string;
+  workspaceId: string;
+  eventKey: string;
+  extensionKey: string;
+  subscriptionId: string | null;
+}
+
+const keyMatches = (filter: DeadLetterFilter, key: LetterKey) =>
+  (filter.workspaceId === undefined || key.workspaceId === filter.workspaceId) &&
+  (filter.eventKey === undefined || key.eventKey === filter.eventKey) &&
+  (filter.extensionKey === undefined || key.extensionKey === filter.extensionKey);
+
+/**
+ * `add` holds a whole letter, after its key: the start reads only the key of
+ * each line (a letter holds its event, up to 256 KiB); `remove` withdraws
+ * letters (replayed or discarded).
+ */
+type Line = { t: 'add'; key: LetterKey; letter: StoredDeadLetter } | { t: 'remove'; ids: string[] };
+type KeyLine = { t: 'add'; key: LetterKey } | Extract<Line, { t: 'remove' }>;
+
+const ADD_PREFIX = Buffer.from('{"t":"add","key":');
+/** Where an `add` line's key ends: JSON escapes every quote inside a string, so this occurs first after the key. */
+const LETTER_FIELD = ',"letter":';
+/** Bytes read of a line for its key, most of the time all of it. */
+const KEY_READ_BYTES = 2048;
+
+const lineOf = (letter: StoredDeadLetter): Line => ({ t: 'add', key: keyOf(letter), letter });
+
+function keyOf(letter: StoredDeadLetter): LetterKey {
+  return {
+    id: letter.id,
+    deliveryId: letter.deliveryId,
+    workspaceId: letter.event.tenantId,
+    eventKey: letter.event.eventKey,
+    extensionKey: letter.subscriber.extensionKey,
+    subscriptionId: letter.subscriber.subscriptionId,
+  };
+}
+
+/** An `add` line's key alone, from the start of its text; undefined if `text` ends before the key does. */
+function keyIn(text: string): LetterKey | undefined {
+  const end = text.indexOf(LETTER_FIELD);
+  return end < 0 ? undefined : (JSON.parse(text.slice(0, end) + '}') as { key: LetterKey }).key;
+}
+
+/** A line as the start reads it: an `add` line's key, not its letter. */
+function decodeKeyLine(line: Buffer): KeyLine {
+  if (line.subarray(0, ADD_PREFIX.length).equals(ADD_PREFIX)) {
+    const end = line.indexOf(LETTER_FIELD);
+    if (end > 0) return { t: 'add', key: (JSON.parse(line.toString('utf8', 0, end) + '}') as { key: LetterKey }).key };
+  }
+  return JSON.parse(line.toString('utf8')) as KeyLine;
+}
 
 /** Compact once the log holds this many lines more than twice the letters. */
 const COMPACT_SLACK = 10_000;
@@ -111,11 +165,16 @@ export class DeadLetterFile {
     let reader: number | null = null;
     letters.readSpan = (offset, length) => readSpan((reader ??= openSync(file, 'r')), offset, length);
     try {
-      letters.log = await AppendLog.open<Line>(file, (line, span) => {
-        letters.lines += 1;
-        if (line.t === 'add') letters.indexLetter(line.letter, span);
-        else letters.forget(line.ids);
-      });
+      letters.log = (await AppendLog.open<KeyLine>(
+        file,
+        (line, span) => {
+          letters.lines += 1;
+          if (line.t === 'add') letters.indexLetter(line.key, span);
+          else letters.forget(line.ids);
+        },
+        decodeKeyLine,
+        // Replay reads KeyLines; what is appended are Lines.
+      )) as unknown as AppendLog<Line>;
     } finally {
       if (reader !== null) closeSync(reader);
       letters.readSpan = (offset, length) => letters.log.readSpan(offset, length);
@@ -141,31 +200,26 @@ export class DeadLetterFile {
   /** Whether a dead letter holds this delivery. */
   holdsDelivery(deliveryId: string): boolean {
     for (const slot of this.byDelivery.find(hash32(deliveryId))) {
-      if (this.letterAt(this.byDelivery.value(slot) - 1).deliveryId === deliveryId) return true;
+      if (this.keyAt(this.byDelivery.value(slot) - 1).deliveryId === deliveryId) return true;
     }
     return false;
   }
 
   /**
    * Newest first. Filters run on the fingerprint columns; the page's letters
-   * are read (and confirmed), the others only counted, unless a filter value
-   * shares its fingerprint with another value: then each is confirmed.
+   * are read, the others only counted, unless a filter value shares its
+   * fingerprint with another value: then each is confirmed on its key.
    */
   list(filter: DeadLetterFilter, page: { limit: number; offset: number }): { items: StoredDeadLetter[]; total: number } {
     const exact =
       (filter.workspaceId === undefined || this.workspaces.exact(filter.workspaceId)) &&
       (filter.eventKey === undefined || this.eventKeys.exact(filter.eventKey)) &&
       (filter.extensionKey === undefined || this.extensionKeys.exact(filter.extensionKey));
-    const matches = matchesDeadLetterFilter(filter);
     const items: StoredDeadLetter[] = [];
     let total = 0;
     for (const index of this.candidates(filter, this.index.length - 1, -1)) {
-      const onPage = total >= page.offset && items.length < page.limit;
-      if (onPage || !exact) {
-        const letter = this.letterAt(index);
-        if (!matches(letter)) continue;
-        if (onPage) items.push(letter);
-      }
+      if (!exact && !keyMatches(filter, this.keyAt(index))) continue;
+      if (total >= page.offset && items.length < page.limit) items.push(this.letterAt(index));
       total += 1;
     }
     return { items, total };
@@ -173,20 +227,18 @@ export class DeadLetterFile {
 
   /**
    * Oldest first: up to `limit` matching letters after the cursor `after`
-   * (null: from the oldest), as their ids and subscriptions (a letter's event
-   * may be large: the batch is bounded by count, not bytes); `next` is the
-   * cursor of the next batch, null when there is none.
+   * (null: from the oldest), as their ids and subscriptions, read from their
+   * keys; `next` is the cursor of the next batch, null when there is none.
    */
   matchingIds(filter: DeadLetterFilter, after: string | null, limit: number): { letters: Array<{ id: string; subscriptionId: string | null }>; next: string | null } {
-    const matches = matchesDeadLetterFilter(filter);
     const from = after === null ? 0 : this.index.after(Number(after));
     const letters: Array<{ id: string; subscriptionId: string | null }> = [];
     let last = Number(after ?? 0);
     for (const index of this.candidates(filter, from, this.index.length)) {
       if (letters.length === limit) return { letters, next: String(last) };
-      const letter = this.letterAt(index);
+      const key = this.keyAt(index);
       last = this.index.seqs.get(index);
-      if (matches(letter)) letters.push({ id: letter.id, subscriptionId: letter.subscriber.subscriptionId });
+      if (keyMatches(filter, key)) letters.push({ id: key.id, subscriptionId: key.subscriptionId });
     }
     return { letters, next: null };
   }
@@ -198,7 +250,7 @@ export class DeadLetterFile {
 
   /** One letter per delivery: a delivery dead-lettered again (after a crash) replaces its letter. Durable before it resolves. */
   async add(letter: StoredDeadLetter): Promise<void> {
-    await this.appendDurably({ t: 'add', letter }, (span) => this.indexLetter(letter, span));
+    await this.appendDurably(lineOf(letter), (span) => this.indexLetter(keyOf(letter), span));
   }
 
   /** Durable before it resolves; ids that are not letters are left out. */
@@ -235,10 +287,10 @@ export class DeadLetterFile {
     }
   }
 
-  private indexLetter(letter: StoredDeadLetter, span: LineSpan): void {
+  private indexLetter(letter: LetterKey, span: LineSpan): void {
     for (const slot of [...this.byDelivery.find(hash32(letter.deliveryId))]) {
       const index = this.byDelivery.value(slot) - 1;
-      if (this.letterAt(index).deliveryId === letter.deliveryId) this.kill(index);
+      if (this.keyAt(index).deliveryId === letter.deliveryId) this.kill(index);
     }
     const columns = this.index;
     const index = columns.length++;
@@ -248,9 +300,9 @@ export class DeadLetterFile {
     columns.lengths.set(index, span.length);
     columns.idHashes.set(index, hash32(letter.id));
     columns.deliveryHashes.set(index, hash32(letter.deliveryId));
-    columns.workspaceHashes.set(index, this.workspaces.note(letter.event.tenantId));
-    columns.eventKeyHashes.set(index, this.eventKeys.note(letter.event.eventKey));
-    columns.extensionKeyHashes.set(index, this.extensionKeys.note(letter.subscriber.extensionKey));
+    columns.workspaceHashes.set(index, this.workspaces.note(letter.workspaceId));
+    columns.eventKeyHashes.set(index, this.eventKeys.note(letter.eventKey));
+    columns.extensionKeyHashes.set(index, this.extensionKeys.note(letter.extensionKey));
     columns.alive.set(index, 1);
     this.byId.add(hash32(letter.id), index + 1);
     this.byDelivery.add(hash32(letter.deliveryId), index + 1);
@@ -277,7 +329,7 @@ export class DeadLetterFile {
   private indexOf(id: string): number {
     for (const slot of this.byId.find(hash32(id))) {
       const index = this.byId.value(slot) - 1;
-      if (this.letterAt(index).id === id) return index;
+      if (this.keyAt(index).id === id) return index;
     }
     return -1;
   }
@@ -296,6 +348,12 @@ export class DeadLetterFile {
       if (extensionKey !== null && columns.extensionKeyHashes.get(index) !== extensionKey) continue;
       yield index;
     }
+  }
+
+  /** The letter's key: the start of its line, most of the time in one short read. */
+  private keyAt(index: number): LetterKey {
+    const [offset, length] = [this.index.offsets.get(index), this.index.lengths.get(index)];
+    return keyIn(this.readSpan(offset, Math.min(length, KEY_READ_BYTES))) ?? keyIn(this.readSpan(offset, length))!;
   }
 
   private letterAt(index: number): StoredDeadLetter {
@@ -359,7 +417,7 @@ async function migrateJson(json: string, file: string): Promise<void> {
       throw new StartupError(`data file ${json} is not a collection of dead letters written by platform; the daemon will not start and has not modified it`);
     }
     for (const { subscriber } of letters) if (showsCredentials(subscriber.serviceBaseUrl)) subscriber.serviceBaseUrl = maskCredentials(subscriber.serviceBaseUrl!);
-    await writeFileDurably(file, letters.map((letter) => JSON.stringify({ t: 'add', letter } satisfies Line) + '\n').join(''));
+    await writeFileDurably(file, letters.map((letter) => JSON.stringify(lineOf(letter)) + '\n').join(''));
   }
   await unlink(json);
   await fsyncDir(join(file, '..'));
