@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { Column, FingerprintTable, hash32, readSpan } from '../line-index.js';
 import { notFound, StartupError } from '../../errors.js';
+import { unbounded } from '../../paging.js';
 import { fsyncDir, isMissing, writeFileDurably } from '../../files.js';
 import type { DeadLetterFilter, StoredDeadLetter } from '../../dispatch/types.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -173,8 +174,7 @@ export class DeadLetterFile {
           else letters.forget(line.ids);
         },
         decodeKeyLine,
-        // Replay reads KeyLines; what is appended are Lines.
-      )) as unknown as AppendLog<Line>;
+      )) as unknown as AppendLog<Line>; // replay reads KeyLines; what is appended are Lines
     } finally {
       if (reader !== null) closeSync(reader);
       letters.readSpan = (offset, length) => letters.log.readSpan(offset, length);
@@ -206,20 +206,26 @@ export class DeadLetterFile {
   }
 
   /**
-   * Newest first. Filters run on the fingerprint columns; the page's letters
-   * are read, the others only counted, unless a filter value shares its
-   * fingerprint with another value: then each is confirmed on its key.
+   * Newest first, into `budget` until it is full. Filters run on the
+   * fingerprint columns; the page's letters are read, the others only
+   * counted, unless a filter value shares its fingerprint with another
+   * value: then each is confirmed on its key.
    */
-  list(filter: DeadLetterFilter, page: { limit: number; offset: number }): { items: StoredDeadLetter[]; total: number } {
+  list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget = unbounded<StoredDeadLetter>()): { items: StoredDeadLetter[]; total: number } {
     const exact =
       (filter.workspaceId === undefined || this.workspaces.exact(filter.workspaceId)) &&
       (filter.eventKey === undefined || this.eventKeys.exact(filter.eventKey)) &&
       (filter.extensionKey === undefined || this.extensionKeys.exact(filter.extensionKey));
     const items: StoredDeadLetter[] = [];
     let total = 0;
+    let filling = true;
     for (const index of this.candidates(filter, this.index.length - 1, -1)) {
       if (!exact && !keyMatches(filter, this.keyAt(index))) continue;
-      if (total >= page.offset && items.length < page.limit) items.push(this.letterAt(index));
+      if (filling && total >= page.offset && items.length < page.limit) {
+        const letter = this.letterAt(index);
+        if (budget.admit(letter)) items.push(letter);
+        else filling = false;
+      }
       total += 1;
     }
     return { items, total };
@@ -258,12 +264,6 @@ export class DeadLetterFile {
     const present = ids.filter((id) => this.has(id));
     if (present.length === 0) return;
     await this.appendDurably({ t: 'remove', ids: present }, () => this.forget(present));
-  }
-
-  /** Resolves once every change made so far is on disk. */
-  async flush(): Promise<void> {
-    await this.compacting;
-    await this.log.drain();
   }
 
   async close(): Promise<void> {

@@ -281,9 +281,7 @@ class FileDeadLetterStore implements DeadLetterStore {
   }
 
   async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget = unbounded<StoredDeadLetter>()): Promise<{ items: StoredDeadLetter[]; total: number }> {
-    const { items, total } = this.letters.list(filter, page);
-    const fitting = items.findIndex((letter) => !budget.admit(letter));
-    return { items: fitting < 0 ? items : items.slice(0, fitting), total };
+    return this.letters.list(filter, page, budget);
   }
 
   async matchingIds(filter: DeadLetterFilter, after: string | null, limit: number): Promise<MatchingDeadLetters> {
