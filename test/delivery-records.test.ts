@@ -78,7 +78,7 @@ test('files: a pending delivery whose record never reached the disk gets it back
   // deliveries.log does not exist: the crash came before its group write.
   const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
   const reopened = await Outbox.open(join(dir, 'outbox.log'), () => undefined);
-  records.reconcile(reopened.values(), () => false, NOW);
+  records.reconcile(idsOf(reopened.values()), (ids) => [...reopened.values()].filter((d) => ids.has(d.id)), () => false, NOW);
   await recorded(records, pending.id);
   const [record] = records.list('w', { limit: 10 }).items;
   assert.equal([record?.id, record?.status, record?.eventId], [pending.id, 'PENDING', 'e9']);
@@ -89,6 +89,7 @@ test('files: a pending delivery whose record never reached the disk gets it back
   await again.close();
 });
 
+const idsOf = (deliveries: Iterable<Delivery>) => [...deliveries].map((d) => ({ id: d.id, workspaceId: d.event.tenantId }));
 /** Resolves once the delivery's record is on disk. */
 const recorded = (records: DeliveryRecords, id: string) => new Promise<void>((resolve) => records.whenRecorded(id, resolve));
 const failOnError = (error: unknown) => {
@@ -253,7 +254,8 @@ test('files: a delivery that ends before its record is first written is written 
   records.attempted(slow.id, attempt(1, 'RETRY', 500), NOW + 1000, 'PENDING');
   await records.close();
   const lines = journalLines(dir).map((line) => JSON.parse(line));
-  assert.equal(lines.map((line) => [line.t, line.record?.status ?? line.attempt.outcome]), [['new', 'SUCCEEDED'], ['new', 'PENDING'], ['try', 'RETRY']]);
+  const written = lines.map((line) => [line.t, line.record.status, line.record.attempts.map((a: DeliveryAttempt) => a.outcome).join()]);
+  assert.equal(written, [['new', 'SUCCEEDED', 'SUCCESS'], ['new', 'PENDING', ''], ['state', 'PENDING', 'RETRY']], 'an attempt of a PENDING record is its whole state again');
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
   assert.equal(summary(reopened), [`${quick.id} SUCCEEDED SUCCESS:200`, `${slow.id} PENDING RETRY:500`]);
   await reopened.close();
@@ -269,8 +271,83 @@ test('files: a delivery still in the outbox whose record finished on disk does n
   await records.close();
   // The crash came before the outbox forgot the delivery.
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  reopened.reconcile([done], () => false, NOW);
+  reopened.reconcile(idsOf([done]), () => [done], () => false, NOW);
   assert.equal(summary(reopened), [`${done.id} SUCCEEDED SUCCESS:200`]);
+  await reopened.close();
+});
+
+test('files: a PENDING record keeps every attempt, one whole line per attempt, across restarts, and is found by id among thousands', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const many = Array.from({ length: 3000 }, (_, n) => delivery(event(1000 + n, 0)));
+  records.created(many);
+  await recorded(records, many.at(-1)!.id);
+  const retried = many[1234]!;
+  for (let n = 1; n <= 10; n += 1) records.attempted(retried.id, attempt(n, 'RETRY', 500 + n), NOW + n * 1000, 'PENDING');
+  await records.close();
+
+  let reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const after = reopened.get(retried.id);
+  assert.equal(after?.attempts.map((a) => a.httpStatus), [501, 502, 503, 504, 505, 506, 507, 508, 509, 510]);
+  assert.is(after?.nextAttemptAt, new Date(NOW + 10_000).toISOString());
+  reopened.attempted(retried.id, attempt(11, 'SUCCESS', 200), null, 'SUCCEEDED');
+  assert.is(reopened.get(retried.id), undefined, 'a finished record is no longer found by id');
+  assert.is(reopened.get(many[0]!.id)?.status, 'PENDING');
+  await reopened.close();
+  reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(reopened.ofEvent('w', retried.event.id).map((record) => [record.status, record.attempts.length]), [['SUCCEEDED', 11]]);
+  await reopened.close();
+});
+
+test('files: a journal with `try` lines (earlier versions) reads the same and is rewritten to one line per record', async () => {
+  const dir = await tempDir();
+  const base = {
+    id: 'msg_e1', eventId: 'e1', eventKey: 'a.b', workspaceId: 'w', subscriptionId: 's1', extensionKey: 'crm',
+    kind: 'EXTERNAL_SERVICE', status: 'PENDING', attempts: [], nextAttemptAt: new Date(NOW).toISOString(), createdAt: new Date(NOW).toISOString(),
+  };
+  const journal = [
+    { t: 'new', seq: 1, record: base },
+    { t: 'try', id: 'msg_e1', attempt: attempt(1, 'RETRY', 500), nextAttemptAt: new Date(NOW + 1000).toISOString() },
+    { t: 'try', id: 'msg_e1', attempt: attempt(2, 'RETRY', 502), nextAttemptAt: new Date(NOW + 2000).toISOString() },
+  ];
+  writeFileSync(join(dir, 'deliveries.log'), journal.map((entry) => JSON.stringify(entry)).join('\n') + '\n');
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(records), ['msg_e1 PENDING RETRY:500,RETRY:502']);
+  assert.is(records.get('msg_e1')?.nextAttemptAt, new Date(NOW + 2000).toISOString());
+  await records.close();
+  assert.equal(journalLines(dir).map((line) => JSON.parse(line).t), ['new']);
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(summary(reopened), ['msg_e1 PENDING RETRY:500,RETRY:502']);
+  await reopened.close();
+});
+
+test('files: reconciling at the start matches pending deliveries to their records by id alone, and settles the others', async () => {
+  const dir = await tempDir();
+  const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const many = Array.from({ length: 2000 }, (_, n) => delivery(event(5000 + n, 0)));
+  records.created(many);
+  await recorded(records, many.at(-1)!.id);
+  await records.close();
+  const [gone, dead] = [many[10]!, many[20]!];
+  const unrecorded = delivery(event(9999, 0));
+  const pending = [...many.filter((d) => d !== gone && d !== dead), unrecorded];
+  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const loaded: string[] = [];
+  reopened.reconcile(
+    idsOf(pending),
+    (ids) => {
+      loaded.push(...ids);
+      return pending.filter((d) => ids.has(d.id));
+    },
+    (id) => id === dead.id,
+    NOW,
+  );
+  assert.equal(loaded, [unrecorded.id], 'only the delivery without a record is loaded whole');
+  assert.is(reopened.get(gone.id), undefined, 'delivered before the crash: SUCCEEDED');
+  assert.is(reopened.ofEvent('w', gone.event.id)[0]?.status, 'SUCCEEDED');
+  assert.is(reopened.get(dead.id)?.status, 'DEAD');
+  assert.is(reopened.get(unrecorded.id)?.status, 'PENDING');
+  assert.is(reopened.list('w', { limit: 5000, status: 'PENDING' }).items.length, 1999);
   await reopened.close();
 });
 

@@ -6,6 +6,7 @@ import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/type
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';
+import { DeadLetterAdmin } from '../src/daemon/dispatch/dead-letter-admin.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -133,6 +134,48 @@ conformance('attempts are numbered across a replay; replay and discard move the 
     assert.equal([record?.status, record?.attempts.map((a) => a.number)], ['DISCARDED', [1, 2, 3]]);
   }),
 );
+
+conformance('bulk replay and discard of dead letters go in batches, oldest first, across a restart', async (site) => {
+  const killedIds: string[] = [];
+  const inactive = new Set<string>();
+  await using(site, async (opened) => {
+    const { events } = opened.stores;
+    for (let n = 0; n < 250; n += 1) {
+      const event = eventIn('ws-bulk', 'order.created', { n });
+      // Every tenth letter's subscription is gone: a replay skips it.
+      const delivery = deliveryOf(event, n % 10 === 0 ? 'sub-gone' : 'sub-1');
+      await events.publish(event, [delivery]);
+      const letter = await killed(opened, delivery);
+      killedIds.push(letter.id);
+      if (n % 10 === 0) inactive.add(letter.id);
+    }
+    await opened.stores.deliveries.settled();
+  });
+  await using(site, async (opened) => {
+    const { deadLetters, deliveries } = opened.stores;
+    assert.is(await deadLetters.count(), 250, 'the dead letters survive a restart');
+    const first = await deadLetters.matchingIds({ workspaceId: 'ws-bulk' }, null, 100);
+    assert.equal(first.letters.map((letter) => letter.id), killedIds.slice(0, 100), 'oldest first');
+    const second = await deadLetters.matchingIds({ workspaceId: 'ws-bulk' }, first.next, 200);
+    assert.equal(second.letters.map((letter) => letter.id), killedIds.slice(100));
+    assert.is(second.next, null);
+
+    const queued: Delivery[] = [];
+    const admin = new DeadLetterAdmin({
+      deadLetters,
+      inactivity: (subscriptionId) => (subscriptionId === 'sub-gone' ? 'subscription deleted' : null),
+      enqueue: (replayed) => queued.push(...replayed),
+    });
+    assert.equal(await admin.replayMatching({ workspaceId: 'ws-bulk' }, 200), { replayed: 200, skipped: 25 });
+    const active = killedIds.filter((id) => !inactive.has(id));
+    assert.equal(queued.map((delivery) => delivery.deadLetterId), active.slice(0, 200), 'the oldest 200 replayable, in three batches');
+    assert.is((await deliveries.ofEvent('ws-bulk', queued[0]!.event.id))[0]?.status, 'PENDING');
+    assert.equal(await admin.discardMatching({ workspaceId: 'ws-bulk' }), { discarded: 50 });
+    assert.is(await deadLetters.count(), 0);
+    assert.is((await deadLetters.matchingIds({}, null, 10)).letters.length, 0);
+    await deliveries.settled();
+  });
+});
 
 conformance('deliveries page newest first by cursor, filtered by status', (site) =>
   using(site, async (opened) => {

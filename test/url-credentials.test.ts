@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { test } from 'uvu';
@@ -15,7 +15,7 @@ const USER = 'hookuser';
 const PASSWORD = 'pa55-w0rd-xyzzy';
 const API_KEY = 'qs-k3y-in-the-url';
 const BASIC = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`;
-const DATA_FILES = ['workspaces.json', 'outbox.log', 'dead-letters.json', 'deliveries.log'];
+const DATA_FILES = ['workspaces.json', 'outbox.log', 'dead-letters.log', 'deliveries.log'];
 const SECRETS = [PASSWORD, API_KEY];
 
 let t: TestDaemon;
@@ -178,6 +178,10 @@ filesOnly(test)('data written with clear credentials is sealed and masked when t
     delete subscription.sealedServiceBaseUrl;
   }
   writeFileSync(join(t.dataDir, 'workspaces.json'), JSON.stringify(workspaces));
+  // Dead letters as one JSON document (dead-letters.json), which the start migrates into dead-letters.log.
+  const letters = read('dead-letters.log').trim().split('\n').map((line) => JSON.parse(line).letter);
+  writeFileSync(join(t.dataDir, 'dead-letters.json'), JSON.stringify({ schemaVersion: 1, deadLetters: letters }));
+  rmSync(join(t.dataDir, 'dead-letters.log'));
   for (const name of ['outbox.log', 'dead-letters.json']) writeFileSync(join(t.dataDir, name), read(name).replaceAll(masked, withCredentials));
   for (const name of ['workspaces.json', 'outbox.log', 'dead-letters.json']) {
     for (const secret of SECRETS) assert.ok(read(name).includes(secret), `set-up: ${secret} in clear in ${name}`);
@@ -193,6 +197,7 @@ filesOnly(test)('data written with clear credentials is sealed and masked when t
   await assertNowhereInClear('after the start');
   assert.is((await admin.get('/api/workspaces/acme/subscriptions')).body.data[0].serviceBaseUrl, masked);
   assert.is((await deadLetters())[0].subscriber.serviceBaseUrl, masked);
+  assert.not.ok(existsSync(join(t.dataDir, 'dead-letters.json')), 'dead-letters.json is migrated away');
 });
 
 postgresOnly(test)('a database written with clear query strings is masked by its migration and sealed at the start (PostgreSQL only: edits rows)', async () => {

@@ -56,7 +56,7 @@ export interface DaemonConfig {
   recordDeliveries: boolean;
   /** False only for `npm run bench`, which measures what counting requests costs (PLATFORM_BENCH_METRICS=off). */
   countRequests: boolean;
-  /** Bytes of recent events kept in memory for listing (older ones are read from disk); fixed, tests lower them. */
+  /** Bytes of memory the recent events kept for listing may cost, as JSON text (older ones are read from disk); fixed, tests lower them. */
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** Events per segment file of the event log (files only): retention deletes or rewrites sealed segments. Fixed; tests lower it. */
   eventSegmentEvents: number;

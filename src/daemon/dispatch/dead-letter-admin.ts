@@ -1,7 +1,13 @@
 import { DomainError } from '../errors.js';
 import type { Inactivity } from '../workspaces/service.js';
-import type { DeadLetterStore } from './store.js';
-import type { DeadLetterFilter, Delivery, StoredDeadLetter } from './types.js';
+import type { DeadLetterStore, MatchingDeadLetters } from './store.js';
+import type { DeadLetterFilter, Delivery } from './types.js';
+
+/**
+ * Dead letters a bulk replay or discard reads and moves at once: a replay
+ * holds each batch's letters whole (their events) while it queues them.
+ */
+const BATCH = 100;
 
 export interface DeadLetterAdminDependencies {
   deadLetters: DeadLetterStore;
@@ -27,21 +33,29 @@ export class DeadLetterAdmin {
     const letter = await this.deps.deadLetters.get(deadLetterId);
     const inactive = this.deps.inactivity(letter.subscriber.subscriptionId);
     if (inactive) throw new DomainError('CONFLICT', `cannot replay ${deadLetterId}: ${inactive}`);
-    await this.requeue([letter]);
+    await this.requeue([letter.id]);
   }
 
   /**
    * Replays the oldest `limit` matching dead letters whose subscriber is still
-   * active; `skipped` counts the matching ones whose subscriber is gone or disabled.
+   * active; `skipped` counts the matching ones whose subscriber is gone or
+   * disabled. A batch of BATCH letters at a time: memory holds one batch, not
+   * every match.
    */
   async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
-    const replayable: StoredDeadLetter[] = [];
+    let replayed = 0;
     let skipped = 0;
-    for (const letter of await this.deps.deadLetters.matching(filter)) {
-      if (this.deps.inactivity(letter.subscriber.subscriptionId) !== null) skipped += 1;
-      else if (replayable.length < limit) replayable.push(letter);
-    }
-    return { replayed: await this.requeue(replayable), skipped };
+    let wanted = limit;
+    await this.inBatches(filter, async (letters) => {
+      const replayable: string[] = [];
+      for (const letter of letters) {
+        if (this.deps.inactivity(letter.subscriptionId) !== null) skipped += 1;
+        else if (replayable.length < wanted) replayable.push(letter.id);
+      }
+      wanted -= replayable.length;
+      replayed += await this.requeue(replayable);
+    });
+    return { replayed, skipped };
   }
 
   async discard(deadLetterId: string): Promise<void> {
@@ -50,8 +64,21 @@ export class DeadLetterAdmin {
   }
 
   async discardMatching(filter: DeadLetterFilter): Promise<{ discarded: number }> {
-    const letters = await this.deps.deadLetters.matching(filter);
-    return { discarded: await this.deps.deadLetters.discard(letters.map((letter) => letter.id), this.now()) };
+    let discarded = 0;
+    await this.inBatches(filter, async (letters) => {
+      discarded += await this.deps.deadLetters.discard(letters.map((letter) => letter.id), this.now());
+    });
+    return { discarded };
+  }
+
+  /** Every matching letter, oldest first, BATCH at a time (each batch handled before the next is read). */
+  private async inBatches(filter: DeadLetterFilter, handle: (letters: MatchingDeadLetters['letters']) => Promise<void>): Promise<void> {
+    let after: string | null = null;
+    do {
+      const batch: MatchingDeadLetters = await this.deps.deadLetters.matchingIds(filter, after, BATCH);
+      await handle(batch.letters);
+      after = batch.next;
+    } while (after !== null);
   }
 
   /**
@@ -63,9 +90,9 @@ export class DeadLetterAdmin {
   }
 
   /** Answers how many it queued: a letter replayed meanwhile (here or on another daemon) is not queued twice. */
-  private async requeue(letters: readonly StoredDeadLetter[]): Promise<number> {
-    if (letters.length === 0) return 0;
-    const deliveries = await this.deps.deadLetters.replay(letters.map((letter) => letter.id), this.now());
+  private async requeue(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const deliveries = await this.deps.deadLetters.replay(ids, this.now());
     this.deps.enqueue(deliveries);
     return deliveries.length;
   }

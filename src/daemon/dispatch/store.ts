@@ -84,6 +84,11 @@ export interface DeliveryStore {
   close(): Promise<void>;
 }
 
+export interface MatchingDeadLetters {
+  letters: Array<{ id: string; subscriptionId: string | null }>;
+  next: string | null;
+}
+
 /** Dead letters: deliveries that failed for good, until replayed or discarded; each move keeps the record in step. */
 export interface DeadLetterStore {
   count(): Promise<number>;
@@ -91,8 +96,13 @@ export interface DeadLetterStore {
   get(id: string): Promise<StoredDeadLetter>;
   /** Newest first; `items` (also in `budget`, as JSON) end early where the budget is full. */
   list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget?: PageBudget<StoredDeadLetter>): Promise<{ items: StoredDeadLetter[]; total: number }>;
-  /** Oldest first. */
-  matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]>;
+  /**
+   * Oldest first, a batch at a time: up to `limit` matching letters after the
+   * cursor `after` (null: from the oldest), as ids and subscriptions; `next`
+   * is the cursor of the next batch, null when this one was the last. A
+   * letter replayed or discarded meanwhile does not move the cursor.
+   */
+  matchingIds(filter: DeadLetterFilter, after: string | null, limit: number): Promise<MatchingDeadLetters>;
   /**
    * Moves these dead letters back to the queue with a fresh attempt count and
    * their replay count + 1, durably; answers the deliveries it queued, this

@@ -192,7 +192,7 @@ export class EventService {
     return this.deps.events.storedCount();
   }
 
-  /** Bytes of event JSON kept in memory for listing: bounded by the recent-events budget. */
+  /** Bytes of memory the recent events kept for listing cost (their JSON text): bounded by the recent-events budget. */
   get recentEventBytes(): number {
     return this.deps.events.recentBytes;
   }

@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from '../files.js';
-import { readLineAt } from './line-index.js';
+import { readLineAt, readSpan } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
@@ -99,9 +99,13 @@ export class AppendLog<R> {
     private size: number,
   ) {}
 
-  /** Opens (creating if needed) and replays every stored record, oldest first. */
-  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<AppendLog<R>> {
-    const size = await replay(file, onRecord);
+  /**
+   * Opens (creating if needed) and replays every stored record, oldest first;
+   * `decode` reads a line's JSON text (by default whole: a log whose lines
+   * start with a small key may read only that, see replay).
+   */
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, decode?: (line: Buffer) => R): Promise<AppendLog<R>> {
+    const size = await replay(file, onRecord, undefined, decode);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
     return new AppendLog<R>(file, handle, size);
@@ -363,6 +367,12 @@ export class AppendLog<R> {
     return readLineAt(this.readFd, offset);
   }
 
+  /** The line whose span is known, read synchronously (see readLine). */
+  readSpan(offset: number, length: number): string {
+    this.readFd ??= openSync(this.file, 'r');
+    return readSpan(this.readFd, offset, length);
+  }
+
   async close(): Promise<void> {
     await this.drain();
     // A retraction the disk refused so far gets a last try: the next start would replay the line.
@@ -447,11 +457,13 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
  * cut off. A complete line that is not JSON is corruption: the start stops.
  * `afterChunk` is awaited after each chunk's lines were handed over, so that a
  * reader can write out what it gathered before more is read (db import).
+ * `decode` reads a line (by default, the whole line as JSON).
  */
 export async function replay<R>(
   file: string,
   onRecord: (record: R, span: LineSpan) => void,
   afterChunk?: () => Promise<void>,
+  decode: (line: Buffer) => R = (line) => JSON.parse(line.toString('utf8')) as R,
 ): Promise<number> {
   let handle: FileHandle;
   try {
@@ -488,7 +500,7 @@ export async function replay<R>(
         if (end > start && data[start] !== BLANK) {
           let record: R;
           try {
-            record = JSON.parse(data.toString('utf8', start, end)) as R;
+            record = decode(data.subarray(start, end));
           } catch {
             throw new StartupError(
               `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,

@@ -12,6 +12,7 @@ const PLATFORM_FILES = new Set([
   'users.json',
   'workspaces.json',
   'dead-letters.json',
+  'dead-letters.log',
   'extension-config.json',
   'revocations.json',
   'master.key',

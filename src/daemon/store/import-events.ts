@@ -9,9 +9,10 @@ import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsO
 /**
  * The events domain's steps of `platform db import`. The event log can be
  * any size: it is read as it streams by and written in batches, never held.
- * Deliveries are read through the files a daemon start opens (the outbox and
- * the dead letters are held in memory there anyway, the records as an index
- * of some 33 bytes each) and written in batches too.
+ * Deliveries are read through the files a daemon start opens (the outbox is
+ * held in memory there anyway, the records and dead letters as indexes of a
+ * few dozen bytes each; the dead letters are gathered whole here, to match
+ * them to their records) and written in batches too.
  */
 
 /** Events gathered before they are written: at most this many, or this many bytes of JSON (a payload may be 256 KiB), plus one read chunk. */
@@ -65,7 +66,8 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
       const other = queued.get(delivery.id);
       if (!other || other.replayCount < delivery.replayCount) queued.set(delivery.id, delivery);
     }
-    const lettersByDelivery = new Map(letters.matching({}).map((letter) => [letter.deliveryId, letter]));
+    const lettersByDelivery = new Map<string, StoredDeadLetter>();
+    for (const letter of letters.all()) lettersByDelivery.set(letter.deliveryId, letter);
     const keptForDeliveries = await insertEventsOfDeliveries(tx, [...queued.values(), ...lettersByDelivery.values()].map(({ event }) => event));
     const totals = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
     let rows: ImportedDeliveryRow[] = [];
@@ -97,7 +99,7 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
     ];
   } finally {
     await outbox.close();
-    await letters.flush();
+    await letters.close();
     await records.close();
   }
 }

@@ -96,3 +96,136 @@ export function readLineAt(fd: number, offset: number): string {
     }
   }
 }
+
+/** FNV-1a with another offset basis: a second fingerprint, independent enough of hash32 to make a 64-bit pair. */
+export function hash32b(text: string): number {
+  let hash = 0x050c5d1f;
+  for (let index = text.length - 1; index >= 0; index -= 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+const EMPTY = 0;
+const REMOVED = -1;
+/**
+ * Grown beyond this share of slots in use (removed ones included), to this
+ * share: linear probing stays short (some 13 slots for a miss at the most),
+ * and a table costs 1.25 to 1.8 slots an entry.
+ */
+const MAX_LOAD = 0.8;
+const GROWN_LOAD = 0.55;
+
+/**
+ * An open-addressing hash table in typed arrays, from a 32-bit fingerprint to
+ * a positive number (and, `withTags`, a 32-bit tag): 12 or 16 bytes a slot
+ * where a Map would cost some 80 bytes an entry. Fingerprints may repeat: `find` yields every
+ * slot of one, and the caller confirms on the record.
+ */
+export class FingerprintTable {
+  private keys = new Uint32Array(0);
+  private values = new Float64Array(0);
+  private tags: Uint32Array | null = null;
+  /** Second fingerprints, kept only while `withChecks` (a start, until it is reconciled). */
+  private checks: Uint32Array | null = null;
+  private used = 0;
+  size = 0;
+
+  withTags(): this {
+    this.tags = new Uint32Array(this.keys.length);
+    return this;
+  }
+
+  /** Keeps a second fingerprint a slot (4 bytes) until `dropChecks`. */
+  withChecks(): this {
+    this.checks = new Uint32Array(this.keys.length);
+    return this;
+  }
+
+  dropChecks(): void {
+    this.checks = null;
+  }
+
+  /** The slot's second fingerprint, or undefined once dropped. */
+  check(slot: number): number | undefined {
+    return this.checks?.[slot];
+  }
+
+  get capacity(): number {
+    return this.keys.length;
+  }
+
+  /** `value` > 0. */
+  add(key: number, value: number, tag = 0, check = 0): void {
+    if (this.used + 1 > this.keys.length * MAX_LOAD) this.resize(Math.max(1024, Math.ceil((this.size + 1) / GROWN_LOAD)));
+    const capacity = this.keys.length;
+    let slot = key % capacity;
+    while (this.values[slot]! > 0) slot = slot + 1 === capacity ? 0 : slot + 1;
+    if (this.values[slot] === EMPTY) this.used += 1;
+    this.keys[slot] = key;
+    this.values[slot] = value;
+    if (this.tags) this.tags[slot] = tag;
+    if (this.checks) this.checks[slot] = check;
+    this.size += 1;
+  }
+
+  /** The slots of `key`, in use. */
+  *find(key: number): Generator<number> {
+    const capacity = this.keys.length;
+    if (capacity === 0) return;
+    for (let slot = key % capacity; this.values[slot] !== EMPTY; slot = slot + 1 === capacity ? 0 : slot + 1) {
+      if (this.keys[slot] === key && this.values[slot]! > 0) yield slot;
+    }
+  }
+
+  /** The slot holding `value` under `key`, or -1. */
+  slotOf(key: number, value: number): number {
+    for (const slot of this.find(key)) if (this.values[slot] === value) return slot;
+    return -1;
+  }
+
+  value(slot: number): number {
+    return this.values[slot]!;
+  }
+
+  tag(slot: number): number {
+    return this.tags?.[slot] ?? 0;
+  }
+
+  remove(slot: number): void {
+    this.values[slot] = REMOVED;
+    this.size -= 1;
+  }
+
+  /** Every slot in use; removing the slot visited meanwhile is allowed. */
+  *slots(): Generator<number> {
+    for (let slot = 0; slot < this.keys.length; slot += 1) if (this.values[slot]! > 0) yield slot;
+  }
+
+  /** Removes every entry `drop` accepts. */
+  removeWhere(drop: (value: number, tag: number) => boolean): void {
+    for (const slot of this.slots()) if (drop(this.values[slot]!, this.tag(slot))) this.remove(slot);
+  }
+
+  clear(): void {
+    this.keys = new Uint32Array(0);
+    this.values = new Float64Array(0);
+    if (this.tags) this.tags = new Uint32Array(0);
+    if (this.checks) this.checks = new Uint32Array(0);
+    this.used = 0;
+    this.size = 0;
+  }
+
+  /** `capacity` slots; removed ones are dropped. */
+  private resize(capacity: number): void {
+    const [keys, values, tags, checks] = [this.keys, this.values, this.tags, this.checks];
+    this.keys = new Uint32Array(capacity);
+    this.values = new Float64Array(capacity);
+    if (tags) this.tags = new Uint32Array(capacity);
+    if (checks) this.checks = new Uint32Array(capacity);
+    this.used = 0;
+    this.size = 0;
+    for (let slot = 0; slot < keys.length; slot += 1) if (values[slot]! > 0) this.add(keys[slot]!, values[slot]!, tags?.[slot], checks?.[slot]);
+  }
+}

@@ -1,15 +1,15 @@
 import { closeSync, openSync } from 'node:fs';
 import { AppendLog, type LineSpan } from '../append-log.js';
-import { Column, hash32, readLineAt } from '../line-index.js';
+import { Column, FingerprintTable, hash32, hash32b, readLineAt } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
 /**
  * The journal's lines. `new` and `state` hold a whole record (`new` creates
- * it, `state` replaces it: the last one wins), so that a record that left
- * PENDING is one line, found by its offset. `try` adds an attempt to a PENDING
- * record. `status` lines were written by earlier versions; they are read, and
- * rewritten away at the start.
+ * it, `state` replaces it: the last one wins), so that every record, PENDING
+ * ones too, is one line, found by its offset: each attempt of a PENDING record
+ * writes its whole state again. `try` (an attempt) and `status` lines were
+ * written by earlier versions; they are read, and rewritten away at the start.
  */
 type Entry =
   | { t: 'new'; seq: number; record: DeliveryRecord }
@@ -47,6 +47,9 @@ const NO_LINE = -1;
  */
 class WorkspaceRecords {
   length = 0;
+  /** Its number in the index of PENDING and DEAD records by id (see DeliveryRecords.tracked). */
+  constructor(readonly ordinal: number) {}
+
   readonly seqs = new Column(Float64Array);
   readonly createdSeconds = new Column(Uint32Array);
   readonly statuses = new Column(Uint8Array);
@@ -120,7 +123,8 @@ class WorkspaceRecords {
 
 /** New records whose first line is still to be written, and the write that will carry them. */
 interface FirstLines {
-  ids: Set<string>;
+  /** Their creation sequences, by delivery id. */
+  ids: Map<string, number>;
   /** What waits for them to be on disk (see whenRecorded). */
   then: Array<() => void>;
   /** Resolves once the write was tried, written or not (see whenRecorded). */
@@ -129,13 +133,23 @@ interface FirstLines {
   timer: NodeJS.Timeout;
 }
 
-/** A record whose state still changes (PENDING or DEAD), by id. */
-interface Tracked {
-  workspaceId: string;
-  seq: number;
-  /** Its changes so far: a line settles the record only if it shows the latest. */
+/** A record whose latest state is not on disk yet, and which change of it that is. */
+interface Held {
+  record: DeliveryRecord;
   version: number;
 }
+
+/** A PENDING or DEAD record found by its id: where its index entry is now (valid until the columns change). */
+interface Located {
+  records: WorkspaceRecords;
+  index: number;
+  seq: number;
+  /** Its slot in `tracked`. */
+  slot: number;
+  record: DeliveryRecord;
+}
+
+const isTracked = (status: DeliveryStatus) => status === 'PENDING' || status === 'DEAD';
 
 /**
  * Every delivery's record, as a journal (deliveries.log), written in groups
@@ -146,17 +160,21 @@ interface Tracked {
  * event.
  *
  * Memory holds an index, not the records (see WorkspaceRecords): a listing
- * filters on the columns and reads only its page's lines. Held whole are only
- * PENDING records (bounded by the outbox) and finished ones until their line
- * is on disk; ids are kept only for PENDING and DEAD records, the only ones
- * that change later (attempts, replay, discard).
+ * filters on the columns and reads only its page's lines. PENDING and DEAD
+ * records (the only ones that change later: attempts, replay, discard) are
+ * found by id through `tracked`, a table of 16 bytes a slot. Held whole are
+ * only records whose latest state is not on disk yet: created within the last
+ * FIRST_LINE_DELAY_MS, or changed and their line not yet written.
  */
 export class DeliveryRecords {
   private log!: AppendLog<Entry>;
   private readonly workspaces = new Map<string, WorkspaceRecords>();
-  private readonly tracked = new Map<string, Tracked>();
-  /** Records held whole, by creation sequence. */
-  private readonly held = new Map<number, DeliveryRecord>();
+  private readonly byOrdinal: Array<WorkspaceRecords | undefined> = [];
+  /** PENDING and DEAD records: id fingerprint to creation sequence, tagged with their workspace's ordinal. */
+  private readonly tracked = new FingerprintTable().withTags().withChecks();
+  /** Records whose latest state is not on disk yet, by creation sequence. */
+  private readonly held = new Map<number, Held>();
+  private version = 0;
   private count = 0;
   private nextSeq = 1;
   private entries = 0;
@@ -164,6 +182,8 @@ export class DeliveryRecords {
   private waiting: FirstLines | null = null;
   /** Records whose first line is not yet on disk: the write that will put it there. */
   private readonly unsynced = new Map<string, FirstLines>();
+  /** Reads a line of the journal: while it is replayed at open, from a reader of its own. */
+  private readLine: (offset: number) => string = (offset) => this.log.readLine(offset);
 
   private closing = false;
 
@@ -177,17 +197,19 @@ export class DeliveryRecords {
     const records = new DeliveryRecords(reportError, recording);
     let legacyLines = false;
     let reader: number | null = null;
-    const readEarlierLine = (offset: number) => readLineAt((reader ??= openSync(file, 'r')), offset);
+    records.readLine = (offset) => readLineAt((reader ??= openSync(file, 'r')), offset);
     try {
       records.log = await AppendLog.open<Entry>(file, (entry, span) => {
         records.entries += 1;
-        if (entry.t === 'status') legacyLines = records.applyLegacyStatus(entry, readEarlierLine) || legacyLines;
-        else records.replayed(entry, span);
+        if (entry.t === 'status') legacyLines = records.applyLegacyStatus(entry) || legacyLines;
+        else if (entry.t === 'try') legacyLines = records.applyLegacyTry(entry) || legacyLines;
+        else records.replayed(entry.seq, entry.record, span);
       });
     } finally {
       if (reader !== null) closeSync(reader);
+      records.readLine = (offset) => records.log.readLine(offset);
     }
-    // Records finished by `status` lines are held whole: one rewrite gives each its line.
+    // Records changed by `try` and `status` lines are held whole: one rewrite gives each its line.
     if (legacyLines) await records.compact();
     return records;
   }
@@ -198,8 +220,7 @@ export class DeliveryRecords {
 
   /** The record of a delivery that is PENDING or DEAD (the others are found by listing). */
   get(id: string): DeliveryRecord | undefined {
-    const tracked = this.tracked.get(id);
-    return tracked && this.current(tracked);
+    return this.locate(id)?.record;
   }
 
   /**
@@ -215,7 +236,7 @@ export class DeliveryRecords {
       const seq = this.nextSeq++;
       this.add(seq, recordOf(delivery), null);
       const waiting = (this.waiting ??= this.waitForFirstLines());
-      waiting.ids.add(delivery.id);
+      waiting.ids.set(delivery.id, seq);
       this.unsynced.set(delivery.id, waiting);
     }
   }
@@ -224,7 +245,7 @@ export class DeliveryRecords {
     let resolve!: () => void;
     const tried = new Promise<void>((done) => (resolve = done));
     const waiting: FirstLines = {
-      ids: new Set(),
+      ids: new Map(),
       then: [],
       tried,
       resolve,
@@ -237,23 +258,22 @@ export class DeliveryRecords {
   private writeFirstLines(waiting: FirstLines): Promise<void> {
     clearTimeout(waiting.timer);
     if (this.waiting === waiting) this.waiting = null;
-    const lines: Array<{ tracked: Tracked; record: DeliveryRecord; version: number }> = [];
-    for (const id of waiting.ids) {
-      const tracked = this.tracked.get(id);
-      const record = tracked && this.held.get(tracked.seq);
-      // Gone: removed with its event or workspace meanwhile.
-      if (tracked && record) lines.push({ tracked, record, version: tracked.version });
+    const lines: Array<{ seq: number } & Held> = [];
+    for (const seq of waiting.ids.values()) {
+      const held = this.held.get(seq);
+      // Not held: removed with its event or workspace meanwhile, or on disk already (a compaction wrote it).
+      if (held) lines.push({ seq, ...held });
     }
     this.entries += lines.length;
-    const entries = lines.map(({ tracked, record }): Entry => ({ t: 'new', seq: tracked.seq, record }));
+    const entries = lines.map(({ seq, record }): Entry => ({ t: 'new', seq, record }));
     return this.log
       .appendAll(entries, (index, span) => {
-        const { tracked, record, version } = lines[index]!;
-        this.written(tracked, record, version, span);
+        const { seq, record, version } = lines[index]!;
+        this.written(seq, record.workspaceId, version, span);
       })
       .then(
         () => {
-          for (const id of waiting.ids) if (this.unsynced.get(id) === waiting) this.unsynced.delete(id);
+          for (const id of waiting.ids.keys()) if (this.unsynced.get(id) === waiting) this.unsynced.delete(id);
           for (const then of waiting.then) then();
         },
         (error: unknown) => {
@@ -277,10 +297,9 @@ export class DeliveryRecords {
     const retry = this.waitForFirstLines(FIRST_LINE_RETRY_MS);
     const groups = later ? [failed, later] : [failed];
     // In creation order even when groups written at once failed out of it.
-    const seqOf = (id: string) => this.tracked.get(id)?.seq ?? 0;
-    const ids = groups.flatMap((group) => [...group.ids]).sort((a, b) => seqOf(a) - seqOf(b));
-    for (const id of ids) {
-      retry.ids.add(id);
+    const ids = groups.flatMap((group) => [...group.ids]).sort((a, b) => a[1] - b[1]);
+    for (const [id, seq] of ids) {
+      retry.ids.set(id, seq);
       this.unsynced.set(id, retry);
     }
     for (const group of groups) retry.then.push(...group.then);
@@ -309,42 +328,30 @@ export class DeliveryRecords {
     return waiting.tried;
   }
 
-  /** One attempt's result; `nextAttemptAt` when it is retried. */
+  /** One attempt's result; `nextAttemptAt` when it is retried. Journalled as the record's whole state. */
   attempted(id: string, attempt: DeliveryAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
-    const tracked = this.tracked.get(id);
-    const held = tracked && this.held.get(tracked.seq);
-    if (!tracked || !held || held.status !== 'PENDING') return;
-    held.attempts.push(attempt);
-    if (status !== 'PENDING') {
-      const record = this.changeStatus(tracked, held, status, Date.parse(attempt.startedAt) + attempt.durationMs);
-      void this.journalState(tracked, record, false);
-      return;
-    }
-    const next = nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString();
-    this.held.set(tracked.seq, recordIn(held, 'PENDING', next, null));
-    tracked.version += 1;
-    if (this.waiting?.ids.has(id)) return; // its first line will hold this attempt
-    this.entries += 1;
-    this.log.appendLazily({ t: 'try', id, attempt, nextAttemptAt: next }, this.reportError);
-    this.compactIfSparse();
+    const found = this.locate(id);
+    if (!found || found.record.status !== 'PENDING') return;
+    const attempts = [...found.record.attempts, attempt];
+    const changed =
+      status === 'PENDING'
+        ? recordIn(found.record, 'PENDING', nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(), null, attempts)
+        : recordIn(found.record, status, null, new Date(Date.parse(attempt.startedAt) + attempt.durationMs).toISOString(), attempts);
+    void this.journalState(found.seq, changed, this.change(found, changed), false);
   }
 
   /** Dead-lettered without an attempt (its subscriber is gone), or settled at the start (`reconcile`). */
   moved(id: string, status: DeliveryStatus, at: number): void {
-    const tracked = this.tracked.get(id);
-    if (!tracked) return;
-    const record = this.changeStatus(tracked, this.current(tracked), status, at);
-    void this.journalState(tracked, record, false);
+    const found = this.locate(id);
+    if (found) this.move(found, status, at, false);
   }
 
   /** Durable variant of `moved`, for moves the caller answers about (replay, discard). */
   async movedDurably(ids: readonly string[], status: DeliveryStatus, at: number): Promise<void> {
     const writes: Array<Promise<void>> = [];
     for (const id of ids) {
-      const tracked = this.tracked.get(id);
-      if (!tracked) continue;
-      const record = this.changeStatus(tracked, this.current(tracked), status, at);
-      writes.push(this.journalState(tracked, record, true));
+      const found = this.locate(id);
+      if (found) writes.push(this.move(found, status, at, true));
     }
     await Promise.all(writes);
   }
@@ -355,30 +362,54 @@ export class DeliveryRecords {
    * forgotten the delivery); a PENDING record whose delivery left the outbox
    * before its status was journalled is DEAD if a dead letter holds it, else
    * SUCCEEDED.
+   *
+   * `pending` names every delivery of the outbox (id and workspace, nothing
+   * more is held); `load` gives the deliveries of those that have no record
+   * (normally the few of the last FIRST_LINE_DELAY_MS before a crash). A
+   * pending delivery is matched to its record by two 32-bit fingerprints of
+   * its id, kept from the start until this call, without reading records.
    */
-  reconcile(pending: Iterable<Delivery>, isDead: (id: string) => boolean, now: number): void {
-    const pendingIds = new Set<string>();
-    const missing = new Map<string, Delivery>();
-    for (const delivery of pending) {
-      pendingIds.add(delivery.id);
-      if (!this.tracked.has(delivery.id)) missing.set(delivery.id, delivery);
+  reconcile(
+    pending: Iterable<{ id: string; workspaceId: string }>,
+    load: (ids: ReadonlySet<string>) => Iterable<Delivery>,
+    isDead: (id: string) => boolean,
+    now: number,
+  ): void {
+    const seen = new Uint8Array(this.tracked.capacity);
+    const missing = new Set<string>();
+    for (const { id, workspaceId } of pending) {
+      const records = this.workspaces.get(workspaceId);
+      let found = false;
+      for (const slot of records ? this.tracked.find(hash32(id)) : []) {
+        if (this.tracked.tag(slot) !== records!.ordinal) continue;
+        const check = this.tracked.check(slot);
+        if (check === undefined ? this.atSlot(slot)?.record.id !== id : check !== hash32b(id)) continue;
+        seen[slot] = 1;
+        found = true;
+      }
+      if (!found) missing.add(id);
     }
+    for (const slot of this.tracked.slots()) {
+      if (seen[slot]) continue;
+      const found = this.atSlot(slot);
+      if (found?.record.status === 'PENDING') this.move(found, isDead(found.record.id) ? 'DEAD' : 'SUCCEEDED', now, false);
+    }
+    this.tracked.dropChecks();
+    if (missing.size === 0) return;
+    const deliveries = new Map<string, Delivery>();
+    for (const delivery of load(missing)) deliveries.set(delivery.id, delivery);
     const eventHashes = new Map<string, Set<number>>();
-    for (const { event } of missing.values()) {
+    for (const { event } of deliveries.values()) {
       const hashes = eventHashes.get(event.tenantId) ?? new Set<number>();
       eventHashes.set(event.tenantId, hashes.add(hash32(event.id)));
     }
     for (const [workspaceId, hashes] of eventHashes) {
       const records = this.workspaces.get(workspaceId);
       for (let index = 0; records && index < records.length; index += 1) {
-        if (hashes.has(records.eventIdHashes.get(index))) missing.delete(this.recordAt(records, index).id);
+        if (hashes.has(records.eventIdHashes.get(index))) deliveries.delete(this.recordAt(records, index).id);
       }
     }
-    this.created([...missing.values()]);
-    for (const record of [...this.held.values()]) {
-      if (record.status !== 'PENDING' || pendingIds.has(record.id)) continue;
-      this.moved(record.id, isDead(record.id) ? 'DEAD' : 'SUCCEEDED', now);
-    }
+    this.created([...deliveries.values()]);
   }
 
   /** Records of one event, oldest first: found by the event id's fingerprint, confirmed on the record. */
@@ -453,10 +484,15 @@ export class DeliveryRecords {
         if (!hashes.has(records.eventIdHashes.get(index))) return true;
         const record = this.recordAt(records, index);
         if (!eventIds.has(record.eventId)) return true;
-        this.forget(record.id, records.seqs.get(index));
+        const seq = records.seqs.get(index);
+        this.held.delete(seq);
+        if (isTracked(record.status)) {
+          const slot = this.tracked.slotOf(hash32(record.id), seq);
+          if (slot >= 0) this.tracked.remove(slot);
+        }
         return false;
       });
-      if (records.length === 0) this.workspaces.delete(workspaceId);
+      if (records.length === 0) this.dropWorkspace(workspaceId, records);
     }
     this.count -= removed;
     if (removed > 0) await this.compact();
@@ -467,8 +503,8 @@ export class DeliveryRecords {
   async removeWorkspace(workspaceId: string): Promise<void> {
     const records = this.workspaces.get(workspaceId);
     if (!records) return;
-    for (const [id, tracked] of this.tracked) if (tracked.workspaceId === workspaceId) this.forget(id, tracked.seq);
-    this.workspaces.delete(workspaceId);
+    this.dropWorkspace(workspaceId, records);
+    for (const [seq, held] of this.held) if (held.record.workspaceId === workspaceId) this.held.delete(seq);
     this.count -= records.length;
     await this.compact();
   }
@@ -482,90 +518,109 @@ export class DeliveryRecords {
 
   // Applying the journal at the start
 
-  private replayed(entry: Exclude<Entry, { t: 'status' }>, span: LineSpan): void {
-    const tracked = this.tracked.get(entry.t === 'try' ? entry.id : entry.record.id);
-    if (entry.t !== 'try' && !tracked) {
-      // A record's first line, or (in a compacted journal) the line of a finished one.
-      const known = this.workspaces.get(entry.record.workspaceId)?.indexOf(entry.seq) ?? -1;
-      if (known >= 0) return;
-      this.add(entry.seq, entry.record, span);
-      this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
-      return;
+  /** A whole line of a record: its first, or (the last one wins) a later state. */
+  private replayed(seq: number, record: DeliveryRecord, span: LineSpan): void {
+    this.nextSeq = Math.max(this.nextSeq, seq + 1);
+    const records = this.workspaces.get(record.workspaceId);
+    const index = records?.indexOf(seq) ?? -1;
+    if (index < 0) return this.add(seq, record, span);
+    const wasTracked = records!.statuses.get(index) === STATUS_CODES.PENDING || records!.statuses.get(index) === STATUS_CODES.DEAD;
+    records!.statuses.set(index, STATUS_CODES[record.status]);
+    records!.place(index, span.offset);
+    // Superseding what `try` or `status` lines made of it.
+    this.held.delete(seq);
+    if (wasTracked && !isTracked(record.status)) {
+      const slot = this.tracked.slotOf(hash32(record.id), seq);
+      if (slot >= 0) this.tracked.remove(slot);
+    } else if (!wasTracked && isTracked(record.status)) {
+      this.tracked.add(hash32(record.id), seq, records!.ordinal, hash32b(record.id));
     }
-    // A try of a record no longer PENDING.
-    if (!tracked) return;
-    tracked.version += 1;
-    // A later whole line of the record: its first line written after a compaction that held it, or a change of state.
-    if (entry.t !== 'try') {
-      const records = this.workspaces.get(tracked.workspaceId)!;
-      const index = records.indexOf(tracked.seq);
-      records.statuses.set(index, STATUS_CODES[entry.record.status]);
-      records.place(index, span.offset);
-      this.held.set(tracked.seq, entry.record);
-      this.settle(entry.record.id, tracked.version);
-      return;
-    }
-    const record = this.held.get(tracked.seq);
-    if (!record || record.attempts.some((attempt) => attempt.number === entry.attempt.number)) return;
-    record.attempts.push(entry.attempt);
-    this.held.set(tracked.seq, recordIn(record, 'PENDING', entry.nextAttemptAt, null));
   }
 
   /** Returns whether the record is now held whole for want of a line of its own. */
-  private applyLegacyStatus(entry: Extract<Entry, { t: 'status' }>, readEarlierLine: (offset: number) => string): boolean {
-    const tracked = this.tracked.get(entry.id);
-    if (!tracked) return false;
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    const index = records.indexOf(tracked.seq);
-    const record = this.held.get(tracked.seq) ?? (JSON.parse(readEarlierLine(records.offsets.get(index))) as Entry & { record: DeliveryRecord }).record;
-    tracked.version += 1;
-    this.changeStatus(tracked, record, entry.status, Date.parse(entry.at));
+  private applyLegacyStatus(entry: Extract<Entry, { t: 'status' }>): boolean {
+    const found = this.locate(entry.id);
+    if (!found) return false;
+    this.change(found, statusChanged(found.record, entry.status, Date.parse(entry.at)));
+    return true;
+  }
+
+  /** Returns whether the record is now held whole for want of a line of its own. */
+  private applyLegacyTry(entry: Extract<Entry, { t: 'try' }>): boolean {
+    const found = this.locate(entry.id);
+    const record = found?.record;
+    if (!found || !record || record.status !== 'PENDING' || record.attempts.some((attempt) => attempt.number === entry.attempt.number)) return false;
+    this.change(found, recordIn(record, 'PENDING', entry.nextAttemptAt, null, [...record.attempts, entry.attempt]));
     return true;
   }
 
   // The index
 
-  /** A new record, held whole (and tracked) while it may still change. */
+  /** A new record; held whole until it has a line (`span`). */
   private add(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
     let records = this.workspaces.get(record.workspaceId);
-    if (!records) this.workspaces.set(record.workspaceId, (records = new WorkspaceRecords()));
+    if (!records) {
+      records = new WorkspaceRecords(this.byOrdinal.length);
+      this.byOrdinal.push(records);
+      this.workspaces.set(record.workspaceId, records);
+    }
     records.push(seq, record, span);
     this.count += 1;
-    if (record.status === 'PENDING' || record.status === 'DEAD') this.tracked.set(record.id, { workspaceId: record.workspaceId, seq, version: 1 });
-    if (record.status === 'PENDING' || !span) this.held.set(seq, record);
+    if (isTracked(record.status)) this.tracked.add(hash32(record.id), seq, records.ordinal, hash32b(record.id));
+    if (!span) this.held.set(seq, { record, version: ++this.version });
+  }
+
+  private dropWorkspace(workspaceId: string, records: WorkspaceRecords): void {
+    this.tracked.removeWhere((_seq, ordinal) => ordinal === records.ordinal);
+    this.byOrdinal[records.ordinal] = undefined;
+    this.workspaces.delete(workspaceId);
   }
 
   private recordAt(records: WorkspaceRecords, index: number): DeliveryRecord {
     const held = this.held.get(records.seqs.get(index));
-    if (held) return held;
-    const line = this.log.readLine(records.offsets.get(index));
-    return (JSON.parse(line) as Entry & { record: DeliveryRecord }).record;
+    if (held) return held.record;
+    return (JSON.parse(this.readLine(records.offsets.get(index))) as Entry & { record: DeliveryRecord }).record;
   }
 
-  /** The current record of a tracked id. */
-  private current(tracked: Tracked): DeliveryRecord {
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    return this.recordAt(records, records.indexOf(tracked.seq));
+  /** The PENDING or DEAD record of this id: its fingerprint's slots, confirmed on the record. */
+  private locate(id: string): Located | undefined {
+    for (const slot of this.tracked.find(hash32(id))) {
+      const found = this.atSlot(slot);
+      if (found?.record.id === id) return found;
+    }
+    return undefined;
   }
 
-  /** The record in its new status (PENDING again: due at `at`; else: completed at `at`), held. */
-  private changeStatus(tracked: Tracked, record: DeliveryRecord, status: DeliveryStatus, at: number): DeliveryRecord {
-    const when = new Date(at).toISOString();
-    const changed = status === 'PENDING' ? recordIn(record, status, when, null) : recordIn(record, status, null, when);
-    this.held.set(tracked.seq, changed);
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    records.statuses.set(records.indexOf(tracked.seq), STATUS_CODES[status]);
-    return changed;
+  private atSlot(slot: number): Located | undefined {
+    const records = this.byOrdinal[this.tracked.tag(slot)];
+    const seq = this.tracked.value(slot);
+    const index = records ? records.indexOf(seq) : -1;
+    if (index < 0) return undefined;
+    return { records: records!, index, seq, slot, record: this.recordAt(records!, index) };
   }
 
-  /** Journals the record's whole state; once that line is on disk, a finished record is read from it instead of held. */
-  private journalState(tracked: Tracked, record: DeliveryRecord, durably: boolean): Promise<void> {
-    const version = ++tracked.version;
+  /** The record is now `changed`, held until the line of this change is on disk; returns the change's version. */
+  private change(found: Located, changed: DeliveryRecord): number {
+    const version = ++this.version;
+    this.held.set(found.seq, { record: changed, version });
+    found.records.statuses.set(found.index, STATUS_CODES[changed.status]);
+    if (!isTracked(changed.status)) this.tracked.remove(found.slot);
+    return version;
+  }
+
+  /** PENDING again: due at `at`; else: completed at `at`. */
+  private move(found: Located, status: DeliveryStatus, at: number, durably: boolean): Promise<void> {
+    const changed = statusChanged(found.record, status, at);
+    return this.journalState(found.seq, changed, this.change(found, changed), durably);
+  }
+
+  /** Journals the record's whole state; once that line is on disk, the record is read from it instead of held. */
+  private journalState(seq: number, record: DeliveryRecord, version: number, durably: boolean): Promise<void> {
     // Its first line is still to be written, in the state it will be in then.
     if (this.waiting?.ids.has(record.id)) return this.waiting.tried;
-    const entry: Entry = { t: 'state', seq: tracked.seq, record };
+    const entry: Entry = { t: 'state', seq, record };
     this.entries += 1;
-    const written = (span: LineSpan | null) => this.written(tracked, record, version, span);
+    const written = (span: LineSpan | null) => this.written(seq, record.workspaceId, version, span);
     if (durably) return this.log.append(entry).then(written);
     this.log.appendLazily(entry, this.reportError, written);
     this.compactIfSparse();
@@ -575,33 +630,16 @@ export class DeliveryRecords {
   /**
    * A line of the record is on disk. Lines are written in order, but a
    * durable append hears of it a microtask after a lazy one of the same group:
-   * only the record's latest line counts. (null: a rewrite superseded the line
-   * and placed the record itself.)
+   * only the record's latest change counts. (null: a rewrite superseded the
+   * line and placed the record itself.)
    */
-  private written(tracked: Tracked, record: DeliveryRecord, version: number, span: LineSpan | null): void {
-    if (!span || this.tracked.get(record.id)?.version !== version) return;
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    records.place(records.indexOf(tracked.seq), span.offset);
-    this.settle(record.id, version);
-  }
-
-  /**
-   * A finished record whose latest state is the line at its offset is read from
-   * there from now on: not held, and not tracked unless DEAD.
-   */
-  private settle(id: string, version: number): void {
-    const tracked = this.tracked.get(id);
-    const record = tracked && this.held.get(tracked.seq);
-    if (!tracked || !record || tracked.version !== version || record.status === 'PENDING') return;
-    const records = this.workspaces.get(tracked.workspaceId)!;
-    if (records.offsets.get(records.indexOf(tracked.seq)) === NO_LINE) return;
-    this.held.delete(tracked.seq);
-    if (record.status !== 'DEAD') this.tracked.delete(id);
-  }
-
-  private forget(id: string, seq: number): void {
+  private written(seq: number, workspaceId: string, version: number, span: LineSpan | null): void {
+    if (!span || this.held.get(seq)?.version !== version) return;
+    const records = this.workspaces.get(workspaceId);
+    const index = records ? records.indexOf(seq) : -1;
+    if (index < 0) return;
+    records!.place(index, span.offset);
     this.held.delete(seq);
-    this.tracked.delete(id);
   }
 
   private compactIfSparse(): void {
@@ -609,17 +647,18 @@ export class DeliveryRecords {
   }
 
   /**
-   * Rewrites the journal as one line per record: the lines of finished records
-   * copied, held records written whole. Every pending append is reflected,
-   * since what is not yet on disk is held. The new offsets are swapped in when
-   * the new file replaces the old one.
+   * Rewrites the journal as one line per record: the lines of records on
+   * disk copied, held records written whole. Every pending append is
+   * reflected, since what is not yet on disk is held. The new offsets are
+   * swapped in when the new file replaces the old one; a held record not
+   * changed meanwhile is read from its new line from then on.
    */
   private compact(): Promise<void> {
     const offsets = new Float64Array(this.count);
     const seqs = new Float64Array(this.count);
     const texts = new Map<number, string>();
     const order: Array<{ records: WorkspaceRecords; from: number; to: number }> = [];
-    const settles: Array<[string, number]> = [];
+    const settles: Array<{ seq: number; version: number }> = [];
     let line = 0;
     for (const records of this.workspaces.values()) {
       const from = line;
@@ -627,9 +666,8 @@ export class DeliveryRecords {
         const seq = (seqs[line] = records.seqs.get(index));
         const held = this.held.get(seq);
         if (held) {
-          texts.set(line, JSON.stringify({ t: 'new', seq, record: held } satisfies Entry));
-          const tracked = this.tracked.get(held.id);
-          if (tracked) settles.push([held.id, tracked.version]);
+          texts.set(line, JSON.stringify({ t: 'new', seq, record: held.record } satisfies Entry));
+          settles.push({ seq, version: held.version });
         } else {
           offsets[line] = records.offsets.get(index);
         }
@@ -648,7 +686,7 @@ export class DeliveryRecords {
           }
         }
       }
-      for (const [id, version] of settles) this.settle(id, version);
+      for (const { seq, version } of settles) if (this.held.get(seq)?.version === version) this.held.delete(seq);
     });
   }
 }
@@ -658,11 +696,23 @@ export class DeliveryRecords {
  * properties would turn records into slow dictionary objects (they are
  * changed and serialized once a delivery).
  */
-function recordIn(record: DeliveryRecord, status: DeliveryStatus, nextAttemptAt: string | null, completedAt: string | null): DeliveryRecord {
-  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, attempts, createdAt } = record;
+function recordIn(
+  record: DeliveryRecord,
+  status: DeliveryStatus,
+  nextAttemptAt: string | null,
+  completedAt: string | null,
+  attempts = record.attempts,
+): DeliveryRecord {
+  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, createdAt } = record;
   if (completedAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt, completedAt };
   if (nextAttemptAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, nextAttemptAt, createdAt };
   return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt };
+}
+
+/** The record in a new status: PENDING again, due at `at`; else completed at `at`. */
+function statusChanged(record: DeliveryRecord, status: DeliveryStatus, at: number): DeliveryRecord {
+  const when = new Date(at).toISOString();
+  return status === 'PENDING' ? recordIn(record, status, when, null) : recordIn(record, status, null, when);
 }
 
 function recordOf(delivery: Delivery): DeliveryRecord {

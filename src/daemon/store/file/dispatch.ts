@@ -3,7 +3,7 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { DeadLetterFile } from './dead-letters.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { Outbox } from './outbox.js';
-import type { DeadLetterStore, DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
+import type { DeadLetterStore, DeliveryPage, DeliveryStore, MatchingDeadLetters, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryQuery, DeliveryRecord, StoredDeadLetter } from '../../dispatch/types.js';
 import { EventLog } from './event-log.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
@@ -25,7 +25,7 @@ export interface FileDispatchOptions {
 /**
  * The events domain on files, as it was before the stores: the segmented
  * event log (events/), the outbox journal (outbox.log), the delivery records
- * (deliveries.log) and dead-letters.json. The classes stay in events/ and
+ * (deliveries.log) and the dead letters (dead-letters.log). The classes stay in events/ and
  * dispatch/ (moving them gains nothing yet); these adapters put them behind
  * EventStore, DeliveryStore and DeadLetterStore.
  */
@@ -58,11 +58,19 @@ export async function openDeliveryFiles(
   recordDeliveries = true,
 ): Promise<{ outbox: Outbox; letters: DeadLetterFile; records: DeliveryRecords }> {
   const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError);
-  const letters = await DeadLetterFile.open(dataDir);
+  const letters = await DeadLetterFile.open(dataDir, reportError);
   const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries);
-  const deadIds = new Set(letters.matching({}).map((letter) => letter.deliveryId));
-  records.reconcile(outbox.values(), (id) => deadIds.has(id), Date.now());
+  records.reconcile(
+    pendingIdsOf(outbox),
+    (ids) => [...outbox.values()].filter((delivery) => ids.has(delivery.id)),
+    (id) => letters.holdsDelivery(id),
+    Date.now(),
+  );
   return { outbox, letters, records };
+}
+
+function* pendingIdsOf(outbox: Outbox): Generator<{ id: string; workspaceId: string }> {
+  for (const delivery of outbox.values()) yield { id: delivery.id, workspaceId: delivery.event.tenantId };
 }
 
 /** Bytes of events a listing reads from the log in one synchronous step. */
@@ -231,7 +239,7 @@ class FileDeliveryStore implements DeliveryStore {
     await this.settled();
     await this.records.close();
     await this.outbox.close();
-    await this.letters.flush();
+    await this.letters.close();
   }
 
   private numbered(delivery: Delivery, attempt: NewAttempt) {
@@ -273,13 +281,11 @@ class FileDeadLetterStore implements DeadLetterStore {
   }
 
   async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget = unbounded<StoredDeadLetter>()): Promise<{ items: StoredDeadLetter[]; total: number }> {
-    const { items, total } = this.letters.list(filter, page);
-    const fitting = items.findIndex((letter) => !budget.admit(letter));
-    return { items: fitting < 0 ? items : items.slice(0, fitting), total };
+    return this.letters.list(filter, page, budget);
   }
 
-  async matching(filter: DeadLetterFilter): Promise<StoredDeadLetter[]> {
-    return this.letters.matching(filter);
+  async matchingIds(filter: DeadLetterFilter, after: string | null, limit: number): Promise<MatchingDeadLetters> {
+    return this.letters.matchingIds(filter, after, limit);
   }
 
   async replay(ids: readonly string[], now: number): Promise<Delivery[]> {
@@ -311,10 +317,19 @@ class FileDeadLetterStore implements DeadLetterStore {
     return 'gone';
   }
 
+  /** In batches of REMOVED_AT_ONCE, each removed before the next is read. */
   async removeWorkspace(workspaceId: string): Promise<void> {
-    await this.letters.remove(this.letters.matching({ workspaceId }).map((letter) => letter.id));
+    let after: string | null = null;
+    do {
+      const batch = this.letters.matchingIds({ workspaceId }, after, REMOVED_AT_ONCE);
+      await this.letters.remove(batch.letters.map((letter) => letter.id));
+      after = batch.next;
+    } while (after !== null);
   }
 }
+
+/** Dead letters of a deleted workspace removed with one line of the log. */
+const REMOVED_AT_ONCE = 1_000;
 
 /** A dead letter queued again to its one subscriber, under its delivery id, with a fresh attempt count. */
 export function replayOf(letter: StoredDeadLetter, now: number): Delivery {

@@ -263,8 +263,8 @@ export class EventLog {
         if (!lines) continue;
         const rankOfLast = newer + lines.length - 1;
         const eventAt = (index: number) => {
-          const held = this.recentEvents.newest(workspaceId, rankOfLast - index);
-          return held && hash32(held.id) === lines.idHashes.get(index) ? held : reader.event(segment, lines, index);
+          const held = this.recentEvents.newest(workspaceId, rankOfLast - index, (id) => hash32(id) === lines.idHashes.get(index));
+          return held ?? reader.event(segment, lines, index);
         };
         if (!visit(segment, lines, eventAt)) return;
         newer += lines.length;

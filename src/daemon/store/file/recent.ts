@@ -4,15 +4,33 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 export interface RecentLimits {
   /** Events per workspace. */
   perWorkspace: number;
-  /** Bytes of event JSON per workspace. */
+  /** Bytes of memory per workspace (see costOf). */
   bytesPerWorkspace: number;
-  /** Bytes of event JSON across all workspaces. */
+  /** Bytes of memory across all workspaces. */
   bytesTotal: number;
 }
 
+/**
+ * An event as its JSON text, parsed when it is read: a parsed event costs
+ * several times its JSON (every string and object its own heap object), the
+ * text what costOf counts.
+ */
 interface Entry {
-  event: PlatformEvent;
+  id: string;
+  json: string;
   bytes: number;
+}
+
+/** The entry object, its id and the string headers, on a 64-bit heap. */
+const ENTRY_OVERHEAD = 96;
+
+/**
+ * What an entry costs the heap: V8 keeps a string of Latin-1 characters at
+ * a byte a character, any other at two.
+ */
+function costOf(id: string, json: string): number {
+  const wide = /[^\u0000-\u00ff]/.test(json);
+  return ENTRY_OVERHEAD + id.length + json.length * (wide ? 2 : 1);
 }
 
 /** One workspace's recent events, oldest first; dropping the oldest is O(1) amortised. */
@@ -44,14 +62,14 @@ class WorkspaceEvents {
   }
 
   /** rank 0 is the newest. */
-  newest(rank: number): PlatformEvent | undefined {
-    return rank < this.length ? this.entries[this.entries.length - 1 - rank]!.event : undefined;
+  newest(rank: number): Entry | undefined {
+    return rank < this.length ? this.entries[this.entries.length - 1 - rank] : undefined;
   }
 
   /** Returns the bytes freed. */
   forget(ids: ReadonlySet<string>): number {
     const before = this.bytes;
-    this.entries = this.entries.slice(this.head).filter((entry) => !ids.has(entry.event.id));
+    this.entries = this.entries.slice(this.head).filter((entry) => !ids.has(entry.id));
     this.head = 0;
     this.bytes = this.entries.reduce((sum, entry) => sum + entry.bytes, 0);
     return before - this.bytes;
@@ -74,19 +92,20 @@ export class RecentEvents {
 
   constructor(private readonly limits: RecentLimits) {}
 
-  /** Bytes of event JSON held now; never above limits.bytesTotal once a push returns. */
+  /** Bytes of memory held now (see costOf); never above limits.bytesTotal once a push returns. */
   get bytes(): number {
     return this.totalBytes;
   }
 
-  push(event: PlatformEvent): void {
+  /** `json` is the event's JSON text when the caller has it (a line of the log). */
+  push(event: PlatformEvent, json = JSON.stringify(event)): void {
     let events = this.byWorkspace.get(event.tenantId);
     if (!events) {
       events = new WorkspaceEvents();
       this.byWorkspace.set(event.tenantId, events);
     }
-    const bytes = Buffer.byteLength(JSON.stringify(event));
-    events.push({ event, bytes });
+    const bytes = costOf(event.id, json);
+    events.push({ id: event.id, json, bytes });
     this.totalBytes += bytes;
     while (events.length > 0 && (events.length > this.limits.perWorkspace || events.bytes > this.limits.bytesPerWorkspace)) {
       this.totalBytes -= events.dropOldest();
@@ -94,9 +113,10 @@ export class RecentEvents {
     while (this.totalBytes > this.limits.bytesTotal) this.totalBytes -= this.largest().dropOldest();
   }
 
-  /** The workspace's event `rank` places from its newest (0), if memory holds it. */
-  newest(workspaceId: string, rank: number): PlatformEvent | undefined {
-    return this.byWorkspace.get(workspaceId)?.newest(rank);
+  /** The workspace's event `rank` places from its newest (0), if memory holds it and its id is `is` (else undefined). */
+  newest(workspaceId: string, rank: number, is: (id: string) => boolean): PlatformEvent | undefined {
+    const entry = this.byWorkspace.get(workspaceId)?.newest(rank);
+    return entry && is(entry.id) ? (JSON.parse(entry.json) as PlatformEvent) : undefined;
   }
 
   /** Retention removed these events from the log: memory lets them go too, keeping its events the log's newest. */

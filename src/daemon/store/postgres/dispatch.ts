@@ -654,10 +654,21 @@ export class PostgresDispatch {
         const counted = await this.database.query<{ total: string }>(`SELECT count(*) AS total FROM deliveries d WHERE ${where}`, values);
         return { items, total: Number(counted.rows[0]!.total) };
       },
-      matching: async (filter) => {
+      matchingIds: async (filter, after, limit) => {
         const { where, values } = filtered(filter, 1);
-        const rows = await letters(`SELECT d.*, e.event FROM deliveries d JOIN events e ON e.id = d.event_id WHERE ${where} ORDER BY d.dead_at, d.seq`, values);
-        return rows.map(letterOfRow);
+        // The cursor is the last row's (dead_at, seq), dead_at as PostgreSQL's own text (to the microsecond).
+        const [deadAt, seq] = after === null ? [null, null] : (JSON.parse(after) as [string, string]);
+        const { rows } = await this.database.query<{ dead_letter_id: string; subscription_id: string | null; dead_at: string; seq: string }>(
+          `SELECT d.dead_letter_id, d.subscription_id, d.dead_at::text AS dead_at, d.seq::text AS seq FROM deliveries d
+           WHERE ${where} AND ($4::timestamptz IS NULL OR (d.dead_at, d.seq) > ($4::timestamptz, $5::bigint))
+           ORDER BY d.dead_at, d.seq LIMIT $6`,
+          [...values, deadAt, seq, limit],
+        );
+        const last = rows.at(-1);
+        return {
+          letters: rows.map((row) => ({ id: row.dead_letter_id, subscriptionId: row.subscription_id })),
+          next: rows.length === limit && last ? JSON.stringify([last.dead_at, last.seq]) : null,
+        };
       },
       replay: async (ids, now) => {
         const sentAt = performance.now();
