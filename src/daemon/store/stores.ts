@@ -95,8 +95,14 @@ const ALONE_ON_FILES: JobLock = {
   },
 };
 
+/** The stores of the data directory, with what only files have. */
+export interface FileStores extends Stores {
+  /** Bytes of event JSON the event log keeps in memory for listing (bounded by the recent-events budget). */
+  recentEventBytes(): number;
+}
+
 /** The data directory's stores (the default backend). */
-export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<Stores> {
+export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<FileStores> {
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
@@ -116,7 +122,10 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     webhookReplays: new MemoryWebhookReplayStore(options.now),
     workspaces,
     extensionConfig,
-    ...dispatch,
+    events: dispatch.events,
+    deliveries: dispatch.deliveries,
+    deadLetters: dispatch.deadLetters,
+    recentEventBytes: dispatch.recentEventBytes,
     jobLock: ALONE_ON_FILES,
     activity: new MemoryActivityLog(options.now),
     async close() {

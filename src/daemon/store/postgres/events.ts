@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { Delivery } from '../../dispatch/types.js';
-import { describeFault, unavailable } from '../../errors.js';
+import { describeFault, notACursor, unavailable } from '../../errors.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import { fillBySize, unbounded } from '../../paging.js';
@@ -27,6 +27,17 @@ export interface PostgresEventOptions {
 const NOTIFY_INTERVAL_MS = 50;
 /** Waits before each new run of a publish whose connection was lost (see settledPublish). */
 const PUBLISH_RETRIES_MS = [50, 250, 1_000];
+
+/** Where a page stopped: the seq of its last event (bigint, as text), which the listing's ORDER BY pages on. */
+const EVENT_CURSOR = /^-?\d{1,19}$/;
+const SEQ_RANGE = { least: -(2n ** 63n), most: 2n ** 63n - 1n };
+
+function seqOf(cursor: string): string {
+  if (!EVENT_CURSOR.test(cursor)) throw notACursor();
+  const seq = BigInt(cursor);
+  if (seq < SEQ_RANGE.least || seq > SEQ_RANGE.most) throw notACursor();
+  return cursor;
+}
 
 interface Publication {
   event: PlatformEvent;
@@ -64,6 +75,7 @@ export class PostgresEventStore implements EventStore {
 
   async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
     const since = Math.max(now - policy.maxAgeMs, query.since ?? 0);
+    const before = query.before === undefined ? null : seqOf(query.before);
     // The page's rows and their sizes first, then only the events that fit, in batches: a page of
     // large events never has them all in memory.
     const { items, last, more } = await fillBySize(
@@ -76,18 +88,15 @@ export class PostgresEventStore implements EventStore {
           query.until === undefined ? null : new Date(query.until).toISOString(),
           query.eventKey ?? null,
           count,
-          query.before?.id ?? null,
-          query.before ? new Date(query.before.at).toISOString() : null,
+          after ?? before,
           policy.maxPerWorkspace,
-          after ?? null,
         ]);
         return rows;
       },
-      async (keys) => (await this.database.query<Pick<EventRow, 'event'>>(READ_EVENTS, [keys])).rows,
+      async (keys) => (await this.database.query<Pick<EventRow, 'seq' | 'event'>>(READ_EVENTS, [keys])).rows,
       (row) => row.event,
     );
-    // `segment` has no meaning here: the cursor's event is found by its id.
-    return { items, more, ...(more && last ? { last: { segment: 0, at: Date.parse(last.event.occurredAt), id: last.event.id } } : {}) };
+    return { items, more, ...(more && last ? { last: last.seq } : {}) };
   }
 
   async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
@@ -114,8 +123,6 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.database.query<{ count: string }>(COUNT_EVENTS);
     return Number(rows[0]!.count);
   }
-
-  recentBytes = 0;
 
   /** Once the publishes under way are answered; other daemons are no longer woken. */
   async close(): Promise<void> {
