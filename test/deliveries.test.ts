@@ -233,6 +233,17 @@ test('events page through every retained event with cursors while others publish
   const foreign = await admin.get(`/api/workspaces/paged/events?cursor=${deliveriesCursor}`);
   assert.is(foreign.status, 400);
   assert.is(foreign.body.meta.issues[0].path, 'cursor');
+  // The event store reads the position inside a cursor: one it cannot read (forged, or the other
+  // backend's) is the same 400 as a cursor that does not decode at all.
+  const envelope = ({ code, message, meta }: { code: unknown; message: unknown; meta: { issues: unknown } }) => ({ code, message, issues: meta.issues });
+  const undecodable = await admin.get('/api/workspaces/paged/events?cursor=not-a-cursor');
+  assert.is(undecodable.status, 400);
+  for (const position of ['nonsense', '1:1700000000000:not-an-id', '99999999999999999999', '12:', -1]) {
+    const forged = Buffer.from(JSON.stringify({ k: 'events', w: 'paged', p: position })).toString('base64url');
+    const refused = await admin.get(`/api/workspaces/paged/events?cursor=${forged}`);
+    assert.is(refused.status, 400, `${position}: ${refused.text}`);
+    assert.equal(envelope(refused.body), envelope(undecodable.body), `${position}: the same error as a cursor that does not decode`);
+  }
 });
 
 test('records survive a restart', async () => {

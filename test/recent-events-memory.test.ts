@@ -11,7 +11,7 @@ let t: TestDaemon;
 let admin: Api;
 const published = new Map<string, string[]>();
 
-const recentBytes = () => t.daemon.services.events.recentEventBytes;
+const recentBytes = () => t.daemon.services.recentEventBytes?.() ?? 0;
 
 async function publishLarge(workspace: string, n: number): Promise<void> {
   const result = await admin.post(`/api/workspaces/${workspace}/events/publish`, {

@@ -60,6 +60,14 @@ export function invalid(path: string, message: string): DomainError {
   return new DomainError('VALIDATION_ERROR', message, { issues: [{ path, message }] });
 }
 
+/** A `cursor` the listing cannot take (400): one that does not decode, or another listing's or workspace's. */
+export function invalidCursor(message: string): DomainError {
+  return new DomainError('VALIDATION_ERROR', `cursor: ${message}`, { issues: [{ path: 'cursor', message }] });
+}
+
+/** A cursor that does not decode, also as a store reads its own part of it (one another backend made, or a forged one). */
+export const notACursor = () => invalidCursor('is not a cursor of this listing');
+
 /**
  * A fault that prevents the daemon from starting (corrupt data file, lock held,
  * port taken). The CLI prints the message and exits 1.

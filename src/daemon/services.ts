@@ -41,6 +41,8 @@ export interface Services {
   box: SecretBox;
   /** On PostgreSQL: why the database cannot serve now (null: it can), for readiness; null on files. */
   databaseFault: (() => Promise<string | null>) | null;
+  /** On files: bytes of event JSON the event log keeps in memory for listing (tests check its budget); null on PostgreSQL, which keeps none. */
+  recentEventBytes: (() => number) | null;
   startedAt: number;
 }
 
@@ -67,6 +69,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     // The one place the backend is chosen.
     let stores: Stores;
     let databaseFault: Services['databaseFault'] = null;
+    let recentEventBytes: Services['recentEventBytes'] = null;
     const storeOptions = {
       logError: (message: string) => logger.error(message),
       events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents },
@@ -79,7 +82,9 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       stores = opened.stores;
       databaseFault = () => opened.fault();
     } else {
-      stores = await openFileStores(config.dataDir, storeOptions);
+      const fileStores = await openFileStores(config.dataDir, storeOptions);
+      stores = fileStores;
+      recentEventBytes = () => fileStores.recentEventBytes();
       closers.push(() => stores.close());
     }
     const jwtSecret = config.jwtSecret
@@ -171,6 +176,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         activity,
         box,
         databaseFault,
+        recentEventBytes,
         startedAt: Date.now(),
       },
       jobs,

@@ -192,11 +192,6 @@ export class EventService {
     return this.deps.events.storedCount();
   }
 
-  /** Bytes of memory the recent events kept for listing cost (their JSON text): bounded by the recent-events budget. */
-  get recentEventBytes(): number {
-    return this.deps.events.recentBytes;
-  }
-
   /** The workspace's active subscriptions to the event, plus built-ins that receive it everywhere (once per extension). */
   private subscribersOf(event: PlatformEvent, active: readonly StoredSubscription[]): SubscriberRef[] {
     const subscribers: SubscriberRef[] = active.map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));

@@ -1,14 +1,14 @@
 import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { PageBudget } from '../paging.js';
 import type { Delivery } from '../dispatch/types.js';
-import type { EventPageQuery, EventPosition, RetentionPolicy } from './types.js';
+import type { EventPageQuery, RetentionPolicy } from './types.js';
 
 export interface EventPage {
   /** Also in the budget the listing was given, as JSON. */
   items: PlatformEvent[];
   more: boolean;
-  /** Where the next page starts (present when there is one). */
-  last?: EventPosition;
+  /** Where the next page starts (present when there is one): a cursor in the store's own terms, given back as `before`. */
+  last?: string;
 }
 
 /**
@@ -28,7 +28,5 @@ export interface EventStore {
   applyRetention(policy: RetentionPolicy, now: number): Promise<{ removedEvents: number; removedDeliveries: number }>;
   /** Events stored, expired ones not yet removed included. */
   storedCount(): Promise<number>;
-  /** Bytes of event JSON this daemon keeps in memory for listing. */
-  readonly recentBytes: number;
   close(): Promise<void>;
 }

@@ -9,12 +9,10 @@ export interface EventPageQuery {
   since?: number | undefined;
   until?: number | undefined;
   limit: number;
-  /** The last event of the previous page: its segment, occurredAt (ms) and id. */
-  before?: EventPosition | undefined;
-}
-
-export interface EventPosition {
-  segment: number;
-  at: number;
-  id: string;
+  /**
+   * Where the previous page stopped: the cursor its store answered
+   * (EventPage.last), opaque here; the store that made it reads it, and
+   * refuses one it cannot read with the 400 of any foreign cursor.
+   */
+  before?: string | undefined;
 }

@@ -1,4 +1,4 @@
-import { DomainError } from '../errors.js';
+import { DomainError, invalidCursor, notACursor } from '../errors.js';
 
 /**
  * Opaque page cursors: base64url JSON naming the listing (kind and workspace)
@@ -20,10 +20,8 @@ export function decodeCursor<T>(cursor: string, kind: string, workspaceId: strin
     decoded = null;
   }
   const fields = decoded as { k?: unknown; w?: unknown; p?: unknown } | null;
-  if (!fields || typeof fields !== 'object' || !isPosition(fields.p)) {
-    throw invalid('is not a cursor of this listing');
-  }
-  if (fields.k !== kind || fields.w !== workspaceId) throw invalid('belongs to another listing or workspace');
+  if (!fields || typeof fields !== 'object' || !isPosition(fields.p)) throw notACursor();
+  if (fields.k !== kind || fields.w !== workspaceId) throw invalidCursor('belongs to another listing or workspace');
   return fields.p;
 }
 
@@ -43,9 +41,6 @@ export function startOffset(cursor: string | undefined, offset: number, kind: st
   if (cursor === undefined) return offset;
   return decodeCursor(cursor, kind, scope, (position): position is number => isSequence(position) && position <= maxOffset);
 }
-
-const invalid = (message: string) =>
-  new DomainError('VALIDATION_ERROR', `cursor: ${message}`, { issues: [{ path: 'cursor', message }] });
 
 /** `since` after `until` is refused like any other invalid query. */
 export function checkRange(since: number | undefined, until: number | undefined): void {

@@ -4,7 +4,8 @@ import type { Delivery, DeliveryRecord, StoredDeadLetter } from '../dispatch/typ
 import { replayEventLog } from './file/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
 import type { Copied, ImportTarget } from './import.js';
-import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsOfDeliveries, type ImportedDeliveryRow } from './postgres/import-rows.js';
+import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsOfDeliveries } from './postgres/import-rows.js';
+import type { ImportedDeliveryRow } from './postgres/rows.js';
 
 /**
  * The events domain's steps of `platform db import`. The event log can be

@@ -27,11 +27,14 @@ import { PostgresActivityLog } from './postgres/activity.js';
 import { PostgresCatalogStore } from './postgres/catalog.js';
 import { ChangeFeed } from './postgres/change-feed.js';
 import { PostgresChatStore } from './postgres/chat.js';
-import { PostgresDispatch } from './postgres/dispatch.js';
 import { openMigratedDatabase } from './postgres/connect.js';
 import type { Database } from './postgres/database.js';
+import { PostgresDeadLetterStore } from './postgres/dead-letters.js';
+import { PostgresDeliveryStore } from './postgres/deliveries.js';
+import { PostgresEventStore } from './postgres/events.js';
 import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
 import { PostgresJobLock } from './postgres/job-lock.js';
+import { LeaseKeeper } from './postgres/lease-keeper.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
 import { PostgresUserStore } from './postgres/users.js';
@@ -92,8 +95,14 @@ const ALONE_ON_FILES: JobLock = {
   },
 };
 
+/** The stores of the data directory, with what only files have. */
+export interface FileStores extends Stores {
+  /** Bytes of event JSON the event log keeps in memory for listing (bounded by the recent-events budget). */
+  recentEventBytes(): number;
+}
+
 /** The data directory's stores (the default backend). */
-export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<Stores> {
+export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<FileStores> {
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
@@ -113,7 +122,10 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     webhookReplays: new MemoryWebhookReplayStore(options.now),
     workspaces,
     extensionConfig,
-    ...dispatch,
+    events: dispatch.events,
+    deliveries: dispatch.deliveries,
+    deadLetters: dispatch.deadLetters,
+    recentEventBytes: dispatch.recentEventBytes,
     jobLock: ALONE_ON_FILES,
     activity: new MemoryActivityLog(options.now),
     async close() {
@@ -131,29 +143,32 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
 
 /** The stores of a migrated PostgreSQL schema; closing them leaves the database and its feed open. */
 export function postgresStores(database: Database, feed: ChangeFeed, options: StoreOptions = {}): Stores {
-  const dispatch = new PostgresDispatch(database, feed, {
-    leaseMs: options.deliveryLeaseMs ?? 30_000,
-    holdAtMost: options.holdDeliveriesAtMost ?? 256,
-    logError: options.logError ?? console.error,
-  });
-  const activity = new PostgresActivityLog(database, feed, options.logError ?? console.error);
+  const logError = options.logError ?? console.error;
+  // One lease keeper per daemon: what a publish, a claim or a replay leases, it renews until the holder lets go.
+  const leases = new LeaseKeeper(database, { leaseMs: options.deliveryLeaseMs ?? 30_000, logError });
+  const deadLetters = new PostgresDeadLetterStore(database, leases);
+  const deliveries = new PostgresDeliveryStore(database, feed, leases, { logError, deadLettersChanged: () => deadLetters.changed() });
+  const events = new PostgresEventStore(database, feed, leases, { holdAtMost: options.holdDeliveriesAtMost ?? 256, logError });
+  const activity = new PostgresActivityLog(database, feed, logError);
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
     chat: new PostgresChatStore(database, options.chat ?? DEFAULT_CHAT_LIMITS),
-    webhookRequests: new PostgresWebhookRequestStore(database, options.logError ?? console.error),
+    webhookRequests: new PostgresWebhookRequestStore(database, logError),
     webhookReplays: new PostgresWebhookReplayStore(database, options.now),
     workspaces: new PostgresWorkspaceStore(database, feed),
     extensionConfig: new PostgresExtensionConfigStore(database, feed),
-    events: dispatch.events,
-    deliveries: dispatch.deliveries,
-    deadLetters: dispatch.deadLetters,
+    events,
+    deliveries,
+    deadLetters,
     jobLock: new PostgresJobLock(database),
     activity,
     async close() {
-      await dispatch.events.close();
+      leases.close();
+      await events.close();
+      await deliveries.close();
       await activity.close();
     },
   };

@@ -18,9 +18,8 @@ const EventsQuery = v.object({
   cursor: v.optional(v.pipe(v.string(), v.maxLength(300, 'is not a cursor of this listing'))),
 });
 
-/** An event's position in the listing: its segment, occurredAt (ms) and id. */
-const EVENT_POSITION = /^(\d{1,9}):(\d{1,15}):([0-9a-f-]{36})$/;
-const isEventPosition = (position: unknown): position is string => typeof position === 'string' && EVENT_POSITION.test(position);
+/** Where the page stopped, in the event store's own terms: the store reads it (and refuses one it cannot). */
+const isEventCursor = (position: unknown): position is string => typeof position === 'string';
 
 export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events }, config: { maxPageBytes } }) => {
   const member = workspaceMember(workspaces);
@@ -51,11 +50,10 @@ export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspa
       query: EventsQuery,
       handle: async ({ params, query: { cursor, ...query } }) => {
         checkRange(query.since, query.until);
-        const position = cursor === undefined ? undefined : EVENT_POSITION.exec(decodeCursor(cursor, 'events', params.id, isEventPosition))!;
-        const before = position && { segment: Number(position[1]), at: Number(position[2]), id: position[3]! };
+        const before = cursor === undefined ? undefined : decodeCursor(cursor, 'events', params.id, isEventCursor);
         const budget = new PageBudget<PlatformEvent>(maxPageBytes);
         const { last } = await events.list(params.id, { ...query, before }, budget);
-        const nextCursor = last ? encodeCursor('events', params.id, `${last.segment}:${last.at}:${last.id}`) : undefined;
+        const nextCursor = last ? encodeCursor('events', params.id, last) : undefined;
         return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
       },
     }),

@@ -5,7 +5,8 @@ import { DeliveryRecords } from './delivery-records.js';
 import { Outbox } from './outbox.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, MatchingDeadLetters, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import type { DeadLetterFilter, Delivery, DeliveryQuery, DeliveryRecord, StoredDeadLetter } from '../../dispatch/types.js';
-import { EventLog } from './event-log.js';
+import { EventLog, type EventPosition } from './event-log.js';
+import { notACursor } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import type { RecentLimits } from './recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
@@ -33,6 +34,8 @@ export async function openFileDispatch(dataDir: string, options: FileDispatchOpt
   events: EventStore;
   deliveries: DeliveryStore;
   deadLetters: DeadLetterStore;
+  /** Bytes of event JSON the log keeps in memory for listing (a detail of files: PostgreSQL keeps none). */
+  recentEventBytes: () => number;
 }> {
   const log = await EventLog.open(join(dataDir, 'events'), {
     segmentMaxEvents: options.segmentEvents ?? 100_000,
@@ -44,6 +47,7 @@ export async function openFileDispatch(dataDir: string, options: FileDispatchOpt
     events: new FileEventStore(log, outbox, records, deliveries),
     deliveries,
     deadLetters: new FileDeadLetterStore(letters, outbox, records),
+    recentEventBytes: () => log.recentBytes,
   };
 }
 
@@ -77,6 +81,21 @@ function* pendingIdsOf(outbox: Outbox): Generator<{ id: string; workspaceId: str
 const SYNC_READ_BYTES = 512 * 1024;
 
 const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 16 * 1024 * 1024, bytesTotal: 64 * 1024 * 1024 };
+
+/**
+ * The event cursor on files: `segment:occurredAt:id` of the page's last event
+ * (the order of the log is segment, then line; the time finds what is older
+ * when retention removed that event).
+ */
+const EVENT_CURSOR = /^(\d{1,9}):(\d{1,15}):([0-9a-f-]{36})$/;
+
+function positionOf(cursor: string): EventPosition {
+  const parts = EVENT_CURSOR.exec(cursor);
+  if (!parts) throw notACursor();
+  return { segment: Number(parts[1]), at: Number(parts[2]), id: parts[3]! };
+}
+
+const cursorOf = (position: EventPosition) => `${position.segment}:${position.at}:${position.id}`;
 
 class FileEventStore implements EventStore {
   constructor(
@@ -114,14 +133,14 @@ class FileEventStore implements EventStore {
    */
   async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
     const items: PlatformEvent[] = [];
-    let last = query.before;
+    let last = query.before === undefined ? undefined : positionOf(query.before);
     for (;;) {
       budget.startChunk(SYNC_READ_BYTES);
       const chunk = this.log.page(workspaceId, { ...query, before: last }, policy, now, budget);
       items.push(...chunk.items);
       last = chunk.last ?? last;
       const paused = chunk.more && !budget.full && budget.count < query.limit;
-      if (!paused) return { items, more: chunk.more, ...(chunk.more && last ? { last } : {}) };
+      if (!paused) return { items, more: chunk.more, ...(chunk.more && last ? { last: cursorOf(last) } : {}) };
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
@@ -138,10 +157,6 @@ class FileEventStore implements EventStore {
 
   async storedCount(): Promise<number> {
     return this.log.storedCount;
-  }
-
-  get recentBytes(): number {
-    return this.log.recentBytes;
   }
 
   /** The event log closes last: the deliveries' files first, as before. */

@@ -6,8 +6,18 @@ import { AppendLog, replay, stagedWrite, type LineSpan, type StagedWrite } from 
 import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
 import { Column, hash32, readSpan } from '../line-index.js';
 import { unbounded } from '../../paging.js';
-import type { EventPageQuery, EventPosition, RetentionPolicy } from '../../events/types.js';
+import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
+
+/** An event's place in the log: its segment, occurredAt (ms) and id. The file backend's event cursor says it (see dispatch.ts). */
+export interface EventPosition {
+  segment: number;
+  at: number;
+  id: string;
+}
+
+/** A page query of the log: it pages on after a position. */
+export type LogPageQuery = Omit<EventPageQuery, 'before'> & { before?: EventPosition | undefined };
 
 /**
  * One workspace's events in one segment, in the order of the file: where each
@@ -188,7 +198,7 @@ export class EventLog {
    * its chunk is: see PageBudget.startChunk). Synchronous, so that no
    * compaction swaps a file under it: the budget bounds what it reads.
    */
-  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
+  page(workspaceId: string, query: LogPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
     const until = query.until ?? Number.POSITIVE_INFINITY;
     const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);

@@ -1,10 +1,9 @@
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { UserRecord } from '../../auth/users.js';
 import type { AuditRecord } from '../../catalog/types.js';
-import type { DeliveryAttempt, DeliveryError, DeliveryStatus } from '../../dispatch/types.js';
-import type { SubscriberKind } from '../../workspaces/types.js';
 import type { NumberedRequest } from '../../webhooks/request-log.js';
 import type { Queryable } from './database.js';
+import type { ImportedDeliveryRow } from './rows.js';
 
 /**
  * Rows for `platform db import` that the stores' interfaces cannot write as
@@ -140,34 +139,6 @@ export async function insertEventsOfDeliveries(tx: Queryable, events: Iterable<P
     );
   }
   return oldestFirst.length;
-}
-
-/** A row of `deliveries` (migration 0007) as db import writes it, with the attempts of every run (dispatch.ts reads rows back in its own shape: pg returns dates and bigints). */
-export interface ImportedDeliveryRow {
-  /** The record's creation sequence on files: delivery cursors hold it. */
-  seq: number;
-  id: string;
-  workspace_id: string;
-  event_id: string;
-  event_key: string;
-  subscription_id: string | null;
-  extension_key: string;
-  kind: SubscriberKind;
-  service_base_url: string | null;
-  depth: number;
-  status: DeliveryStatus;
-  run_attempts: number;
-  attempt_count: number;
-  replay_count: number;
-  due_at: string;
-  created_at: string;
-  enqueued_at: string;
-  completed_at: string | null;
-  first_attempt_at: string | null;
-  last_error: DeliveryError | null;
-  dead_letter_id: string | null;
-  dead_at: string | null;
-  attempts: readonly DeliveryAttempt[];
 }
 
 export interface InsertedDeliveries {

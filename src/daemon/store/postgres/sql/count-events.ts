@@ -1,0 +1,1 @@
+export const COUNT_EVENTS = 'SELECT count(*) AS count FROM events';
