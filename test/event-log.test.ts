@@ -8,6 +8,8 @@ import { Outbox } from '../src/daemon/store/file/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { AppendLog } from '../src/daemon/store/append-log.js';
 import { tempDir } from './helpers/temp.js';
+import { itemsOf, unbounded, type PageBudget } from '../src/daemon/paging.js';
+import type { RetentionPolicy } from '../src/daemon/events/types.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-21T12:00:00.000Z');
@@ -47,7 +49,7 @@ test('appends go to the newest segment, which rolls over at its size; a reopen s
 
   const reopened = await EventLog.open(dir, { segmentMaxEvents: 10, recent: { perWorkspace: 5, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   assert.is(reopened.storedCount, 25);
-  const recent = (await reopened.page('w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW)).items;
+  const recent = (await listed(reopened, 'w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW)).items;
   assert.equal(recent.map((e) => e.id), written.slice(-3).reverse().map((e) => e.id));
   await reopened.close();
 });
@@ -73,7 +75,7 @@ test('retention keeps per workspace only events within the age limit and among t
   assert.is(removedEvents, 2 + 4);
   assert.is(log.storedCount, 8);
   assert.equal(
-    (await log.page('busy', { limit: 100 }, policy, NOW)).items.map((e) => e.id),
+    (await listed(log, 'busy', { limit: 100 }, policy, NOW)).items.map((e) => e.id),
     busy.slice(-6).reverse().map((e) => e.id),
     'reads apply the same policy',
   );
@@ -90,13 +92,13 @@ test('fully expired segments are deleted; the segment being written is never tou
   await log.applyRetention({ maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW);
   assert.equal(segments(dir), ['segment-000003.log'], 'two sealed segments deleted');
   assert.is(log.storedCount, 1, 'the expired event in the active segment waits for its segment to be sealed');
-  assert.equal((await log.page('w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW)).items, [], 'but is not read');
+  assert.equal((await listed(log, 'w', { limit: 10 }, { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 }, NOW)).items, [], 'but is not read');
   await log.append(event('w', 0));
   await log.close();
 });
 
 const WEEK_POLICY = { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 };
-const listedIds = async (log: EventLog) => (await log.page('w', { limit: 100 }, WEEK_POLICY, NOW)).items.map((e) => e.id);
+const listedIds = async (log: EventLog) => (await listed(log, 'w', { limit: 100 }, WEEK_POLICY, NOW)).items.map((e) => e.id);
 
 test('retention on an empty log keeps the segment being written: appends and listing go on, also after a reopen', async () => {
   const dir = join(await tempDir(), 'events');
@@ -141,7 +143,7 @@ function pageAll(log: EventLog, workspace: string, query: { limit: number; event
     const seen: string[] = [];
     let before: { segment: number; at: number; id: string } | undefined;
     for (;;) {
-      const page = await log.page(workspace, { ...query, before }, policy, NOW);
+      const page = await listed(log, workspace, { ...query, before }, policy, NOW);
       seen.push(...page.items.map((e) => e.id));
       if (!page.more) return seen;
       before = page.last;
@@ -198,9 +200,9 @@ test('a page reads only its own lines: memory serves the newest events, the rest
   const lines = readFileSync(file, 'utf8').split('\n');
   writeFileSync(file, lines.map((line, n) => (n >= 19 && n < 25 ? line : 'x'.repeat(line.length))).join('\n'));
   const policy = { maxAgeMs: DAY, maxPerWorkspace: 100 };
-  const first = await log.page('w', { limit: 5 }, policy, NOW);
+  const first = await listed(log, 'w', { limit: 5 }, policy, NOW);
   assert.equal(first.items.map((e) => e.id), w.slice(25).reverse().map((e) => e.id));
-  const second = await log.page('w', { limit: 5, before: first.last }, policy, NOW);
+  const second = await listed(log, 'w', { limit: 5, before: first.last }, policy, NOW);
   assert.equal(second.items.map((e) => e.payload), w.slice(20, 25).reverse().map((e) => e.payload));
   assert.ok(second.more);
   await log.close();
@@ -319,3 +321,16 @@ test('append log: rewriteLines copies lines by offset (long ones too, in any ord
 });
 
 test.run();
+
+/** A page with its events parsed from the budget the store filled (as a listing sends them). */
+async function listed<Q, P extends { more: boolean }>(
+  store: { page(workspaceId: string, query: Q, policy: RetentionPolicy, now: number, budget: PageBudget<PlatformEvent>): P | Promise<P> },
+  workspaceId: string,
+  query: Q,
+  policy: RetentionPolicy,
+  now: number,
+): Promise<P & { items: PlatformEvent[] }> {
+  const budget = unbounded<PlatformEvent>();
+  const page = await store.page(workspaceId, query, policy, now, budget);
+  return { ...page, items: itemsOf(budget) };
+}

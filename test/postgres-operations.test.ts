@@ -18,6 +18,9 @@ import { freshDatabase } from './helpers/postgres.js';
 import { startSubscriber, type ReceivedDelivery } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
+import { itemsOf, unbounded, type PageBudget } from '../src/daemon/paging.js';
+import type { RetentionPolicy } from '../src/daemon/events/types.js';
+import type { PlatformEvent } from '../src/handlers/sdk.js';
 
 // `platform db import`, `platform keys rotate` and `platform backup` on PostgreSQL, run as
 // processes on a data directory made by a real file-backed daemon.
@@ -435,7 +438,7 @@ test('db import keeps a dead letter whose event retention removed from the log, 
     assert.is((await postgres.stores.events.find('shop', eventIds[0]!))?.id, eventIds[0], 'the removed event, copied from its letter');
     const [replayed] = await postgres.stores.deadLetters.replay([deadLetterIds[0]!], Date.now());
     assert.is(replayed?.event.id, eventIds[0], 'and the letter replays');
-    const page = await postgres.stores.events.page('shop', { limit: 10 }, { maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
+    const page = await listed(postgres.stores.events, 'shop', { limit: 10 }, { maxAgeMs: 86_400_000, maxPerWorkspace: 100 }, Date.now());
     assert.equal(page.items.map((event) => event.id), [eventIds[1], eventIds[0]], 'it stays the oldest');
   } finally {
     await postgres.close();
@@ -524,3 +527,16 @@ test('keys rotate on PostgreSQL with PLATFORM_MASTER_KEY re-seals under its firs
 });
 
 test.run();
+
+/** A page with its events parsed from the budget the store filled (as a listing sends them). */
+async function listed<Q, P extends { more: boolean }>(
+  store: { page(workspaceId: string, query: Q, policy: RetentionPolicy, now: number, budget: PageBudget<PlatformEvent>): P | Promise<P> },
+  workspaceId: string,
+  query: Q,
+  policy: RetentionPolicy,
+  now: number,
+): Promise<P & { items: PlatformEvent[] }> {
+  const budget = unbounded<PlatformEvent>();
+  const page = await store.page(workspaceId, query, policy, now, budget);
+  return { ...page, items: itemsOf(budget) };
+}

@@ -4,8 +4,11 @@
  * take it over the limit, and it always holds at least one item, however
  * large. The JSON made here is what the answer sends (no second pass).
  */
+/** Items read as bytes from this size on are sent as they are (one write each), smaller ones joined as text. */
+const SENT_AS_BYTES = 16 * 1024;
+
 export class PageBudget<T> {
-  private readonly parts: string[] = [];
+  private readonly parts: Array<string | Buffer> = [];
   private used = 0;
   private refused = false;
   /** See startChunk. */
@@ -20,14 +23,23 @@ export class PageBudget<T> {
 
   /** Adds the item when it fits, or when the page is still empty; false: the page is full and the item left out. */
   admit(item: T): boolean {
-    const json = this.toJson(item);
+    return this.admitJson(this.toJson(item));
+  }
+
+  /**
+   * `admit` for an item its store holds as the JSON the answer shows (a line
+   * of a log, read as bytes): no parse and no second serialisation, and a
+   * large one never becomes a string on the heap.
+   */
+  admitJson(json: string | Buffer): boolean {
     // A comma separates it from the item before.
-    const size = Buffer.byteLength(json) + (this.parts.length > 0 ? 1 : 0);
+    const size = (typeof json === 'string' ? Buffer.byteLength(json) : json.length) + (this.parts.length > 0 ? 1 : 0);
     if (this.parts.length > 0 && this.used + size > this.maxBytes) {
       this.refused = true;
       return false;
     }
-    this.parts.push(json);
+    // A small one becomes text, to be joined with its neighbours into one write.
+    this.parts.push(typeof json !== 'string' && json.length < SENT_AS_BYTES ? json.toString('utf8') : json);
     this.used += size;
     return true;
   }
@@ -67,7 +79,7 @@ export class PageBudget<T> {
   }
 
   /** The admitted items' JSON, in order. */
-  get json(): readonly string[] {
+  get json(): ReadonlyArray<string | Buffer> {
     return this.parts;
   }
 
@@ -179,3 +191,6 @@ export async function fillBySize<K, R, T>(
 
 /** A budget for callers that read a page without sending it (tools, tests): no byte limit. */
 export const unbounded = <T>(): PageBudget<T> => new PageBudget<T>(Number.POSITIVE_INFINITY);
+
+/** The items a budget admitted, parsed again: for callers that read a page without sending it (tools, tests). */
+export const itemsOf = <T>(budget: PageBudget<T>): T[] => budget.json.map((json) => JSON.parse(String(json)) as T);

@@ -3,9 +3,8 @@ import type { PageBudget } from '../paging.js';
 import type { Delivery } from '../dispatch/types.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
 
+/** The page's events are in the budget the listing was given, as the JSON it sends. */
 export interface EventPage {
-  /** Also in the budget the listing was given, as JSON. */
-  items: PlatformEvent[];
   more: boolean;
   /** Where the next page starts (present when there is one): a cursor in the store's own terms, given back as `before`. */
   last?: string;

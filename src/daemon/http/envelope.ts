@@ -130,7 +130,7 @@ const PAGE_PIECE_BYTES = 256 * 1024;
  * envelope, written in pieces: other requests are answered between them, and
  * a client that reads slowly is waited for rather than buffered.
  */
-export async function sendPage(res: ServerResponse, items: readonly string[], itemBytes: number, meta: Record<string, unknown> | null): Promise<void> {
+export async function sendPage(res: ServerResponse, items: ReadonlyArray<string | Buffer>, itemBytes: number, meta: Record<string, unknown> | null): Promise<void> {
   if (res.headersSent) {
     res.end();
     return;
@@ -143,15 +143,26 @@ export async function sendPage(res: ServerResponse, items: readonly string[], it
     'content-type', 'application/json; charset=utf-8',
     'content-length', String(Buffer.byteLength(head) + itemBytes + Buffer.byteLength(tail)),
   ]);
+  /** Writes and waits for the response to take more; false once the client is gone. */
+  const send = async (chunk: string | Buffer): Promise<boolean> => {
+    const flushed = res.write(chunk);
+    if (res.destroyed) return false;
+    await (flushed ? new Promise((resolve) => setImmediate(resolve)) : drained(res));
+    return !res.destroyed;
+  };
+  // Small items are joined into pieces; an item read as bytes goes as it is, copied nowhere.
   let piece = head;
   for (const [index, item] of items.entries()) {
-    piece += index === 0 ? item : `,${item}`;
+    if (index > 0) piece += ',';
+    if (typeof item !== 'string') {
+      if (!(await send(piece)) || !(await send(item))) return;
+      piece = '';
+      continue;
+    }
+    piece += item;
     if (piece.length < PAGE_PIECE_BYTES) continue;
-    const flushed = res.write(piece);
+    if (!(await send(piece))) return;
     piece = '';
-    if (res.destroyed) return;
-    await (flushed ? new Promise((resolve) => setImmediate(resolve)) : drained(res));
-    if (res.destroyed) return;
   }
   res.end(piece + tail);
 }

@@ -67,13 +67,18 @@ export class Column {
 
 /** The `length` bytes at `offset` of an open file, as text (one whole line, without its newline). */
 export function readSpan(fd: number, offset: number, length: number): string {
+  return readBytes(fd, offset, length).toString('utf8');
+}
+
+/** The `length` bytes at `offset` of an open file. */
+export function readBytes(fd: number, offset: number, length: number): Buffer {
   const buffer = Buffer.allocUnsafe(length);
   for (let read = 0; read < length; ) {
     const bytes = readSync(fd, buffer, read, length - read, offset + read);
     if (bytes === 0) throw new Error(`the file ends before the line at byte ${offset}`);
     read += bytes;
   }
-  return buffer.toString('utf8');
+  return buffer;
 }
 
 /** What readLineAt reads first: most lines (a record with its attempts) fit. */

@@ -132,15 +132,13 @@ class FileEventStore implements EventStore {
    * the one before, as a client's next page would (same guarantee).
    */
   async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
-    const items: PlatformEvent[] = [];
     let last = query.before === undefined ? undefined : positionOf(query.before);
     for (;;) {
       budget.startChunk(SYNC_READ_BYTES);
       const chunk = this.log.page(workspaceId, { ...query, before: last }, policy, now, budget);
-      items.push(...chunk.items);
       last = chunk.last ?? last;
       const paused = chunk.more && !budget.full && budget.count < query.limit;
-      if (!paused) return { items, more: chunk.more, ...(chunk.more && last ? { last: cursorOf(last) } : {}) };
+      if (!paused) return { more: chunk.more, ...(chunk.more && last ? { last: cursorOf(last) } : {}) };
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
 import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
-import { Column, hash32, readSpan } from '../line-index.js';
+import { Column, hash32, readBytes } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
@@ -84,10 +84,11 @@ const segmentName = (sequence: number) => `segment-${String(sequence).padStart(6
 class SegmentReader {
   private readonly fds = new Map<string, number>();
 
-  event(segment: Segment, lines: WorkspaceLines, index: number): PlatformEvent {
+  /** The line as read: a page sends it as it is, without making it a string, parsing it and writing it again. */
+  line(segment: Segment, lines: WorkspaceLines, index: number): Buffer {
     let fd = this.fds.get(segment.file);
     if (fd === undefined) this.fds.set(segment.file, (fd = openSync(segment.file, 'r')));
-    return JSON.parse(readSpan(fd, lines.offsets.get(index), lines.lengths.get(index))) as PlatformEvent;
+    return readBytes(fd, lines.offsets.get(index), lines.lengths.get(index));
   }
 
   close(): void {
@@ -198,20 +199,25 @@ export class EventLog {
    * its chunk is: see PageBudget.startChunk). Synchronous, so that no
    * compaction swaps a file under it: the budget bounds what it reads.
    */
-  page(workspaceId: string, query: LogPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { items: PlatformEvent[]; more: boolean; last?: EventPosition } {
+  /**
+   * Admits the page's events to `budget` as the JSON of their lines (each
+   * line is an event as JSON.stringify wrote it: sent as it is, never parsed
+   * but where a fingerprint only narrows down); answers whether more follow
+   * and the position of the page's last event.
+   */
+  page(workspaceId: string, query: LogPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
     const until = query.until ?? Number.POSITIVE_INFINITY;
     const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);
     const { before } = query;
-    const items: PlatformEvent[] = [];
     let more = false;
     let last: EventPosition | undefined;
-    this.walk(workspaceId, (segment, lines, eventAt) => {
+    this.walk(workspaceId, (segment, lines, lineAt) => {
       if (before && segment.sequence > before.segment) return true;
       let start = lines.length - 1;
       let olderThan = Number.POSITIVE_INFINITY;
       if (before?.segment === segment.sequence) {
-        const found = indexOf(lines, before, eventAt);
+        const found = indexOf(lines, before, lineAt);
         // The cursor's own event is gone only if retention removed it: then keep what is older than it.
         if (found >= 0) start = found - 1;
         else olderThan = before.at;
@@ -225,27 +231,24 @@ export class EventLog {
           more = true;
           continue;
         }
-        const event = eventAt(index);
-        if (query.eventKey !== undefined && event.eventKey !== query.eventKey) continue;
-        if (budget.count === query.limit || !budget.hasRoom() || !budget.admit(event)) more = true;
-        else {
-          items.push(event);
-          last = { segment: segment.sequence, at, id: event.id };
-        }
+        const line = lineAt(index);
+        if (query.eventKey !== undefined && fieldOf(line, 'eventKey') !== query.eventKey) continue;
+        if (budget.count === query.limit || !budget.hasRoom() || !budget.admitJson(line)) more = true;
+        else last = { segment: segment.sequence, at, id: fieldOf(line, 'id') };
       }
       return !more;
     });
-    return { items, more, ...(more && last ? { last } : {}) };
+    return { more, ...(more && last ? { last } : {}) };
   }
 
   /** One event of the workspace, found by its id's fingerprint (newest segment first); undefined if not retained. */
   find(workspaceId: string, eventId: string): PlatformEvent | undefined {
     const idHash = hash32(eventId);
     let found: PlatformEvent | undefined;
-    this.walk(workspaceId, (_segment, lines, eventAt) => {
+    this.walk(workspaceId, (_segment, lines, lineAt) => {
       for (let index = lines.length - 1; index >= 0 && !found; index -= 1) {
         if (lines.idHashes.get(index) !== idHash) continue;
-        const event = eventAt(index);
+        const event = JSON.parse(String(lineAt(index))) as PlatformEvent;
         if (event.id === eventId) found = event;
       }
       return !found;
@@ -262,7 +265,7 @@ export class EventLog {
    */
   private walk(
     workspaceId: string,
-    visit: (segment: Segment, lines: WorkspaceLines, eventAt: (index: number) => PlatformEvent) => boolean,
+    visit: (segment: Segment, lines: WorkspaceLines, lineAt: (index: number) => string | Buffer) => boolean,
   ): void {
     const reader = new SegmentReader();
     try {
@@ -272,11 +275,9 @@ export class EventLog {
         const lines = segment.workspaces.get(workspaceId);
         if (!lines) continue;
         const rankOfLast = newer + lines.length - 1;
-        const eventAt = (index: number) => {
-          const held = this.recentEvents.newest(workspaceId, rankOfLast - index, (id) => hash32(id) === lines.idHashes.get(index));
-          return held ?? reader.event(segment, lines, index);
-        };
-        if (!visit(segment, lines, eventAt)) return;
+        const lineAt = (index: number) =>
+          this.recentEvents.newest(workspaceId, rankOfLast - index, (id) => hash32(id) === lines.idHashes.get(index)) ?? reader.line(segment, lines, index);
+        if (!visit(segment, lines, lineAt)) return;
         newer += lines.length;
       }
     } finally {
@@ -447,13 +448,31 @@ async function writeSynced(file: string, text: string): Promise<void> {
 }
 
 /** The index of the cursor's event in the segment's lines, or -1 when retention removed it. */
-function indexOf(lines: WorkspaceLines, position: EventPosition, eventAt: (index: number) => PlatformEvent): number {
+function indexOf(lines: WorkspaceLines, position: EventPosition, lineAt: (index: number) => string | Buffer): number {
   const idHash = hash32(position.id);
   for (let index = lines.length - 1; index >= 0; index -= 1) {
-    if (lines.occurredAt.get(index) === position.at && lines.idHashes.get(index) === idHash && eventAt(index).id === position.id) return index;
+    if (lines.occurredAt.get(index) === position.at && lines.idHashes.get(index) === idHash && fieldOf(lineAt(index), 'id') === position.id) return index;
   }
   return -1;
 }
+
+/** How far into a line its first fields are looked for: an event's id and key come first. */
+const HEAD_BYTES = 512;
+
+/**
+ * A string field of an event's line: read from the line's head where the
+ * event has it (JSON.stringify writes id and eventKey first), else from the
+ * whole line parsed.
+ */
+function fieldOf(line: string | Buffer, field: 'id' | 'eventKey'): string {
+  const head = typeof line === 'string' ? line.slice(0, HEAD_BYTES) : line.subarray(0, HEAD_BYTES).toString('utf8');
+  const match = HEAD_FIELDS.exec(head);
+  if (match) return field === 'id' ? match[1]! : JSON.parse(`"${match[2]!}"`) as string;
+  return (JSON.parse(String(line)) as PlatformEvent)[field];
+}
+
+/** `{"id":"…","eventKey":"…",`: ids are UUIDs; a key's characters may be escaped. */
+const HEAD_FIELDS = /^\{"id":"([0-9a-f-]{36})","eventKey":"((?:[^"\\]|\\.)*)",/;
 
 function emptySegment(dir: string, name: string): Segment {
   return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map() };

@@ -113,10 +113,10 @@ export class RecentEvents {
     while (this.totalBytes > this.limits.bytesTotal) this.totalBytes -= this.largest().dropOldest();
   }
 
-  /** The workspace's event `rank` places from its newest (0), if memory holds it and its id is `is` (else undefined). */
-  newest(workspaceId: string, rank: number, is: (id: string) => boolean): PlatformEvent | undefined {
+  /** The JSON of the workspace's event `rank` places from its newest (0), if memory holds it and its id is `is` (else undefined). */
+  newest(workspaceId: string, rank: number, is: (id: string) => boolean): string | undefined {
     const entry = this.byWorkspace.get(workspaceId)?.newest(rank);
-    return entry && is(entry.id) ? (JSON.parse(entry.json) as PlatformEvent) : undefined;
+    return entry && is(entry.id) ? entry.json : undefined;
   }
 
   /** Retention removed these events from the log: memory lets them go too, keeping its events the log's newest. */

@@ -78,7 +78,7 @@ export class PostgresEventStore implements EventStore {
     const before = query.before === undefined ? null : seqOf(query.before);
     // The page's rows and their sizes first, then only the events that fit, in batches: a page of
     // large events never has them all in memory.
-    const { items, last, more } = await fillBySize(
+    const { last, more } = await fillBySize(
       query.limit,
       budget,
       async (after: string | undefined, count) => {
@@ -96,7 +96,7 @@ export class PostgresEventStore implements EventStore {
       async (keys) => (await this.database.query<Pick<EventRow, 'seq' | 'event'>>(READ_EVENTS, [keys])).rows,
       (row) => row.event,
     );
-    return { items, more, ...(more && last ? { last: last.seq } : {}) };
+    return { more, ...(more && last ? { last: last.seq } : {}) };
   }
 
   async find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined> {
