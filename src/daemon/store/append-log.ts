@@ -99,9 +99,9 @@ export class AppendLog<R> {
     private size: number,
   ) {}
 
-  /** Opens (creating if needed) and replays every stored record, oldest first. */
-  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void): Promise<AppendLog<R>> {
-    const size = await replay(file, onRecord);
+  /** Opens (creating if needed) and replays every stored record, oldest first (`opaque` lines unparsed: see replay). */
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, opaque?: OpaqueLines): Promise<AppendLog<R>> {
+    const size = await replay(file, onRecord, undefined, opaque);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
     return new AppendLog<R>(file, handle, size);
@@ -441,8 +441,17 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
 }
 
 /**
+ * Lines that replay hands over by span without parsing them: those starting
+ * with `prefix` (a large payload that an index only needs to find again).
+ */
+export interface OpaqueLines {
+  prefix: Buffer;
+  onLine: (span: LineSpan) => void;
+}
+
+/**
  * Replays every complete line (blank ones, withdrawn by `retract`, are
- * skipped) and returns the byte length of that prefix. An
+ * skipped; `opaque` ones handed over unparsed) and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  * `afterChunk` is awaited after each chunk's lines were handed over, so that a
@@ -452,6 +461,7 @@ export async function replay<R>(
   file: string,
   onRecord: (record: R, span: LineSpan) => void,
   afterChunk?: () => Promise<void>,
+  opaque?: OpaqueLines,
 ): Promise<number> {
   let handle: FileHandle;
   try {
@@ -486,6 +496,11 @@ export async function replay<R>(
         lineNumber += 1;
         // Blank: an empty line, or one withdrawn by `retract`.
         if (end > start && data[start] !== BLANK) {
+          if (opaque && end - start >= opaque.prefix.length && data.compare(opaque.prefix, 0, opaque.prefix.length, start, start + opaque.prefix.length) === 0) {
+            opaque.onLine({ offset: intact + start, length: end - start });
+            start = end + 1;
+            continue;
+          }
           let record: R;
           try {
             record = JSON.parse(data.toString('utf8', start, end)) as R;
