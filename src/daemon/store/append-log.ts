@@ -7,8 +7,11 @@ import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
 const LAZY_FLUSH_MS = 20;
-/** What rewriteLines reads and writes at once. */
+/** What rewriteLines writes at once. */
 const CHUNK_BYTES = 1024 * 1024;
+/** What rewriteLines reads at once, into one of WINDOWS windows. */
+const WINDOW_BYTES = 256 * 1024;
+const WINDOWS = 4;
 
 /** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
 export interface LineSpan {
@@ -296,27 +299,38 @@ export class AppendLog<R> {
         let chunk: Buffer[] = [];
         let chunkBytes = 0;
         let written = 0;
-        /** Bytes of the current file from `windowStart`, read a chunk at a time. */
-        let window = Buffer.alloc(0);
-        let windowStart = 0;
+        /**
+         * Windows of the current file, read a chunk at a time: a few, so that
+         * lines taken alternately from distant parts of the file (an outbox's
+         * payloads and the latest states of their deliveries) each stream
+         * from a window of their own instead of evicting each other.
+         */
+        const windows: Array<{ start: number; bytes: Buffer }> = [];
         for (let index = 0; index < count; index += 1) {
           const text = source.texts.get(index);
           let line: Buffer;
           if (text !== undefined) line = Buffer.from(text + '\n');
           else {
             const from = source.offsets[index]!;
-            let end = from >= windowStart ? window.indexOf(0x0a, from - windowStart) : -1;
-            for (let size = CHUNK_BYTES; end === -1; size *= 2) {
-              current ??= await open(this.file, 'r');
-              window = Buffer.allocUnsafe(size);
-              const { bytesRead } = await current.read(window, 0, size, from);
-              if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
-              window = window.subarray(0, bytesRead);
-              windowStart = from;
-              end = window.indexOf(0x0a);
-              if (end === -1 && bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+            let window = windows.find(({ start, bytes }) => from >= start && bytes.indexOf(0x0a, from - start) !== -1);
+            if (window) {
+              // Most recently used last.
+              windows.splice(windows.indexOf(window), 1);
+              windows.push(window);
+            } else {
+              for (let size = WINDOW_BYTES; !window; size *= 2) {
+                current ??= await open(this.file, 'r');
+                const bytes = Buffer.allocUnsafe(size);
+                const { bytesRead } = await current.read(bytes, 0, size, from);
+                if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
+                if (bytes.subarray(0, bytesRead).indexOf(0x0a) !== -1) window = { start: from, bytes: bytes.subarray(0, bytesRead) };
+                else if (bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+              }
+              windows.push(window);
+              if (windows.length > WINDOWS) windows.shift();
             }
-            line = window.subarray(from - windowStart, end + 1);
+            const end = window.bytes.indexOf(0x0a, from - window.start);
+            line = window.bytes.subarray(from - window.start, end + 1);
           }
           offsets[index] = written;
           written += line.length;

@@ -55,7 +55,11 @@ const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}
 /** Who a delivery's turn counts against when claiming: its subscription, or its extension for built-in plugins (as the dispatcher). */
 const fairnessKeyOf = (subscriber: SubscriberRef) => subscriber.subscriptionId ?? `plugin:${subscriber.extensionKey}`;
 
-/** Compact once the journal holds this many lines more than twice the pending deliveries. */
+/**
+ * Compact once the journal holds this many lines more than twice what the
+ * pending deliveries need (two lines each at most: a payload and a state), so
+ * that the copying a compaction does is paid for by as many lines written.
+ */
 const COMPACT_SLACK = 10_000;
 /** Drop ended deliveries from the index once they are this many more than a quarter of the pending ones. */
 const INDEX_SLACK = 4_096;
@@ -639,7 +643,7 @@ export class Outbox {
    */
   private compactWhenDue(): void {
     if (this.compacting || this.staged > 0) return;
-    if (this.journalLines > 2 * this.live + COMPACT_SLACK) {
+    if (this.journalLines > 4 * this.live + COMPACT_SLACK) {
       this.compacting = this.compact(new Set())
         .catch(this.reportError)
         .finally(() => (this.compacting = null));
