@@ -9,9 +9,9 @@ import { dirname } from 'node:path';
 const LAZY_FLUSH_MS = 20;
 /** What rewriteLines writes at once. */
 const CHUNK_BYTES = 1024 * 1024;
-/** What rewriteLines reads at once, into one of WINDOWS windows. */
-const WINDOW_BYTES = 256 * 1024;
-const WINDOWS = 4;
+/** What rewriteLines reads at once, into one of WINDOWS windows (2 MiB in all). */
+const WINDOW_BYTES = 64 * 1024;
+const WINDOWS = 32;
 
 /** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
 export interface LineSpan {
@@ -300,9 +300,10 @@ export class AppendLog<R> {
         let chunkBytes = 0;
         let written = 0;
         /**
-         * Windows of the current file, read a chunk at a time: a few, so that
-         * lines taken alternately from distant parts of the file (an outbox's
-         * payloads and the latest states of their deliveries) each stream
+         * Windows of the current file, read a chunk at a time: several, so
+         * that lines taken alternately from distant parts of the file (an
+         * outbox's payloads, and the latest states of their deliveries, which
+         * lie in the stretches each round of retries appended) each stream
          * from a window of their own instead of evicting each other.
          */
         const windows: Array<{ start: number; bytes: Buffer }> = [];
@@ -312,7 +313,7 @@ export class AppendLog<R> {
           if (text !== undefined) line = Buffer.from(text + '\n');
           else {
             const from = source.offsets[index]!;
-            let window = windows.find(({ start, bytes }) => from >= start && bytes.indexOf(0x0a, from - start) !== -1);
+            let window = windows.find(({ start, bytes }) => from >= start && from < start + bytes.length && bytes.indexOf(0x0a, from - start) !== -1);
             if (window) {
               // Most recently used last.
               windows.splice(windows.indexOf(window), 1);
@@ -460,7 +461,8 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
  */
 export interface OpaqueLines {
   prefix: Buffer;
-  onLine: (span: LineSpan) => void;
+  /** `line` is valid during the call only (a view of the read buffer). */
+  onLine: (span: LineSpan, line: Buffer) => void;
 }
 
 /**
@@ -511,7 +513,7 @@ export async function replay<R>(
         // Blank: an empty line, or one withdrawn by `retract`.
         if (end > start && data[start] !== BLANK) {
           if (opaque && end - start >= opaque.prefix.length && data.compare(opaque.prefix, 0, opaque.prefix.length, start, start + opaque.prefix.length) === 0) {
-            opaque.onLine({ offset: intact + start, length: end - start });
+            opaque.onLine({ offset: intact + start, length: end - start }, data.subarray(start, end));
             start = end + 1;
             continue;
           }

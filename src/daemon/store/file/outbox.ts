@@ -11,10 +11,10 @@ import { maskCredentials, showsCredentials } from '../../dispatch/url-credential
 /**
  * The journal's lines (outbox.log):
  * - `p`: an event's payload, written once per publish, right before the `d`
- *   lines of its deliveries; start-up hands these lines over unparsed.
+ *   lines of its deliveries; start-up reads only the event id at its start.
  * - `d`: one run of a delivery, without its event: written when it is queued
- *   and again after each failed attempt (the last one wins). The first `d`
- *   line of a run belongs to the `p` line before it.
+ *   and again after each failed attempt (the last one wins). Its payload is
+ *   the last `p` line of its event before its first `d` line.
  * - `x`: the run ended (delivered, or moved to the dead letters).
  */
 interface DeliveryLine {
@@ -37,6 +37,8 @@ interface DeliveryLine {
 
 interface PayloadLine {
   t: 'p';
+  /** The event's id, first, so that start-up finds it without parsing the line. */
+  id: string;
   e: PlatformEvent;
 }
 
@@ -48,7 +50,7 @@ type LegacyLine =
   | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
   | { t: 'done'; key: string };
 
-const PAYLOAD_PREFIX = Buffer.from('{"t":"p",');
+const PAYLOAD_PREFIX = Buffer.from('{"t":"p","id":"');
 
 const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}:${delivery.replayCount}`;
 
@@ -240,8 +242,8 @@ export class Outbox {
   static async open(file: string, reportError: (error: unknown) => void, options: OutboxOptions = {}): Promise<Outbox> {
     if (await isLegacy(file)) await migrateLegacy(file);
     const outbox = new Outbox(reportError, options);
-    const runs = new RunTable();
-    let lastPayload = -1;
+    const runs = new FingerprintTable();
+    const payloads = new FingerprintTable();
     const clear = new Set<number>();
     const replaying = new Map<string, number>();
     outbox.log = await AppendLog.open<Line>(
@@ -250,11 +252,15 @@ export class Outbox {
         outbox.journalLines += 1;
         if (line.t === 'd') {
           const key = `${line.id}:${line.rc}`;
-          let slot = runs.find(key);
+          let slot = runs.get(key);
           if (slot < 0 || outbox.slots.states.get(slot) === DEAD) {
-            if (lastPayload < 0) throw new Error(`${file}: delivery ${line.id} has no payload line before it`);
-            slot = outbox.newSlot(line, lastPayload, span.offset, WAITING);
-            runs.insert(key, slot);
+            const payload = payloads.get(line.ev);
+            if (payload < 0) {
+              reportError(new Error(`${file}: the payload of delivery ${line.id} (event ${line.ev}) is missing; the delivery is dropped`));
+              return;
+            }
+            slot = outbox.newSlot(line, payload, span.offset, WAITING);
+            runs.set(key, slot);
           } else {
             outbox.slots.due.set(slot, line.due);
             outbox.slots.lines.set(slot, span.offset);
@@ -262,7 +268,7 @@ export class Outbox {
           if (line.dl !== undefined) replaying.set(line.dl, slot);
           if (showsCredentials(line.sub.serviceBaseUrl)) clear.add(slot);
         } else if (line.t === 'x') {
-          const slot = runs.find(`${line.id}:${line.rc}`);
+          const slot = runs.get(`${line.id}:${line.rc}`);
           if (slot >= 0 && outbox.slots.states.get(slot) !== DEAD) {
             outbox.slots.states.set(slot, DEAD);
             outbox.live -= 1;
@@ -271,8 +277,8 @@ export class Outbox {
       },
       {
         prefix: PAYLOAD_PREFIX,
-        onLine: (span) => {
-          lastPayload = span.offset;
+        onLine: (span, text) => {
+          payloads.set(payloadEventId(text), span.offset);
           outbox.journalLines += 1;
         },
       },
@@ -331,7 +337,7 @@ export class Outbox {
     for (const delivery of deliveries) {
       if (delivery.event !== event) {
         event = delivery.event;
-        payload = lines.push({ t: 'p', e: event }) - 1;
+        payload = lines.push({ t: 'p', id: event.id, e: event }) - 1;
       }
       places.push({ payload, line: lines.push(lineOf(delivery)) - 1 });
     }
@@ -653,56 +659,77 @@ export class Outbox {
   }
 
   /**
-   * Rewrites the journal with the pending runs only, in their order: each
-   * payload once, then the latest `d` line of each of its runs, copied from
-   * the current file (or written from memory, when not yet on disk or when
-   * `masking` says its subscriber URL must be masked). The index is
-   * renumbered at once; its offsets switch to the new file when it replaces
-   * the old one (until then reads go to the old one).
+   * Rewrites the journal with the pending runs only: their payloads and the
+   * latest `d` line of each, copied from the current file in the order of
+   * the file (one sequential pass), then the `d` lines memory holds (not yet
+   * on disk, or to be masked: `masking`). The index is renumbered at once;
+   * its offsets switch to the new file when it replaces the old one (until
+   * then reads go to the old one).
    */
   private async compact(masking: ReadonlySet<number>): Promise<void> {
     this.renumber();
     const count = this.slots.length;
-    const payloadIndexes = new Uint32Array(count);
-    const lineIndexes = new Uint32Array(count);
-    const offsets: number[] = [];
-    const texts = new Map<number, string>();
-    const versions = new Map<number, number>();
-    let lastPayload = -1;
+    /** Slots whose `d` line is written from memory, and the version of it that is. */
+    const fromMemory = new Map<number, { text: string; version: number | null }>();
+    const copied = new Float64Array(2 * count);
+    let copies = 0;
     for (let slot = 0; slot < count; slot += 1) {
-      const payload = this.slots.payloads.get(slot);
-      if (payload !== lastPayload) {
-        lastPayload = payload;
-        offsets.push(payload);
-      }
-      payloadIndexes[slot] = offsets.length - 1;
-      lineIndexes[slot] = offsets.length;
+      copied[copies++] = this.slots.payloads.get(slot);
       const unwritten = this.unwritten.get(slot);
-      if (unwritten) {
-        texts.set(offsets.length, JSON.stringify(unwritten.line));
-        versions.set(slot, unwritten.version);
-      } else if (masking.has(slot)) {
+      if (unwritten) fromMemory.set(slot, { text: JSON.stringify(unwritten.line), version: unwritten.version });
+      else if (masking.has(slot)) {
         const line = JSON.parse(this.log.readLine(this.slots.lines.get(slot))) as DeliveryLine;
         line.sub = { ...line.sub, serviceBaseUrl: maskCredentials(line.sub.serviceBaseUrl!) };
-        texts.set(offsets.length, JSON.stringify(line));
-      }
-      offsets.push(this.slots.lines.get(slot));
+        fromMemory.set(slot, { text: JSON.stringify(line), version: null });
+      } else copied[copies++] = this.slots.lines.get(slot);
+    }
+    // In the order of the file, each line once (the deliveries of one publish share their payload).
+    const sorted = copied.subarray(0, copies).sort();
+    let unique = 0;
+    for (let index = 0; index < sorted.length; index += 1) if (index === 0 || sorted[index] !== sorted[unique - 1]) sorted[unique++] = sorted[index]!;
+    const offsets = new Float64Array(unique + fromMemory.size);
+    offsets.set(sorted.subarray(0, unique));
+    const texts = new Map<number, string>();
+    const textIndexes = new Map<number, number>();
+    for (const [slot, { text }] of fromMemory) {
+      textIndexes.set(slot, unique + texts.size);
+      texts.set(unique + texts.size, text);
     }
     const linesBefore = this.journalLines;
-    const source = { offsets: Float64Array.from(offsets), texts };
-    offsets.length = 0;
-    await this.log.rewriteLines(source, (written) => {
+    await this.log.rewriteLines({ offsets, texts }, (written) => {
+      const moved = (old: number) => written[binarySearch(offsets, unique, old)]!;
       for (let slot = 0; slot < count; slot += 1) {
-        this.slots.payloads.set(slot, written[payloadIndexes[slot]!]!);
-        this.slots.lines.set(slot, written[lineIndexes[slot]!]!);
-        const version = versions.get(slot);
-        if (version !== undefined && this.unwritten.get(slot)?.version === version) this.unwritten.delete(slot);
+        this.slots.payloads.set(slot, moved(this.slots.payloads.get(slot)));
+        const textIndex = textIndexes.get(slot);
+        this.slots.lines.set(slot, textIndex === undefined ? moved(this.slots.lines.get(slot)) : written[textIndex]!);
+        const version = fromMemory.get(slot)?.version;
+        if (version != null && this.unwritten.get(slot)?.version === version) this.unwritten.delete(slot);
       }
       this.lastPayload = null;
       // The new journal: what was copied, then whatever was appended meanwhile.
       this.journalLines = written.length + (this.journalLines - linesBefore);
     });
   }
+}
+
+/** The index of `value` among the first `length` of sorted `values` (it is there). */
+function binarySearch(values: Float64Array, length: number, value: number): number {
+  let low = 0;
+  let high = length - 1;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (values[middle]! < value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The event id at the start of a `p` line, read without parsing the event. */
+function payloadEventId(line: Buffer): string {
+  const end = line.indexOf(0x22, PAYLOAD_PREFIX.length);
+  const id = line.toString('utf8', PAYLOAD_PREFIX.length, end);
+  // An id with an escaped character: the line is parsed after all.
+  return id.includes('\\') ? (JSON.parse(line.toString('utf8')) as PayloadLine).id : id;
 }
 
 /** A run's `d` line: the delivery without its event. */
@@ -751,58 +778,54 @@ function readFully(fd: number, buffer: Buffer, position: number): number {
 }
 
 /**
- * Runs by key during start-up only, as an open-addressing table of slot
- * numbers with two 32-bit fingerprints of the key (a false match among a
- * million keys is about one chance in thirty million).
+ * Numbers by string key during start-up only (runs by key, payloads by event
+ * id), as an open-addressing table over columns: two 32-bit fingerprints of
+ * the key and the value, 16 bytes an entry plus the table (a false match
+ * among a million keys is about one chance in thirty million).
  */
-class RunTable {
+class FingerprintTable {
   private table = new Int32Array(1 << 16).fill(-1);
   private readonly first = new Column(Uint32Array);
   private readonly second = new Column(Uint32Array);
+  private readonly values = new Column(Float64Array);
   private count = 0;
 
-  find(key: string): number {
+  /** The value of `key`, or -1. */
+  get(key: string): number {
+    const entry = this.find(hash32(key), secondHash(key));
+    return entry < 0 ? -1 : this.values.get(entry);
+  }
+
+  set(key: string, value: number): void {
     const a = hash32(key);
     const b = secondHash(key);
+    const found = this.find(a, b);
+    if (found >= 0) return this.values.set(found, value);
+    const entry = this.count++;
+    for (const column of [this.first, this.second, this.values]) column.reserve(this.count);
+    this.first.set(entry, a);
+    this.second.set(entry, b);
+    this.values.set(entry, value);
+    if (this.count * 2 > this.table.length) {
+      this.table = new Int32Array(this.table.length * 2).fill(-1);
+      for (let index = 0; index < this.count; index += 1) this.place(index);
+    } else this.place(entry);
+  }
+
+  private find(a: number, b: number): number {
     const mask = this.table.length - 1;
     for (let index = a & mask; ; index = (index + 1) & mask) {
-      const slot = this.table[index]!;
-      if (slot < 0) return -1;
-      if (this.first.get(slot) === a && this.second.get(slot) === b) return slot;
+      const entry = this.table[index]!;
+      if (entry < 0) return -1;
+      if (this.first.get(entry) === a && this.second.get(entry) === b) return entry;
     }
   }
 
-  /** The key's run is in `slot` now (a key ended and queued again replaces its entry). */
-  insert(key: string, slot: number): void {
-    const a = hash32(key);
-    const b = secondHash(key);
-    this.first.reserve(slot + 1);
-    this.second.reserve(slot + 1);
-    this.first.set(slot, a);
-    this.second.set(slot, b);
+  private place(entry: number): void {
     const mask = this.table.length - 1;
-    for (let index = a & mask; this.table[index]! >= 0; index = (index + 1) & mask) {
-      const other = this.table[index]!;
-      if (this.first.get(other) === a && this.second.get(other) === b) {
-        this.table[index] = slot;
-        return;
-      }
-    }
-    if (++this.count * 2 > this.table.length) this.grow();
-    this.place(slot);
-  }
-
-  private place(slot: number): void {
-    const mask = this.table.length - 1;
-    let index = this.first.get(slot) & mask;
+    let index = this.first.get(entry) & mask;
     while (this.table[index]! >= 0) index = (index + 1) & mask;
-    this.table[index] = slot;
-  }
-
-  private grow(): void {
-    const old = this.table;
-    this.table = new Int32Array(old.length * 2).fill(-1);
-    for (const slot of old) if (slot >= 0) this.place(slot);
+    this.table[index] = entry;
   }
 }
 
@@ -877,7 +900,7 @@ async function migrateLegacy(file: string): Promise<void> {
         }
         if (delivery.event.id !== lastEvent) {
           lastEvent = delivery.event.id;
-          chunk += JSON.stringify({ t: 'p', e: delivery.event }) + '\n';
+          chunk += JSON.stringify({ t: 'p', id: delivery.event.id, e: delivery.event }) + '\n';
         }
         chunk += JSON.stringify(lineOf(delivery)) + '\n';
         if (chunk.length >= WRITE_CHUNK) {
