@@ -206,6 +206,23 @@ test('an outbox.log of the old format (whole deliveries, URLs in clear) is read 
   await reopened.close();
 });
 
+test('deliveries staged and then retracted leave nothing pending, not even for the next start', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const kept = delivery('kept', event());
+  await outbox.add([kept]);
+  const withdrawn = event();
+  const staged = await outbox.stage([delivery('w1', withdrawn), delivery('w2', withdrawn)]);
+  await staged.retract();
+  assert.is(outbox.size, 1);
+  assert.equal(outbox.claim(10, LATER).map((d) => d.id), ['kept']);
+  await outbox.close();
+  assert.not.ok(readFileSync(file, 'utf8').includes(withdrawn.id), 'the payload withdrawn too');
+  const reopened = await Outbox.open(file, failOnError);
+  assert.equal([...reopened.values()].map((d) => d.id), ['kept']);
+  await reopened.close();
+});
+
 test('a replayed dead letter is known as queued until its run ends, also after a restart', async () => {
   const file = join(await tempDir(), 'outbox.log');
   const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });

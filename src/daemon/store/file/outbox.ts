@@ -471,17 +471,26 @@ export class Outbox {
   }
 
   /**
-   * Every pending run, in the order of the journal, its event read only if
-   * `load` is called: a pass over the `d` lines, read a window at a time.
+   * Every pending run, its event read only if `load` is called: a pass over
+   * the `d` lines in the order of the file, read a window at a time.
    * Synchronous between two steps of the iteration: no compaction runs.
    */
   *pending(): Generator<PendingRef> {
+    const order = new Uint32Array(this.live);
+    const offsets = new Float64Array(this.slots.length);
+    let count = 0;
+    for (let slot = 0; slot < this.slots.length; slot += 1) {
+      if (this.slots.states.get(slot) === DEAD) continue;
+      order[count++] = slot;
+      offsets[slot] = this.unwritten.has(slot) ? -1 : this.slots.lines.get(slot);
+    }
+    // The latest state of each run lies where its last attempt appended it: read them in the order of the file.
+    order.subarray(0, count).sort((a, b) => offsets[a]! - offsets[b]!);
     const fd = openSync(this.log.file, 'r');
     try {
       let window = Buffer.alloc(0);
       let windowStart = 0;
-      for (let slot = 0; slot < this.slots.length; slot += 1) {
-        if (this.slots.states.get(slot) === DEAD) continue;
+      for (const slot of order.subarray(0, count)) {
         let line: DeliveryLine;
         const unwritten = this.unwritten.get(slot);
         if (unwritten) line = unwritten.line;
@@ -499,12 +508,11 @@ export class Outbox {
           line = JSON.parse(window.toString('utf8', offset - windowStart, end)) as DeliveryLine;
         }
         const held = this.held.get(`${line.id}:${line.rc}`) ?? this.finishing.get(`${line.id}:${line.rc}`);
-        const at = slot;
         yield {
           id: line.id,
           replayCount: line.rc,
           workspaceId: line.ws,
-          load: () => held?.delivery ?? this.load(at),
+          load: () => held?.delivery ?? this.load(slot),
         };
       }
     } finally {
