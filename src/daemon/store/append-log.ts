@@ -296,7 +296,9 @@ export class AppendLog<R> {
     try {
       const out = await open(temp, 'w', FILE_MODE);
       try {
-        let chunk: Buffer[] = [];
+        // Lines are copied into one output buffer and windows are reused: a
+        // rewrite of a large log allocates a few megabytes, not its size.
+        const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
         let chunkBytes = 0;
         let written = 0;
         /**
@@ -306,7 +308,7 @@ export class AppendLog<R> {
          * lie in the stretches each round of retries appended) each stream
          * from a window of their own instead of evicting each other.
          */
-        const windows: Array<{ start: number; bytes: Buffer }> = [];
+        const windows: Array<{ start: number; bytes: Buffer; memory: Buffer }> = [];
         for (let index = 0; index < count; index += 1) {
           const text = source.texts.get(index);
           let line: Buffer;
@@ -319,30 +321,31 @@ export class AppendLog<R> {
               windows.splice(windows.indexOf(window), 1);
               windows.push(window);
             } else {
-              for (let size = WINDOW_BYTES; !window; size *= 2) {
+              // The least recently used window's memory is read into again (its lines were copied out).
+              let reused = windows.length >= WINDOWS ? windows.shift()!.memory : Buffer.allocUnsafe(WINDOW_BYTES);
+              for (let size = reused.length; !window; size *= 2) {
                 current ??= await open(this.file, 'r');
-                const bytes = Buffer.allocUnsafe(size);
-                const { bytesRead } = await current.read(bytes, 0, size, from);
+                if (reused.length < size) reused = Buffer.allocUnsafe(size);
+                const { bytesRead } = await current.read(reused, 0, size, from);
                 if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
-                if (bytes.subarray(0, bytesRead).indexOf(0x0a) !== -1) window = { start: from, bytes: bytes.subarray(0, bytesRead) };
+                if (reused.subarray(0, bytesRead).indexOf(0x0a) !== -1) window = { start: from, bytes: reused.subarray(0, bytesRead), memory: reused };
                 else if (bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
               }
               windows.push(window);
-              if (windows.length > WINDOWS) windows.shift();
             }
             const end = window.bytes.indexOf(0x0a, from - window.start);
             line = window.bytes.subarray(from - window.start, end + 1);
           }
           offsets[index] = written;
           written += line.length;
-          chunk.push(line);
-          chunkBytes += line.length;
-          if (chunkBytes >= CHUNK_BYTES || index === count - 1) {
-            await writeFully(out, Buffer.concat(chunk, chunkBytes));
-            chunk = [];
+          if (chunkBytes + line.length > chunk.length) {
+            await writeFully(out, chunk.subarray(0, chunkBytes));
             chunkBytes = 0;
           }
+          if (line.length > chunk.length) await writeFully(out, line);
+          else chunkBytes += line.copy(chunk, chunkBytes);
         }
+        if (chunkBytes > 0) await writeFully(out, chunk.subarray(0, chunkBytes));
         await out.sync();
       } finally {
         await out.close();
