@@ -49,11 +49,15 @@ function delivery(id: string, of: PlatformEvent, to = subscriber('s'), due = NOW
   };
 }
 
-/** Claims everything due by `now`, `batch` at a time. */
-function claimAll(outbox: Outbox, now = LATER, batch = 100): Delivery[] {
+/** Claims everything due by `now`, `batch` at a time (claims wait while a compaction runs). */
+async function claimAll(outbox: Outbox, now = LATER, batch = 100): Promise<Delivery[]> {
   const claimed: Delivery[] = [];
-  for (let more = outbox.claim(batch, now); more.length > 0; more = outbox.claim(batch, now)) claimed.push(...more);
-  return claimed;
+  for (;;) {
+    await outbox.compacted();
+    const more = outbox.claim(batch, now);
+    if (more.length === 0) return claimed;
+    claimed.push(...more);
+  }
 }
 
 test('a publish holds at most holdAtMost deliveries (in-process ones always); the others wait for a claim, due first', async () => {
@@ -106,7 +110,7 @@ test('a restart on a backlog resumes every pending delivery in due order, with i
 
   const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
   assert.is(reopened.size, expected.size);
-  const resumed = claimAll(reopened, LATER, 37);
+  const resumed = await claimAll(reopened, LATER, 37);
   const order = [...expected.values()].sort((x, y) => x.nextAttemptAt - y.nextAttemptAt).map((d) => d.id);
   assert.equal(resumed.map((d) => d.id), order, 'due first');
   for (const one of resumed) assert.equal(one, expected.get(one.id), `${one.id} as it was`);
@@ -138,7 +142,7 @@ test('compaction keeps every pending delivery, also those whose last attempt was
   const attempts = new Map<string, number>();
   // Rounds of attempts: most fail (a line each), some end; compactions start on their own.
   for (let round = 1; round <= 4; round += 1) {
-    for (const claimed of claimAll(outbox, NOW + round * 1000, 250)) {
+    for (const claimed of await claimAll(outbox, NOW + round * 1000, 250)) {
       assert.equal(claimed.event.payload, payloads.get(claimed.event.id), `the payload of ${claimed.id}`);
       assert.is(claimed.attempts, attempts.get(claimed.id) ?? 0, `the attempts of ${claimed.id}`);
       if (Number(claimed.id.slice(1)) % 5 === round) {
@@ -163,7 +167,7 @@ test('compaction keeps every pending delivery, also those whose last attempt was
   assert.ok(lines < 2 * pendingIds.length + 10_000 + 6_000, `${lines} lines for ${pendingIds.length} pending`);
 
   const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
-  const resumed = claimAll(reopened);
+  const resumed = await claimAll(reopened);
   assert.equal(resumed.map((d) => d.id).sort(), pendingIds.sort());
   for (const one of resumed) {
     assert.is(one.attempts, 4, `${one.id}: every failed attempt counted`);
@@ -194,7 +198,7 @@ test('an outbox.log of the old format (whole deliveries, URLs in clear) is read 
   assert.not.ok(text.includes('secret'), 'no credentials left');
   assert.not.ok(text.includes('"t":"add"'), 'the new format');
   assert.is(text.split(`"id":"${published.id}","eventKey"`).length - 1, 1, 'the shared event written once');
-  const resumed = claimAll(outbox);
+  const resumed = await claimAll(outbox);
   assert.equal(resumed.map((d) => [d.id, d.attempts, d.nextAttemptAt, d.event.id]), [
     ['a', 0, NOW, published.id],
     ['b', 2, NOW + 7, published.id],

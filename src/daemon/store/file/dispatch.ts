@@ -179,7 +179,9 @@ class FileDeliveryStore implements DeliveryStore {
     private readonly outbox: Outbox,
     private readonly records: DeliveryRecords,
     private readonly letters: DeadLetterFile,
-  ) {}
+  ) {
+    outbox.onCompacted(() => this.wake());
+  }
 
   onWork(wake: () => void): void {
     this.wake = wake;

@@ -222,6 +222,7 @@ export class Outbox {
   /** The payload read last: the deliveries of one publish, claimed together, read it once. */
   private lastPayload: { offset: number; event: PlatformEvent } | null = null;
   private readonly holdAtMost: number;
+  private compactionEnded: () => void = () => undefined;
 
   private log!: AppendLog<Line>;
 
@@ -394,6 +395,9 @@ export class Outbox {
    */
   claim(limit: number, now: number): Delivery[] {
     const claimed: Delivery[] = [];
+    // While a compaction copies the journal, appends wait for it in memory: attempts on the backlog (each
+    // appends a line) wait too, and the copy gets the time. `onCompacted` says when to claim again.
+    if (this.compacting) return claimed;
     const groups = this.heaps.length;
     let idle = 0;
     while (claimed.length < limit && idle < groups) {
@@ -416,8 +420,9 @@ export class Outbox {
     return claimed;
   }
 
-  /** When the earliest waiting delivery is due (epoch ms), or null. */
+  /** When the earliest waiting delivery is due (epoch ms), or null (also while a compaction runs: see `claim`). */
   nextDueAt(): number | null {
+    if (this.compacting) return null;
     let next = Number.POSITIVE_INFINITY;
     for (const heap of this.heaps) {
       const slot = heap.peek();
@@ -526,6 +531,11 @@ export class Outbox {
       const delivery = ref.load();
       if (delivery) yield delivery;
     }
+  }
+
+  /** `then` runs after each compaction that started while the daemon ran: claims resume. */
+  onCompacted(then: () => void): void {
+    this.compactionEnded = then;
   }
 
   /** Resolves once a compaction in progress, if any, has ended. */
@@ -660,7 +670,10 @@ export class Outbox {
     if (this.journalLines > 4 * this.live + COMPACT_SLACK) {
       this.compacting = this.compact(new Set())
         .catch(this.reportError)
-        .finally(() => (this.compacting = null));
+        .finally(() => {
+          this.compacting = null;
+          this.compactionEnded();
+        });
     } else if (this.slots.length - this.live > this.live / 4 + INDEX_SLACK && this.linesInFlight === 0) {
       this.renumber();
     }
