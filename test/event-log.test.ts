@@ -241,13 +241,13 @@ test('outbox: a reopen has exactly the pending deliveries with their last attemp
   await reopened.close();
 });
 
-test('outbox: the journal stays bounded: compacted to the pending set once it holds 10,000 lines more than twice what they need', async () => {
+test('outbox: the journal stays bounded: compacted to the pending set once it holds 50,000 lines more than twice what they need', async () => {
   const file = join(await tempDir(), 'outbox.log');
   const outbox = await Outbox.open(file, (error) => assert.unreachable(String(error)), { holdAtMost: 0 });
-  const ids = Array.from({ length: 30_000 }, (_, i) => `d${i}`);
+  const ids = Array.from({ length: 60_000 }, (_, i) => `d${i}`);
   await outbox.add(ids.map(delivery));
-  for (let start = 0; start < 29_990; start += 500) {
-    for (const claimed of outbox.claim(Math.min(500, 29_990 - start), NOW)) {
+  for (let start = 0; start < 59_990; start += 500) {
+    for (const claimed of outbox.claim(Math.min(500, 59_990 - start), NOW)) {
       outbox.finished(claimed);
       outbox.done(claimed);
     }
@@ -257,9 +257,9 @@ test('outbox: the journal stays bounded: compacted to the pending set once it ho
   await outbox.close();
   const lines = readFileSync(file, 'utf8').trim().split('\n');
   // A pending delivery needs two lines: its payload and its state.
-  assert.ok(lines.length <= 2 * 2 * 10 + 10_000 + 500, `${lines.length} journal lines for 10 pending deliveries (119,990 lines written)`);
+  assert.ok(lines.length <= 2 * 2 * 10 + 50_000 + 500, `${lines.length} journal lines for 10 pending deliveries (179,990 lines written)`);
   const reopened = await Outbox.open(file, () => undefined);
-  assert.equal([...reopened.values()].map((d) => d.id), ids.slice(29_990));
+  assert.equal([...reopened.values()].map((d) => d.id), ids.slice(59_990));
   await reopened.close();
 });
 

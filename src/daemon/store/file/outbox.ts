@@ -61,14 +61,24 @@ const fairnessKeyOf = (subscriber: SubscriberRef) => subscriber.subscriptionId ?
  * Compact once the journal holds this many lines more than twice what the
  * pending deliveries need (two lines each at most: a payload and a state), so
  * that the copying a compaction does is paid for by as many lines written.
+ * With few pending, a compaction every 50,000 lines (a publish and its
+ * delivery write three) keeps their cost (appends wait for each) out of the
+ * publish rate.
  */
-const COMPACT_SLACK = 10_000;
+const COMPACT_SLACK = 50_000;
 /** Drop ended deliveries from the index once they are this many more than a quarter of the pending ones. */
 const INDEX_SLACK = 4_096;
 /** What the start-up pass over pending deliveries reads at once (their `d` lines lie among payloads). */
 const SCAN_WINDOW = 64 * 1024;
 /** What a migration from the old format writes at once. */
 const WRITE_CHUNK = 1024 * 1024;
+
+/**
+ * Deliveries a publish hands the dispatcher at most while it holds others: a
+ * few megabytes, enough that a subscriber that keeps up never has its
+ * deliveries read back from disk in a burst.
+ */
+const DEFAULT_HOLD_AT_MOST = 1024;
 
 const DEAD = 0;
 const WAITING = 1;
@@ -180,6 +190,8 @@ export interface StagedDeliveries {
 export interface OutboxOptions {
   /** Deliveries a publish hands the dispatcher at most while it holds others (in-process ones always): the rest wait for a claim. */
   holdAtMost?: number;
+  /** Lines of slack before a compaction (COMPACT_SLACK; tests set less). */
+  compactSlack?: number;
 }
 
 /**
@@ -222,6 +234,7 @@ export class Outbox {
   /** The payload read last: the deliveries of one publish, claimed together, read it once. */
   private lastPayload: { offset: number; event: PlatformEvent } | null = null;
   private readonly holdAtMost: number;
+  private readonly compactSlack: number;
   private compactionEnded: () => void = () => undefined;
 
   private log!: AppendLog<Line>;
@@ -230,7 +243,8 @@ export class Outbox {
     private readonly reportError: (error: unknown) => void,
     options: OutboxOptions,
   ) {
-    this.holdAtMost = options.holdAtMost ?? 256;
+    this.holdAtMost = options.holdAtMost ?? DEFAULT_HOLD_AT_MOST;
+    this.compactSlack = options.compactSlack ?? COMPACT_SLACK;
   }
 
   /**
@@ -667,7 +681,7 @@ export class Outbox {
    */
   private compactWhenDue(): void {
     if (this.compacting || this.staged > 0) return;
-    if (this.journalLines > 4 * this.live + COMPACT_SLACK) {
+    if (this.journalLines > 4 * this.live + this.compactSlack) {
       this.compacting = this.compact(new Set())
         .catch(this.reportError)
         .finally(() => {
