@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FairQueue } from '../src/daemon/dispatch/fair-queue.js';
 import { Fifo } from '../src/daemon/dispatch/fifo.js';
-import { Schedule } from '../src/daemon/dispatch/schedule.js';
+import { DueTimes } from '../src/daemon/dispatch/schedule.js';
 
 // The dispatcher's queue structures on their own, driven by values: no timers, no daemon.
 
@@ -68,46 +68,32 @@ test('FairQueue lets a subscriber alone use all but a quarter of the slots, and 
   assert.equal(queue.take(), { key: 'alone', delivery: 'd6' });
 });
 
-test('Schedule pops the earliest attempt first for any insertion order', () => {
+test('DueTimes answers the earliest time still ahead, for any insertion order, growing past its first room', () => {
   const random = seededRandom(7);
-  const schedule = new Schedule<{ id: number; nextAttemptAt: number }>();
+  const due = new DueTimes();
   const times: number[] = [];
-  for (let id = 0; id < 500; id += 1) {
-    const nextAttemptAt = Math.floor(random() * 1000);
-    times.push(nextAttemptAt);
-    schedule.push({ id, nextAttemptAt });
+  for (let index = 0; index < 500; index += 1) {
+    const at = Math.floor(random() * 1000);
+    times.push(at);
+    due.add(at);
   }
-  assert.is(schedule.length, 500);
-  const popped: number[] = [];
-  while (schedule.peek()) {
-    const head = schedule.peek()!;
-    const item = schedule.pop()!;
-    assert.is(item, head);
-    popped.push(item.nextAttemptAt);
-  }
-  assert.equal(popped, [...times].sort((a, b) => a - b));
-  assert.is(schedule.pop(), undefined);
+  const sorted = [...new Set(times)].sort((a, b) => a - b);
+  // Each answer is the earliest time after `now`; those up to `now` are gone for good.
+  for (const at of sorted) assert.is(due.next(at - 0.5), at, `after ${at - 0.5}`);
+  assert.is(due.next(sorted.at(-1)!), null);
+  assert.is(due.next(0), null, 'what was due is not answered again');
 });
 
-test('Schedule releases only what is due at the current time of the clock', () => {
-  let now = 1_000;
-  const schedule = new Schedule<{ id: string; nextAttemptAt: number }>();
-  schedule.push({ id: 'late', nextAttemptAt: 5_000 });
-  schedule.push({ id: 'soon', nextAttemptAt: 1_500 });
-  schedule.push({ id: 'now', nextAttemptAt: 1_000 });
-  const due = () => {
-    const out: string[] = [];
-    while ((schedule.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) out.push(schedule.pop()!.id);
-    return out;
-  };
-  assert.equal(due(), ['now']);
-  now = 2_000;
-  assert.equal(due(), ['soon']);
-  schedule.push({ id: 'retry', nextAttemptAt: 2_000 });
-  assert.equal(due(), ['retry']);
-  now = 10_000;
-  assert.equal(due(), ['late']);
-  assert.is(schedule.length, 0);
+test('DueTimes: a time added after the clock passed others is answered in order', () => {
+  const due = new DueTimes();
+  due.add(5_000);
+  due.add(1_500);
+  due.add(1_000);
+  assert.is(due.next(1_000), 1_500, 'the time that is due now goes: the claim at hand takes it');
+  due.add(2_000);
+  assert.is(due.next(1_600), 2_000);
+  assert.is(due.next(2_000), 5_000);
+  assert.is(due.next(10_000), null);
 });
 
 test.run();

@@ -7,8 +7,11 @@ import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
 const LAZY_FLUSH_MS = 20;
-/** What rewriteLines reads and writes at once. */
+/** What rewriteLines writes at once. */
 const CHUNK_BYTES = 1024 * 1024;
+/** What rewriteLines reads at once, into one of WINDOWS windows (2 MiB in all). */
+const WINDOW_BYTES = 64 * 1024;
+const WINDOWS = 32;
 
 /** Where a record's line is in the file: its first byte and its length in bytes, without the newline. */
 export interface LineSpan {
@@ -100,12 +103,11 @@ export class AppendLog<R> {
   ) {}
 
   /**
-   * Opens (creating if needed) and replays every stored record, oldest first;
-   * `decode` reads a line's JSON text (by default whole: a log whose lines
-   * start with a small key may read only that, see replay).
+   * Opens (creating if needed) and replays every stored record, oldest first
+   * (see replay for how `lines` are read).
    */
-  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, decode?: (line: Buffer) => R): Promise<AppendLog<R>> {
-    const size = await replay(file, onRecord, undefined, decode);
+  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, lines: LineReading<R> = {}): Promise<AppendLog<R>> {
+    const size = await replay(file, onRecord, undefined, lines);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
     return new AppendLog<R>(file, handle, size);
@@ -297,41 +299,56 @@ export class AppendLog<R> {
     try {
       const out = await open(temp, 'w', FILE_MODE);
       try {
-        let chunk: Buffer[] = [];
+        // Lines are copied into one output buffer and windows are reused: a
+        // rewrite of a large log allocates a few megabytes, not its size.
+        const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
         let chunkBytes = 0;
         let written = 0;
-        /** Bytes of the current file from `windowStart`, read a chunk at a time. */
-        let window = Buffer.alloc(0);
-        let windowStart = 0;
+        /**
+         * Windows of the current file, read a chunk at a time: several, so
+         * that lines taken alternately from distant parts of the file (an
+         * outbox's payloads, and the latest states of their deliveries, which
+         * lie in the stretches each round of retries appended) each stream
+         * from a window of their own instead of evicting each other.
+         */
+        const windows: Array<{ start: number; bytes: Buffer; memory: Buffer }> = [];
         for (let index = 0; index < count; index += 1) {
           const text = source.texts.get(index);
           let line: Buffer;
           if (text !== undefined) line = Buffer.from(text + '\n');
           else {
             const from = source.offsets[index]!;
-            let end = from >= windowStart ? window.indexOf(0x0a, from - windowStart) : -1;
-            for (let size = CHUNK_BYTES; end === -1; size *= 2) {
-              current ??= await open(this.file, 'r');
-              window = Buffer.allocUnsafe(size);
-              const { bytesRead } = await current.read(window, 0, size, from);
-              if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
-              window = window.subarray(0, bytesRead);
-              windowStart = from;
-              end = window.indexOf(0x0a);
-              if (end === -1 && bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+            let window = windows.find(({ start, bytes }) => from >= start && from < start + bytes.length && bytes.indexOf(0x0a, from - start) !== -1);
+            if (window) {
+              // Most recently used last.
+              windows.splice(windows.indexOf(window), 1);
+              windows.push(window);
+            } else {
+              // The least recently used window's memory is read into again (its lines were copied out).
+              let reused = windows.length >= WINDOWS ? windows.shift()!.memory : Buffer.allocUnsafe(WINDOW_BYTES);
+              for (let size = reused.length; !window; size *= 2) {
+                current ??= await open(this.file, 'r');
+                if (reused.length < size) reused = Buffer.allocUnsafe(size);
+                const { bytesRead } = await current.read(reused, 0, size, from);
+                if (bytesRead === 0) throw new Error(`${this.file} ends before the line at byte ${from}`);
+                if (reused.subarray(0, bytesRead).indexOf(0x0a) !== -1) window = { start: from, bytes: reused.subarray(0, bytesRead), memory: reused };
+                else if (bytesRead < size) throw new Error(`${this.file} ends within the line at byte ${from}`);
+              }
+              windows.push(window);
             }
-            line = window.subarray(from - windowStart, end + 1);
+            const end = window.bytes.indexOf(0x0a, from - window.start);
+            line = window.bytes.subarray(from - window.start, end + 1);
           }
           offsets[index] = written;
           written += line.length;
-          chunk.push(line);
-          chunkBytes += line.length;
-          if (chunkBytes >= CHUNK_BYTES || index === count - 1) {
-            await writeFully(out, Buffer.concat(chunk, chunkBytes));
-            chunk = [];
+          if (chunkBytes + line.length > chunk.length) {
+            await writeFully(out, chunk.subarray(0, chunkBytes));
             chunkBytes = 0;
           }
+          if (line.length > chunk.length) await writeFully(out, line);
+          else chunkBytes += line.copy(chunk, chunkBytes);
         }
+        if (chunkBytes > 0) await writeFully(out, chunk.subarray(0, chunkBytes));
         await out.sync();
       } finally {
         await out.close();
@@ -451,19 +468,35 @@ async function writeFully(handle: FileHandle, bytes: Buffer): Promise<void> {
 }
 
 /**
+ * Lines that replay hands over by span without parsing them: those starting
+ * with `prefix` (a large payload that an index only needs to find again).
+ */
+export interface OpaqueLines {
+  prefix: Buffer;
+  /** `line` is valid during the call only (a view of the read buffer). */
+  onLine: (span: LineSpan, line: Buffer) => void;
+}
+
+/** How replay reads a log's lines. */
+export interface LineReading<R> {
+  /** Reads a line's record (by default, the whole line as JSON; a log whose lines start with a small key may read only that). */
+  decode?: (line: Buffer) => R;
+  opaque?: OpaqueLines;
+}
+
+/**
  * Replays every complete line (blank ones, withdrawn by `retract`, are
- * skipped) and returns the byte length of that prefix. An
+ * skipped; `opaque` ones handed over unparsed) and returns the byte length of that prefix. An
  * unterminated final fragment is a torn write that was never acknowledged: it is
  * cut off. A complete line that is not JSON is corruption: the start stops.
  * `afterChunk` is awaited after each chunk's lines were handed over, so that a
  * reader can write out what it gathered before more is read (db import).
- * `decode` reads a line (by default, the whole line as JSON).
  */
 export async function replay<R>(
   file: string,
   onRecord: (record: R, span: LineSpan) => void,
   afterChunk?: () => Promise<void>,
-  decode: (line: Buffer) => R = (line) => JSON.parse(line.toString('utf8')) as R,
+  { decode = (line) => JSON.parse(line.toString('utf8')) as R, opaque }: LineReading<R> = {},
 ): Promise<number> {
   let handle: FileHandle;
   try {
@@ -498,6 +531,11 @@ export async function replay<R>(
         lineNumber += 1;
         // Blank: an empty line, or one withdrawn by `retract`.
         if (end > start && data[start] !== BLANK) {
+          if (opaque && end - start >= opaque.prefix.length && data.compare(opaque.prefix, 0, opaque.prefix.length, start, start + opaque.prefix.length) === 0) {
+            opaque.onLine({ offset: intact + start, length: end - start }, data.subarray(start, end));
+            start = end + 1;
+            continue;
+          }
           let record: R;
           try {
             record = decode(data.subarray(start, end));

@@ -173,7 +173,7 @@ export class DeadLetterFile {
           if (line.t === 'add') letters.indexLetter(line.key, span);
           else letters.forget(line.ids);
         },
-        decodeKeyLine,
+        { decode: decodeKeyLine },
       )) as unknown as AppendLog<Line>; // replay reads KeyLines; what is appended are Lines
     } finally {
       if (reader !== null) closeSync(reader);

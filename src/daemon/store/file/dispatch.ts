@@ -11,7 +11,6 @@ import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import type { RecentLimits } from './recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { unbounded, type PageBudget } from '../../paging.js';
-import { Schedule } from '../../dispatch/schedule.js';
 
 export interface FileDispatchOptions {
   /** What the event log keeps in memory for listing, beyond each workspace's latest 1,000 (byte budgets). */
@@ -64,17 +63,22 @@ export async function openDeliveryFiles(
   const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError);
   const letters = await DeadLetterFile.open(dataDir, reportError);
   const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries);
-  records.reconcile(
-    pendingIdsOf(outbox),
-    (ids) => [...outbox.values()].filter((delivery) => ids.has(delivery.id)),
-    (id) => letters.holdsDelivery(id),
-    Date.now(),
-  );
+  // Without records (the bench's comparison) there is nothing to reconcile.
+  if (recordDeliveries) records.reconcile(outbox.pending(), (ids) => loadPending(outbox, ids), (id) => letters.holdsDelivery(id), Date.now());
   return { outbox, letters, records };
 }
 
-function* pendingIdsOf(outbox: Outbox): Generator<{ id: string; workspaceId: string }> {
-  for (const delivery of outbox.values()) yield { id: delivery.id, workspaceId: delivery.event.tenantId };
+/**
+ * The pending deliveries with these ids, whole (their payloads read back):
+ * reconciling the records asks for those without a record (after a crash:
+ * their record was not yet written), normally none.
+ */
+function* loadPending(outbox: Outbox, ids: ReadonlySet<string>): Generator<Delivery> {
+  for (const ref of outbox.pending()) {
+    if (!ids.has(ref.id)) continue;
+    const delivery = ref.load();
+    if (delivery) yield delivery;
+  }
 }
 
 /** Bytes of events a listing reads from the log in one synchronous step. */
@@ -115,10 +119,11 @@ class FileEventStore implements EventStore {
   async publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<readonly Delivery[]> {
     const [logged, queued] = await Promise.allSettled([this.log.stage(event), this.outbox.stage(deliveries)]);
     if (logged.status === 'fulfilled' && queued.status === 'fulfilled') {
-      queued.value.commit();
+      const held = queued.value.commit();
       logged.value.commit();
       this.records.created(deliveries);
-      return deliveries;
+      if (held.length < deliveries.length) this.deliveries.queuedUnheld();
+      return held;
     }
     const written = [logged, queued].flatMap((staged) => (staged.status === 'fulfilled' ? [staged.value] : []));
     // A retraction the disk refuses keeps its log refusing writes until it succeeds (see AppendLog.retract).
@@ -164,38 +169,49 @@ class FileEventStore implements EventStore {
   }
 }
 
+/**
+ * Pending deliveries in the outbox (an index entry each in memory, the rest
+ * on disk): a publish hands the dispatcher at most a few hundred of them (see
+ * OutboxOptions.holdAtMost), the others wait for `claim`, which reads them
+ * back due first, each subscriber in turn.
+ */
 class FileDeliveryStore implements DeliveryStore {
   readonly shared = false;
   /** Outbox forgets waiting for their record to be on disk. */
   private readonly writes = new Set<Promise<void>>();
-  /** Pending deliveries the dispatcher does not hold, by due time. */
-  private readonly waiting = new Schedule<Delivery>();
+  private wake: () => void = () => undefined;
+  private waking = false;
 
   constructor(
     private readonly outbox: Outbox,
     private readonly records: DeliveryRecords,
     private readonly letters: DeadLetterFile,
   ) {
-    for (const delivery of outbox.values()) this.waiting.push(delivery);
+    outbox.onCompacted(() => this.wake());
   }
 
-  onWork(): void {}
+  onWork(wake: () => void): void {
+    this.wake = wake;
+  }
 
   onLeaseLost(): void {}
 
+  /** A publish left deliveries for a claim: the dispatcher claims them once the publisher has its answer (one wake a turn). */
+  queuedUnheld(): void {
+    if (this.waking) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      this.wake();
+    });
+  }
+
   async claim(limit: number): Promise<Delivery[]> {
-    const now = Date.now();
-    const claimed: Delivery[] = [];
-    while (claimed.length < limit && (this.waiting.peek()?.nextAttemptAt ?? Number.POSITIVE_INFINITY) <= now) {
-      const delivery = this.waiting.pop()!;
-      if (this.outbox.holds(delivery)) claimed.push(delivery);
-    }
-    return claimed;
+    return this.outbox.claim(limit, Date.now());
   }
 
   nextDueAt(): number | null {
-    while (this.waiting.peek() && !this.outbox.holds(this.waiting.peek()!)) this.waiting.pop();
-    return this.waiting.peek()?.nextAttemptAt ?? null;
+    return this.outbox.nextDueAt();
   }
 
   holds(delivery: Delivery): boolean {
@@ -204,25 +220,26 @@ class FileDeliveryStore implements DeliveryStore {
 
   succeeded(delivery: Delivery, attempt: NewAttempt): void {
     this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'SUCCEEDED');
+    this.outbox.finished(delivery);
     this.doneOnceRecorded(delivery);
   }
 
   retrying(delivery: Delivery, attempt: NewAttempt): void {
     this.records.attempted(delivery.id, this.numbered(delivery, attempt), delivery.nextAttemptAt, 'PENDING');
     this.outbox.rescheduled(delivery);
-    this.waiting.push(delivery);
   }
 
   async dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void> {
     if (attempt) this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'PENDING');
     await this.letters.add(letter);
     this.records.moved(delivery.id, 'DEAD', Date.parse(letter.deadAt));
+    this.outbox.finished(delivery);
     this.doneOnceRecorded(delivery);
   }
 
-  /** The delivery stays in the outbox, for the next claim (or the next start). */
+  /** The delivery waits in the outbox again, for the next claim (or the next start). */
   released(delivery: Delivery): void {
-    this.waiting.push(delivery);
+    this.outbox.rescheduled(delivery);
   }
 
   async settled(): Promise<void> {
@@ -230,9 +247,7 @@ class FileDeliveryStore implements DeliveryStore {
   }
 
   async pending(): Promise<PendingCount> {
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const delivery of this.outbox.values()) oldest = Math.min(oldest, Date.parse(delivery.enqueuedAt));
-    return { count: this.outbox.size, oldestEnqueuedAt: Number.isFinite(oldest) ? oldest : null };
+    return { count: this.outbox.size, oldestEnqueuedAt: this.outbox.oldestEnqueuedAt() };
   }
 
   async ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]> {
@@ -308,7 +323,7 @@ class FileDeadLetterStore implements DeadLetterStore {
     try {
       const deliveries = letters.map((letter) => replayOf(letter, now));
       // Outbox first: a crash in between leaves a delivery both pending and dead, never neither.
-      await this.outbox.add(deliveries);
+      await this.outbox.add(deliveries, true);
       await this.records.movedDurably(deliveries.map((delivery) => delivery.id), 'PENDING', now);
       await this.letters.remove(letters.map((letter) => letter.id));
       return deliveries;
@@ -326,8 +341,7 @@ class FileDeadLetterStore implements DeadLetterStore {
 
   async state(id: string): Promise<'dead' | 'queued' | 'gone'> {
     if (this.letters.has(id)) return 'dead';
-    for (const delivery of this.outbox.values()) if (delivery.deadLetterId === id) return 'queued';
-    return 'gone';
+    return this.outbox.replaysLetter(id) ? 'queued' : 'gone';
   }
 
   /** In batches of REMOVED_AT_ONCE, each removed before the next is read. */

@@ -1,165 +1,562 @@
-import { AppendLog, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
-import type { Delivery, DeliveryError } from '../../dispatch/types.js';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
+import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
+import { FILE_MODE, asStorageError, fsyncDir, isMissing } from '../../files.js';
+import { Column, hash32 } from '../line-index.js';
+import type { Delivery, DeliveryError, SubscriberRef } from '../../dispatch/types.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
-type OutboxRecord =
+/**
+ * The journal's lines (outbox.log):
+ * - `p`: an event's payload, written once per publish, right before the `d`
+ *   lines of its deliveries; start-up reads only the event id at its start.
+ * - `d`: one run of a delivery, without its event: written when it is queued
+ *   and again after each failed attempt (the last one wins). Its payload is
+ *   the last `p` line of its event before its first `d` line.
+ * - `x`: the run ended (delivered, or moved to the dead letters).
+ */
+interface DeliveryLine {
+  t: 'd';
+  id: string;
+  /** The replay count: a replay sends a dead letter again under the same id, the count tells the runs apart. */
+  rc: number;
+  /** The event's id and workspace, confirmed on the payload. */
+  ev: string;
+  ws: string;
+  depth: number;
+  sub: SubscriberRef;
+  attempts: number;
+  due: number;
+  enq: string;
+  first: string | null;
+  err: DeliveryError | null;
+  dl?: string;
+}
+
+interface PayloadLine {
+  t: 'p';
+  /** The event's id, first, so that start-up finds it without parsing the line. */
+  id: string;
+  e: PlatformEvent;
+}
+
+type Line = PayloadLine | DeliveryLine | { t: 'x'; id: string; rc: number };
+
+/** The format before payloads were split from deliveries: read once at start and rewritten. */
+type LegacyLine =
   | { t: 'add'; delivery: Delivery }
   | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
   | { t: 'done'; key: string };
 
+const PAYLOAD_PREFIX = Buffer.from('{"t":"p","id":"');
+
+const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}:${delivery.replayCount}`;
+
+/** Who a delivery's turn counts against when claiming: its subscription, or its extension for built-in plugins (as the dispatcher). */
+const fairnessKeyOf = (subscriber: SubscriberRef) => subscriber.subscriptionId ?? `plugin:${subscriber.extensionKey}`;
+
 /**
- * A replay sends a dead letter again under the same delivery id (its webhook-id,
- * so receivers can deduplicate); the replay count tells the two runs apart.
+ * Compact once the journal holds this many lines more than twice what the
+ * pending deliveries need (two lines each at most: a payload and a state), so
+ * that the copying a compaction does is paid for by as many lines written.
+ * With few pending, a compaction every 50,000 lines (a publish and its
+ * delivery write three) keeps their cost (appends wait for each) out of the
+ * publish rate.
  */
-const keyOf = (delivery: Delivery) => `${delivery.id}:${delivery.replayCount}`;
-
-/** Compact once the journal holds this many records more than there are pending deliveries. */
-const COMPACT_SLACK = 10_000;
+const COMPACT_SLACK = 50_000;
+/** Drop ended deliveries from the index once they are this many more than a quarter of the pending ones. */
+const INDEX_SLACK = 4_096;
+/** What the start-up pass over pending deliveries reads at once (their `d` lines lie among payloads). */
+const SCAN_WINDOW = 64 * 1024;
+/** What a migration from the old format writes at once. */
+const WRITE_CHUNK = 1024 * 1024;
 
 /**
- * The durable outbox: every pending delivery, as a journal (outbox.log).
- * Adding deliveries is durable before it resolves (a publish is acknowledged
- * only after that). Attempt results are journalled without waiting: a crash
- * may lose the last of them, and then a delivery runs once more than needed
- * (at least once, never lost). The journal is compacted to the pending set
- * when it has grown well past it.
+ * Deliveries a publish hands the dispatcher at most while it holds others: a
+ * few megabytes, enough that a subscriber that keeps up never has its
+ * deliveries read back from disk in a burst.
+ */
+const DEFAULT_HOLD_AT_MOST = 1024;
+
+const DEAD = 0;
+const WAITING = 1;
+const HELD = 2;
+/** Delivered or dead-lettered, until its record is on disk (see FileDeliveryStore.doneOnceRecorded). */
+const FINISHING = 3;
+
+/**
+ * Pending deliveries as columns, in the order of the journal: fingerprint of
+ * the id, replay count, state, fairness group, due time, enqueue time and
+ * where its latest `d` line and its payload are: 42 bytes a delivery (plus 4
+ * in its group's heap while it waits). Everything else is read back from the
+ * journal when the delivery is claimed.
+ */
+class Slots {
+  length = 0;
+  readonly idHashes = new Column(Uint32Array);
+  readonly replayCounts = new Column(Uint8Array);
+  readonly states = new Column(Uint8Array);
+  readonly groups = new Column(Uint32Array);
+  readonly due = new Column(Float64Array);
+  readonly enqueued = new Column(Float64Array);
+  readonly lines = new Column(Float64Array);
+  readonly payloads = new Column(Float64Array);
+
+  readonly columns: readonly Column[] = [this.idHashes, this.replayCounts, this.states, this.groups, this.due, this.enqueued, this.lines, this.payloads];
+
+  add(): number {
+    const slot = this.length++;
+    for (const column of this.columns) column.reserve(this.length);
+    return slot;
+  }
+}
+
+/**
+ * Waiting deliveries of one fairness group, earliest due first (then oldest
+ * slot): a binary min-heap of slot numbers.
+ */
+class SlotHeap {
+  length = 0;
+  private items = new Column(Uint32Array);
+
+  constructor(private readonly slots: () => Slots) {}
+
+  private before(a: number, b: number): boolean {
+    const due = this.slots().due;
+    const da = due.get(a);
+    const db = due.get(b);
+    return da < db || (da === db && a < b);
+  }
+
+  peek(): number {
+    return this.length > 0 ? this.items.get(0) : -1;
+  }
+
+  push(slot: number): void {
+    this.items.reserve(this.length + 1);
+    let index = this.length++;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      const above = this.items.get(parent);
+      if (!this.before(slot, above)) break;
+      this.items.set(index, above);
+      index = parent;
+    }
+    this.items.set(index, slot);
+  }
+
+  pop(): number {
+    const top = this.items.get(0);
+    const last = this.items.get(--this.length);
+    let index = 0;
+    for (;;) {
+      const left = index * 2 + 1;
+      if (left >= this.length) break;
+      const right = left + 1;
+      const child = right < this.length && this.before(this.items.get(right), this.items.get(left)) ? right : left;
+      const below = this.items.get(child);
+      if (!this.before(below, last)) break;
+      this.items.set(index, below);
+      index = child;
+    }
+    if (this.length > 0) this.items.set(index, last);
+    if (this.length === 0) this.items = new Column(Uint32Array);
+    return top;
+  }
+
+  /** Slots renumbered (ended ones dropped, order kept): the heap's order holds as it is. */
+  renumber(mapping: Int32Array): void {
+    for (let index = 0; index < this.length; index += 1) this.items.set(index, mapping[this.items.get(index)]!);
+  }
+}
+
+/** A pending delivery as start-up and `platform db import` go over them: the run and its workspace, the rest loaded on demand. */
+export interface PendingRef {
+  id: string;
+  replayCount: number;
+  workspaceId: string;
+  /** Null when it could not be read back (reported; the run is dropped). */
+  load(): Delivery | null;
+}
+
+/** Deliveries staged with their event: pending once committed, which answers those this daemon holds now. */
+export interface StagedDeliveries {
+  commit(): Delivery[];
+  retract(): Promise<void>;
+}
+
+export interface OutboxOptions {
+  /** Deliveries a publish hands the dispatcher at most while it holds others (in-process ones always): the rest wait for a claim. */
+  holdAtMost?: number;
+  /** Lines of slack before a compaction (COMPACT_SLACK; tests set less). */
+  compactSlack?: number;
+}
+
+/**
+ * The durable outbox: every pending delivery, in a journal (outbox.log),
+ * indexed in memory by a fixed-size entry each (see Slots); a payload is read
+ * back when its delivery is claimed. Adding deliveries is durable before it
+ * resolves (a publish is acknowledged only after that). Attempt results are
+ * journalled without waiting: a crash may lose the last of them, and then a
+ * delivery runs once more than needed (at least once, never lost). The
+ * journal is compacted (copied line by line, pending ones only) when it has
+ * grown well past the pending set.
  */
 export class Outbox {
-  private records = 0;
+  private slots = new Slots();
+  private readonly groupIds = new Map<string, number>();
+  private readonly heaps: SlotHeap[] = [];
+  /** Where the next claim starts its round over the groups. */
+  private turn = 0;
+  private live = 0;
+  /** No live slot below it: the oldest pending delivery is at or after it. */
+  private firstLive = 0;
+  /** Runs this daemon holds (handed to the dispatcher), by key. */
+  private readonly held = new Map<string, { delivery: Delivery; slot: number }>();
+  /** Runs that ended, until `done` (their record is on disk). */
+  private readonly finishing = new Map<string, { delivery: Delivery; slot: number }>();
+  /** `d` lines not yet on disk (their slot's offset is the previous line's), by slot. */
+  private readonly unwritten = new Map<number, { line: DeliveryLine; version: number }>();
+  private version = 0;
+  /** Pending replays, by the dead letter they replay. */
+  private readonly replays = new Map<string, number>();
+  /** Changes with each renumbering of the slots: a line written for an earlier numbering is ignored. */
+  private epoch = 0;
+  /** Lines in the journal. */
+  private journalLines = 0;
+  /** Lines appended lazily and not yet written (or failed). */
+  private linesInFlight = 0;
   /** Stagings neither committed nor retracted. */
   private staged = 0;
   private compacting: Promise<void> | null = null;
+  /** The payload read last: the deliveries of one publish, claimed together, read it once. */
+  private lastPayload: { offset: number; event: PlatformEvent } | null = null;
+  private readonly holdAtMost: number;
+  private readonly compactSlack: number;
+  private compactionEnded: () => void = () => undefined;
+
+  private log!: AppendLog<Line>;
 
   private constructor(
-    private readonly log: AppendLog<OutboxRecord>,
-    private readonly pending: Map<string, Delivery>,
     private readonly reportError: (error: unknown) => void,
-    records: number,
+    options: OutboxOptions,
   ) {
-    this.records = records;
-  }
-
-  static async open(file: string, reportError: (error: unknown) => void): Promise<Outbox> {
-    const pending = new Map<string, Delivery>();
-    let records = 0;
-    const log = await AppendLog.open<OutboxRecord>(file, (record) => {
-      records += 1;
-      if (record.t === 'add') pending.set(keyOf(record.delivery), record.delivery);
-      else if (record.t === 'done') pending.delete(record.key);
-      else {
-        const delivery = pending.get(record.key);
-        if (!delivery) return;
-        delivery.attempts = record.attempts;
-        delivery.nextAttemptAt = record.nextAttemptAt;
-        delivery.firstAttemptAt = record.firstAttemptAt;
-        delivery.lastError = record.lastError;
-      }
-    });
-    const outbox = new Outbox(log, pending, reportError, records);
-    await outbox.maskClearCredentials();
-    return outbox;
+    this.holdAtMost = options.holdAtMost ?? DEFAULT_HOLD_AT_MOST;
+    this.compactSlack = options.compactSlack ?? COMPACT_SLACK;
   }
 
   /**
-   * A journal written before subscriber URLs were masked may hold their
-   * credentials: masked in the pending deliveries (the dispatcher takes the
-   * real URL from the subscription) and the journal rewritten without them.
+   * Replays the journal: `d` and `x` lines are parsed, payloads only located
+   * (their lines are not parsed). A journal in the old format (whole
+   * deliveries) is rewritten first; subscriber URLs found in clear are masked
+   * (the dispatcher takes the real URL from the subscription) and the journal
+   * rewritten without them.
    */
-  private async maskClearCredentials(): Promise<void> {
-    let masked = false;
-    for (const { subscriber } of this.pending.values()) {
-      if (showsCredentials(subscriber.serviceBaseUrl)) {
-        subscriber.serviceBaseUrl = maskCredentials(subscriber.serviceBaseUrl);
-        masked = true;
-      }
+  static async open(file: string, reportError: (error: unknown) => void, options: OutboxOptions = {}): Promise<Outbox> {
+    if (await isLegacy(file)) await migrateLegacy(file);
+    const outbox = new Outbox(reportError, options);
+    const runs = new FingerprintTable();
+    const payloads = new FingerprintTable();
+    const clear = new Set<number>();
+    const replaying = new Map<string, number>();
+    outbox.log = await AppendLog.open<Line>(
+      file,
+      (line, span) => {
+        outbox.journalLines += 1;
+        if (line.t === 'd') {
+          const key = `${line.id}:${line.rc}`;
+          let slot = runs.get(key);
+          if (slot < 0 || outbox.slots.states.get(slot) === DEAD) {
+            const payload = payloads.get(line.ev);
+            if (payload < 0) {
+              reportError(new Error(`${file}: the payload of delivery ${line.id} (event ${line.ev}) is missing; the delivery is dropped`));
+              return;
+            }
+            slot = outbox.newSlot(line, payload, span.offset, WAITING);
+            runs.set(key, slot);
+          } else {
+            outbox.slots.due.set(slot, line.due);
+            outbox.slots.lines.set(slot, span.offset);
+          }
+          if (line.dl !== undefined) replaying.set(line.dl, slot);
+          if (showsCredentials(line.sub.serviceBaseUrl)) clear.add(slot);
+        } else if (line.t === 'x') {
+          const slot = runs.get(`${line.id}:${line.rc}`);
+          if (slot >= 0 && outbox.slots.states.get(slot) !== DEAD) {
+            outbox.slots.states.set(slot, DEAD);
+            outbox.live -= 1;
+          }
+        }
+      },
+      {
+        opaque: {
+          prefix: PAYLOAD_PREFIX,
+          onLine: (span, text) => {
+            payloads.set(payloadEventId(text), span.offset);
+            outbox.journalLines += 1;
+          },
+        },
+      },
+    );
+    for (const [letterId, slot] of replaying) if (outbox.slots.states.get(slot) !== DEAD) outbox.replays.set(letterId, slot);
+    const mapping = outbox.renumber();
+    for (const slot of outbox.liveSlots()) outbox.heaps[outbox.slots.groups.get(slot)]!.push(slot);
+    if (clear.size > 0) {
+      const remapped = new Set([...clear].map((slot) => mapping[slot]!).filter((slot) => slot >= 0));
+      await outbox.compact(remapped);
     }
-    if (!masked) return;
-    await this.log.rewrite([...this.pending.values()].map((delivery) => ({ t: 'add' as const, delivery })));
-    this.records = this.pending.size;
+    return outbox;
   }
 
+  /** Pending deliveries (waiting, held or ending until their record is on disk). */
   get size(): number {
-    return this.pending.size;
+    return this.live;
   }
 
-  /** Whether this delivery (this run of it) is still pending. */
+  /** When the oldest pending delivery was queued (epoch ms), or null. */
+  oldestEnqueuedAt(): number | null {
+    while (this.firstLive < this.slots.length && this.slots.states.get(this.firstLive) === DEAD) this.firstLive += 1;
+    return this.firstLive < this.slots.length ? this.slots.enqueued.get(this.firstLive) : null;
+  }
+
+  /** Whether this run of the delivery is still this daemon's to attempt. */
   holds(delivery: Delivery): boolean {
-    return this.pending.get(keyOf(delivery)) === delivery;
+    return this.held.get(keyOf(delivery))?.delivery === delivery;
   }
 
-  values(): IterableIterator<Delivery> {
-    return this.pending.values();
+  /** Whether a replay of this dead letter is pending. */
+  replaysLetter(deadLetterId: string): boolean {
+    return this.replays.has(deadLetterId);
   }
 
-  /** Durable: resolves once every delivery is on disk. */
-  async add(deliveries: readonly Delivery[]): Promise<void> {
-    (await this.stage(deliveries)).commit();
+  /** Durable: resolves once every delivery is on disk; answers those this daemon holds (every one when `holdAll`). */
+  async add(deliveries: readonly Delivery[], holdAll = false): Promise<Delivery[]> {
+    return (await this.stage(deliveries, holdAll)).commit();
   }
 
   /**
    * The first half of `add`, for a write that spans files (a publish: its
-   * event line too): resolves once the deliveries are on disk, and they are
-   * pending only once committed. Retracting withdraws their lines from the
-   * journal, so that the next start does not resume them. Until one or the
-   * other, the journal is not compacted (a compaction would move the lines).
+   * event line too): resolves once the deliveries and their payload are on
+   * disk, and they are pending only once committed. Retracting withdraws their
+   * lines from the journal, so that the next start does not resume them.
+   * Until one or the other, the journal is not compacted (a compaction would
+   * move the lines). Deliveries of one event share one payload line.
    */
-  async stage(deliveries: readonly Delivery[]): Promise<StagedWrite> {
-    if (deliveries.length === 0) return { commit: () => undefined, retract: async () => undefined };
-    const records = deliveries.map((delivery) => ({ t: 'add' as const, delivery }));
+  async stage(deliveries: readonly Delivery[], holdAll = false): Promise<StagedDeliveries> {
+    if (deliveries.length === 0) return { commit: () => [], retract: async () => undefined };
+    const lines: Line[] = [];
+    /** For each delivery, the index of its payload line and of its own. */
+    const places: Array<{ payload: number; line: number }> = [];
+    let event: PlatformEvent | null = null;
+    let payload = -1;
+    for (const delivery of deliveries) {
+      if (delivery.event !== event) {
+        event = delivery.event;
+        payload = lines.push({ t: 'p', id: event.id, e: event }) - 1;
+      }
+      places.push({ payload, line: lines.push(lineOf(delivery)) - 1 });
+    }
     const spans: Array<LineSpan | null> = [];
     this.staged += 1;
     try {
-      this.records += deliveries.length;
-      await this.log.appendAll(records, (index, span) => (spans[index] = span));
+      await this.log.appendAll(lines, (index, span) => (spans[index] = span));
     } catch (error) {
       this.staged -= 1;
+      this.compactWhenDue();
       throw error;
     }
-    return stagedWrite(
+    let held: Delivery[] = [];
+    const write = stagedWrite(
       'staged deliveries',
-      () => (this.staged -= 1),
       () => {
-        for (const delivery of deliveries) this.pending.set(keyOf(delivery), delivery);
+        this.staged -= 1;
       },
-      // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
-      () => this.log.retract(records.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : []))),
+      () => {
+        this.journalLines += lines.length;
+        held = deliveries.filter((delivery, index) => {
+          const { payload, line } = places[index]!;
+          const hold = holdAll || delivery.subscriber.kind === 'IN_PROCESS' || this.held.size < this.holdAtMost;
+          // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
+          const slot = this.newSlot(lines[line] as DeliveryLine, spans[payload]!.offset, spans[line]!.offset, hold ? HELD : WAITING);
+          if (hold) this.held.set(keyOf(delivery), { delivery, slot });
+          else this.heaps[this.slots.groups.get(slot)]!.push(slot);
+          if (delivery.deadLetterId !== undefined) this.replays.set(delivery.deadLetterId, slot);
+          return hold;
+        });
+        this.compactWhenDue();
+      },
+      async () => {
+        try {
+          await this.log.retract(lines.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : [])));
+        } finally {
+          this.compactWhenDue();
+        }
+      },
     );
+    return {
+      commit: () => {
+        write.commit();
+        return held;
+      },
+      retract: () => write.retract(),
+    };
   }
 
+  /**
+   * Up to `limit` deliveries due by `now` that no one holds, now held: the
+   * earliest due of each fairness group in turn (a group's backlog does not
+   * make another group wait behind it). Each is read back from the journal.
+   */
+  claim(limit: number, now: number): Delivery[] {
+    const claimed: Delivery[] = [];
+    // While a compaction copies the journal, appends wait for it in memory: attempts on the backlog (each
+    // appends a line) wait too, and the copy gets the time. `onCompacted` says when to claim again.
+    if (this.compacting) return claimed;
+    const groups = this.heaps.length;
+    let idle = 0;
+    while (claimed.length < limit && idle < groups) {
+      const group = this.turn;
+      this.turn = (this.turn + 1) % groups;
+      const heap = this.heaps[group]!;
+      const slot = heap.peek();
+      if (slot < 0 || this.slots.due.get(slot) > now) {
+        idle += 1;
+        continue;
+      }
+      idle = 0;
+      heap.pop();
+      const delivery = this.load(slot);
+      if (!delivery) continue;
+      this.slots.states.set(slot, HELD);
+      this.held.set(keyOf(delivery), { delivery, slot });
+      claimed.push(delivery);
+    }
+    return claimed;
+  }
+
+  /** When the earliest waiting delivery is due (epoch ms), or null (also while a compaction runs: see `claim`). */
+  nextDueAt(): number | null {
+    if (this.compacting) return null;
+    let next = Number.POSITIVE_INFINITY;
+    for (const heap of this.heaps) {
+      const slot = heap.peek();
+      if (slot >= 0) next = Math.min(next, this.slots.due.get(slot));
+    }
+    return Number.isFinite(next) ? next : null;
+  }
+
+  /**
+   * A held run goes back to waiting, due at `delivery.nextAttemptAt`, its
+   * state (attempts, last error) journalled: a failed attempt, or one not
+   * made (shutdown, or its dead letter could not be stored).
+   */
   rescheduled(delivery: Delivery): void {
-    this.journal({
-      t: 'retry',
-      key: keyOf(delivery),
-      attempts: delivery.attempts,
-      nextAttemptAt: delivery.nextAttemptAt,
-      firstAttemptAt: delivery.firstAttemptAt,
-      lastError: delivery.lastError!,
-    });
+    const key = keyOf(delivery);
+    const entry = this.held.get(key);
+    if (entry?.delivery !== delivery) return;
+    this.held.delete(key);
+    const { slot } = entry;
+    this.slots.due.set(slot, delivery.nextAttemptAt);
+    this.slots.states.set(slot, WAITING);
+    this.heaps[this.slots.groups.get(slot)]!.push(slot);
+    this.journalLine(slot, lineOf(delivery));
   }
 
-  /** Delivered, or moved to the dead letters. */
+  /** Delivered or dead-lettered: no longer held, still pending until `done`. */
+  finished(delivery: Delivery): void {
+    const key = keyOf(delivery);
+    const entry = this.held.get(key);
+    if (entry?.delivery !== delivery) return;
+    this.held.delete(key);
+    this.finishing.set(key, entry);
+    this.slots.states.set(entry.slot, FINISHING);
+  }
+
+  /** Its record is on disk: the run leaves the outbox. */
   done(delivery: Delivery): void {
     const key = keyOf(delivery);
-    if (this.pending.get(key) !== delivery) return;
-    this.pending.delete(key);
-    this.journal({ t: 'done', key });
-    if (this.records > this.pending.size + COMPACT_SLACK && !this.compacting && this.staged === 0) {
-      const snapshot = [...this.pending.values()].map((delivery) => ({ t: 'add' as const, delivery }));
-      const recordsBefore = this.records;
-      this.compacting = this.log
-        .rewrite(snapshot)
-        .then(() => {
-          // The new journal: the snapshot, then whatever was appended while it was written.
-          this.records = snapshot.length + (this.records - recordsBefore);
-        })
-        .catch(this.reportError)
-        .finally(() => (this.compacting = null));
+    const entry = this.finishing.get(key) ?? this.held.get(key);
+    if (entry?.delivery !== delivery) return;
+    this.finishing.delete(key);
+    this.held.delete(key);
+    this.slots.states.set(entry.slot, DEAD);
+    this.unwritten.delete(entry.slot);
+    this.live -= 1;
+    if (delivery.deadLetterId !== undefined && this.replays.get(delivery.deadLetterId) === entry.slot) this.replays.delete(delivery.deadLetterId);
+    this.journalLines += 1;
+    this.linesInFlight += 1;
+    this.log.appendLazily({ t: 'x', id: delivery.id, rc: delivery.replayCount }, this.lineFailed, this.lineLanded);
+    this.compactWhenDue();
+  }
+
+  /**
+   * Every pending run, its event read only if `load` is called: a pass over
+   * the `d` lines in the order of the file, read a window at a time.
+   * Synchronous between two steps of the iteration: no compaction runs.
+   */
+  *pending(): Generator<PendingRef> {
+    const order = new Uint32Array(this.live);
+    const offsets = new Float64Array(this.slots.length);
+    let count = 0;
+    for (let slot = 0; slot < this.slots.length; slot += 1) {
+      if (this.slots.states.get(slot) === DEAD) continue;
+      order[count++] = slot;
+      offsets[slot] = this.unwritten.has(slot) ? -1 : this.slots.lines.get(slot);
     }
+    // The latest state of each run lies where its last attempt appended it: read them in the order of the file.
+    order.subarray(0, count).sort((a, b) => offsets[a]! - offsets[b]!);
+    const fd = openSync(this.log.file, 'r');
+    try {
+      let window = Buffer.alloc(0);
+      let windowStart = 0;
+      for (const slot of order.subarray(0, count)) {
+        let line: DeliveryLine;
+        const unwritten = this.unwritten.get(slot);
+        if (unwritten) line = unwritten.line;
+        else {
+          const offset = this.slots.lines.get(slot);
+          let end = offset >= windowStart ? window.indexOf(0x0a, offset - windowStart) : -1;
+          for (let size = SCAN_WINDOW; end === -1; size *= 2) {
+            window = Buffer.allocUnsafe(size);
+            const bytes = readFully(fd, window, offset);
+            window = window.subarray(0, bytes);
+            windowStart = offset;
+            end = window.indexOf(0x0a);
+            if (end === -1 && bytes < size) throw new Error(`${this.log.file} ends within the line at byte ${offset}`);
+          }
+          line = JSON.parse(window.toString('utf8', offset - windowStart, end)) as DeliveryLine;
+        }
+        const held = this.held.get(`${line.id}:${line.rc}`) ?? this.finishing.get(`${line.id}:${line.rc}`);
+        yield {
+          id: line.id,
+          replayCount: line.rc,
+          workspaceId: line.ws,
+          load: () => held?.delivery ?? this.load(slot),
+        };
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Every pending delivery, whole (read from the journal): for `platform db import` and tests. */
+  *values(): Generator<Delivery> {
+    for (const ref of this.pending()) {
+      const delivery = ref.load();
+      if (delivery) yield delivery;
+    }
+  }
+
+  /** `then` runs after each compaction that started while the daemon ran: claims resume. */
+  onCompacted(then: () => void): void {
+    this.compactionEnded = then;
   }
 
   /** Resolves once a compaction in progress, if any, has ended. */
   async compacted(): Promise<void> {
-    if (this.compacting) await this.compacting;
+    while (this.compacting) await this.compacting;
   }
 
   async close(): Promise<void> {
@@ -167,8 +564,396 @@ export class Outbox {
     await this.log.close();
   }
 
-  private journal(record: OutboxRecord): void {
-    this.records += 1;
-    this.log.appendLazily(record, this.reportError);
+  // The index
+
+  private newSlot(line: DeliveryLine, payload: number, offset: number, state: number): number {
+    const slot = this.slots.add();
+    const groupKey = fairnessKeyOf(line.sub);
+    let group = this.groupIds.get(groupKey);
+    if (group === undefined) {
+      group = this.heaps.length;
+      this.groupIds.set(groupKey, group);
+      this.heaps.push(new SlotHeap(() => this.slots));
+    }
+    this.slots.idHashes.set(slot, hash32(line.id));
+    this.slots.replayCounts.set(slot, line.rc & 0xff);
+    this.slots.states.set(slot, state);
+    this.slots.groups.set(slot, group);
+    this.slots.due.set(slot, line.due);
+    this.slots.enqueued.set(slot, Date.parse(line.enq));
+    this.slots.lines.set(slot, offset);
+    this.slots.payloads.set(slot, payload);
+    this.live += 1;
+    return slot;
+  }
+
+  private *liveSlots(): Generator<number> {
+    for (let slot = 0; slot < this.slots.length; slot += 1) if (this.slots.states.get(slot) !== DEAD) yield slot;
+  }
+
+  /**
+   * Drops ended runs from the index, keeping the order: answers each old
+   * slot's new number (-1: dropped). Lines in flight for the old numbering
+   * are ignored when they land (see journalLine); a compaction gives their
+   * slots the lines it writes.
+   */
+  private renumber(): Int32Array {
+    const old = this.slots;
+    const mapping = new Int32Array(old.length).fill(-1);
+    const slots = new Slots();
+    for (let slot = 0; slot < old.length; slot += 1) if (old.states.get(slot) !== DEAD) slots.length += 1;
+    for (const column of slots.columns) column.reserve(slots.length);
+    const from = old.columns;
+    const to = slots.columns;
+    let next = 0;
+    for (let slot = 0; slot < old.length; slot += 1) {
+      if (old.states.get(slot) === DEAD) continue;
+      mapping[slot] = next;
+      for (let column = 0; column < from.length; column += 1) to[column]!.set(next, from[column]!.get(slot));
+      next += 1;
+    }
+    this.slots = slots;
+    this.epoch += 1;
+    this.firstLive = 0;
+    for (const heap of this.heaps) heap.renumber(mapping);
+    for (const entries of [this.held, this.finishing]) for (const entry of entries.values()) entry.slot = mapping[entry.slot]!;
+    for (const [letterId, slot] of this.replays) this.replays.set(letterId, mapping[slot]!);
+    const unwritten = [...this.unwritten];
+    this.unwritten.clear();
+    for (const [slot, entry] of unwritten) if (mapping[slot]! >= 0) this.unwritten.set(mapping[slot]!, entry);
+    return mapping;
+  }
+
+  /** The run in this slot, read back from the journal; null (and dropped, reported) when its lines do not match. */
+  private load(slot: number): Delivery | null {
+    try {
+      const line = this.unwritten.get(slot)?.line ?? (JSON.parse(this.log.readLine(this.slots.lines.get(slot))) as DeliveryLine);
+      if (line.t !== 'd' || hash32(line.id) !== this.slots.idHashes.get(slot) || (line.rc & 0xff) !== this.slots.replayCounts.get(slot)) {
+        throw new Error(`the journal does not hold the delivery indexed at byte ${this.slots.lines.get(slot)}`);
+      }
+      const offset = this.slots.payloads.get(slot);
+      let event = this.lastPayload?.offset === offset ? this.lastPayload.event : null;
+      if (!event) {
+        const payload = JSON.parse(this.log.readLine(offset)) as PayloadLine;
+        event = payload.t === 'p' ? payload.e : null;
+        if (event) this.lastPayload = { offset, event };
+      }
+      if (event?.id !== line.ev) throw new Error(`the payload of delivery ${line.id} is not in the journal where it was written`);
+      return deliveryOf(line, event);
+    } catch (error) {
+      this.reportError(new Error(`outbox.log: a pending delivery could not be read back and is dropped: ${error instanceof Error ? error.message : String(error)}`));
+      this.slots.states.set(slot, DEAD);
+      this.live -= 1;
+      return null;
+    }
+  }
+
+  // The journal
+
+  private readonly lineFailed = (error: unknown): void => {
+    this.linesInFlight -= 1;
+    this.reportError(error);
+  };
+
+  private readonly lineLanded = (): void => {
+    this.linesInFlight -= 1;
+    this.compactWhenDue();
+  };
+
+  /** A run's new state, journalled lazily; until its line is on disk, memory holds it (see `unwritten`). */
+  private journalLine(slot: number, line: DeliveryLine): void {
+    const version = ++this.version;
+    const epoch = this.epoch;
+    this.unwritten.set(slot, { line, version });
+    this.journalLines += 1;
+    this.linesInFlight += 1;
+    this.log.appendLazily(line, this.lineFailed, (span) => {
+      if (span && epoch === this.epoch && this.unwritten.get(slot)?.version === version) {
+        this.unwritten.delete(slot);
+        this.slots.lines.set(slot, span.offset);
+      }
+      this.lineLanded();
+    });
+  }
+
+  /**
+   * Compacts the journal once it holds well more lines than the pending runs
+   * need (attempts and ended runs), or drops ended runs from the index once
+   * they are many. Neither while deliveries are staged (their lines would move).
+   */
+  private compactWhenDue(): void {
+    if (this.compacting || this.staged > 0) return;
+    if (this.journalLines > 4 * this.live + this.compactSlack) {
+      this.compacting = this.compact(new Set())
+        .catch(this.reportError)
+        .finally(() => {
+          this.compacting = null;
+          this.compactionEnded();
+        });
+    } else if (this.slots.length - this.live > this.live / 4 + INDEX_SLACK && this.linesInFlight === 0) {
+      this.renumber();
+    }
+  }
+
+  /**
+   * Rewrites the journal with the pending runs only: their payloads and the
+   * latest `d` line of each, copied from the current file in the order of
+   * the file (one sequential pass), then the `d` lines memory holds (not yet
+   * on disk, or to be masked: `masking`). The index is renumbered at once;
+   * its offsets switch to the new file when it replaces the old one (until
+   * then reads go to the old one).
+   */
+  private async compact(masking: ReadonlySet<number>): Promise<void> {
+    this.renumber();
+    const count = this.slots.length;
+    /** Slots whose `d` line is written from memory, and the version of it that is. */
+    const fromMemory = new Map<number, { text: string; version: number | null }>();
+    const copied = new Float64Array(2 * count);
+    let copies = 0;
+    for (let slot = 0; slot < count; slot += 1) {
+      copied[copies++] = this.slots.payloads.get(slot);
+      const unwritten = this.unwritten.get(slot);
+      if (unwritten) fromMemory.set(slot, { text: JSON.stringify(unwritten.line), version: unwritten.version });
+      else if (masking.has(slot)) {
+        const line = JSON.parse(this.log.readLine(this.slots.lines.get(slot))) as DeliveryLine;
+        line.sub = { ...line.sub, serviceBaseUrl: maskCredentials(line.sub.serviceBaseUrl!) };
+        fromMemory.set(slot, { text: JSON.stringify(line), version: null });
+      } else copied[copies++] = this.slots.lines.get(slot);
+    }
+    // In the order of the file, each line once (the deliveries of one publish share their payload).
+    const sorted = copied.subarray(0, copies).sort();
+    let unique = 0;
+    for (let index = 0; index < sorted.length; index += 1) if (index === 0 || sorted[index] !== sorted[unique - 1]) sorted[unique++] = sorted[index]!;
+    const offsets = new Float64Array(unique + fromMemory.size);
+    offsets.set(sorted.subarray(0, unique));
+    const texts = new Map<number, string>();
+    const textIndexes = new Map<number, number>();
+    for (const [slot, { text }] of fromMemory) {
+      textIndexes.set(slot, unique + texts.size);
+      texts.set(unique + texts.size, text);
+    }
+    const linesBefore = this.journalLines;
+    await this.log.rewriteLines({ offsets, texts }, (written) => {
+      const moved = (old: number) => written[binarySearch(offsets, unique, old)]!;
+      for (let slot = 0; slot < count; slot += 1) {
+        this.slots.payloads.set(slot, moved(this.slots.payloads.get(slot)));
+        const textIndex = textIndexes.get(slot);
+        this.slots.lines.set(slot, textIndex === undefined ? moved(this.slots.lines.get(slot)) : written[textIndex]!);
+        const version = fromMemory.get(slot)?.version;
+        if (version != null && this.unwritten.get(slot)?.version === version) this.unwritten.delete(slot);
+      }
+      this.lastPayload = null;
+      // The new journal: what was copied, then whatever was appended meanwhile.
+      this.journalLines = written.length + (this.journalLines - linesBefore);
+    });
+  }
+}
+
+/** The index of `value` among the first `length` of sorted `values` (it is there). */
+function binarySearch(values: Float64Array, length: number, value: number): number {
+  let low = 0;
+  let high = length - 1;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (values[middle]! < value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The event id at the start of a `p` line, read without parsing the event. */
+function payloadEventId(line: Buffer): string {
+  const end = line.indexOf(0x22, PAYLOAD_PREFIX.length);
+  const id = line.toString('utf8', PAYLOAD_PREFIX.length, end);
+  // An id with an escaped character: the line is parsed after all.
+  return id.includes('\\') ? (JSON.parse(line.toString('utf8')) as PayloadLine).id : id;
+}
+
+/** A run's `d` line: the delivery without its event. */
+function lineOf(delivery: Delivery): DeliveryLine {
+  return {
+    t: 'd',
+    id: delivery.id,
+    rc: delivery.replayCount,
+    ev: delivery.event.id,
+    ws: delivery.event.tenantId,
+    depth: delivery.depth,
+    sub: delivery.subscriber,
+    attempts: delivery.attempts,
+    due: delivery.nextAttemptAt,
+    enq: delivery.enqueuedAt,
+    first: delivery.firstAttemptAt,
+    err: delivery.lastError,
+    ...(delivery.deadLetterId === undefined ? {} : { dl: delivery.deadLetterId }),
+  };
+}
+
+function deliveryOf(line: DeliveryLine, event: PlatformEvent): Delivery {
+  return {
+    id: line.id,
+    event,
+    depth: line.depth,
+    subscriber: line.sub,
+    attempts: line.attempts,
+    nextAttemptAt: line.due,
+    enqueuedAt: line.enq,
+    firstAttemptAt: line.first,
+    lastError: line.err,
+    replayCount: line.rc,
+    ...(line.dl === undefined ? {} : { deadLetterId: line.dl }),
+  };
+}
+
+function readFully(fd: number, buffer: Buffer, position: number): number {
+  let filled = 0;
+  while (filled < buffer.length) {
+    const bytes = readSync(fd, buffer, filled, buffer.length - filled, position + filled);
+    if (bytes === 0) break;
+    filled += bytes;
+  }
+  return filled;
+}
+
+/**
+ * Numbers by string key during start-up only (runs by key, payloads by event
+ * id), as an open-addressing table over columns: two 32-bit fingerprints of
+ * the key and the value, 16 bytes an entry plus the table (a false match
+ * among a million keys is about one chance in thirty million).
+ */
+class FingerprintTable {
+  private table = new Int32Array(1 << 16).fill(-1);
+  private readonly first = new Column(Uint32Array);
+  private readonly second = new Column(Uint32Array);
+  private readonly values = new Column(Float64Array);
+  private count = 0;
+
+  /** The value of `key`, or -1. */
+  get(key: string): number {
+    const entry = this.find(hash32(key), secondHash(key));
+    return entry < 0 ? -1 : this.values.get(entry);
+  }
+
+  set(key: string, value: number): void {
+    const a = hash32(key);
+    const b = secondHash(key);
+    const found = this.find(a, b);
+    if (found >= 0) return this.values.set(found, value);
+    const entry = this.count++;
+    for (const column of [this.first, this.second, this.values]) column.reserve(this.count);
+    this.first.set(entry, a);
+    this.second.set(entry, b);
+    this.values.set(entry, value);
+    if (this.count * 2 > this.table.length) {
+      this.table = new Int32Array(this.table.length * 2).fill(-1);
+      for (let index = 0; index < this.count; index += 1) this.place(index);
+    } else this.place(entry);
+  }
+
+  private find(a: number, b: number): number {
+    const mask = this.table.length - 1;
+    for (let index = a & mask; ; index = (index + 1) & mask) {
+      const entry = this.table[index]!;
+      if (entry < 0) return -1;
+      if (this.first.get(entry) === a && this.second.get(entry) === b) return entry;
+    }
+  }
+
+  private place(entry: number): void {
+    const mask = this.table.length - 1;
+    let index = this.first.get(entry) & mask;
+    while (this.table[index]! >= 0) index = (index + 1) & mask;
+    this.table[index] = entry;
+  }
+}
+
+/** A second fingerprint, independent of hash32's (a multiplicative mix per code unit). */
+function secondHash(text: string): number {
+  let hash = 0x9747b28c;
+  for (let index = 0; index < text.length; index += 1) {
+    hash = Math.imul(hash ^ text.charCodeAt(index), 0x5bd1e995);
+    hash ^= hash >>> 15;
+  }
+  return hash >>> 0;
+}
+
+/** Whether the journal is in the format before payloads were split from deliveries. */
+async function isLegacy(file: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw error;
+  }
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    for (let position = 0; ; ) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) return false;
+      let start = 0;
+      while (start < bytesRead && (buffer[start] === 0x20 || buffer[start] === 0x0a)) start += 1;
+      if (start < bytesRead) {
+        const { bytesRead: read } = await handle.read(buffer, 0, 16, position + start);
+        const head = buffer.toString('utf8', 0, read);
+        return head.startsWith('{"t":"add"') || head.startsWith('{"t":"retry"') || head.startsWith('{"t":"done"');
+      }
+      position += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Rewrites a journal of the old format (whole deliveries) in the new one,
+ * once: the pending deliveries as they were, each event's payload once for
+ * the deliveries of it that follow one another, subscriber URLs masked. The
+ * old journal held every pending delivery in memory too, so holding them
+ * during this one pass costs no more than the old version did.
+ */
+async function migrateLegacy(file: string): Promise<void> {
+  const pending = new Map<string, Delivery>();
+  await replay<LegacyLine>(file, (record) => {
+    if (record.t === 'add') pending.set(keyOf(record.delivery), record.delivery);
+    else if (record.t === 'done') pending.delete(record.key);
+    else {
+      const delivery = pending.get(record.key);
+      if (!delivery) return;
+      delivery.attempts = record.attempts;
+      delivery.nextAttemptAt = record.nextAttemptAt;
+      delivery.firstAttemptAt = record.firstAttemptAt;
+      delivery.lastError = record.lastError;
+    }
+  });
+  const temp = `${file}.tmp`;
+  try {
+    const out = await open(temp, 'w', FILE_MODE);
+    try {
+      let chunk = '';
+      let lastEvent: string | null = null;
+      for (const delivery of pending.values()) {
+        if (showsCredentials(delivery.subscriber.serviceBaseUrl)) {
+          delivery.subscriber = { ...delivery.subscriber, serviceBaseUrl: maskCredentials(delivery.subscriber.serviceBaseUrl) };
+        }
+        if (delivery.event.id !== lastEvent) {
+          lastEvent = delivery.event.id;
+          chunk += JSON.stringify({ t: 'p', id: delivery.event.id, e: delivery.event }) + '\n';
+        }
+        chunk += JSON.stringify(lineOf(delivery)) + '\n';
+        if (chunk.length >= WRITE_CHUNK) {
+          await out.write(chunk);
+          chunk = '';
+        }
+      }
+      if (chunk) await out.write(chunk);
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await rename(temp, file);
+    await fsyncDir(dirname(file));
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw asStorageError(error);
   }
 }

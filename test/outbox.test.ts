@@ -1,0 +1,248 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { PlatformEvent } from '../src/handlers/sdk.js';
+import { Outbox } from '../src/daemon/store/file/outbox.js';
+import type { Delivery, SubscriberRef } from '../src/daemon/dispatch/types.js';
+import { maskCredentials } from '../src/daemon/dispatch/url-credentials.js';
+import { tempDir } from './helpers/temp.js';
+
+const NOW = Date.parse('2026-11-21T12:00:00.000Z');
+const LATER = NOW + 86_400_000;
+const failOnError = (error: unknown) => assert.unreachable(String(error));
+let sequence = 0;
+
+function event(bytes = 100): PlatformEvent {
+  sequence += 1;
+  return {
+    id: `e${sequence}`,
+    eventKey: 'a.b',
+    tenantId: 'w',
+    actor: 'test',
+    publishedBy: 'test',
+    payload: { n: sequence, text: 'x'.repeat(bytes) },
+    schemaVersion: null,
+    occurredAt: new Date(NOW).toISOString(),
+  };
+}
+
+const subscriber = (subscriptionId: string, serviceBaseUrl = 'http://x.test'): SubscriberRef => ({
+  subscriptionId,
+  extensionKey: 'x',
+  kind: 'EXTERNAL_SERVICE',
+  serviceBaseUrl,
+});
+
+function delivery(id: string, of: PlatformEvent, to = subscriber('s'), due = NOW): Delivery {
+  return {
+    id,
+    event: of,
+    depth: 1,
+    subscriber: to,
+    attempts: 0,
+    nextAttemptAt: due,
+    enqueuedAt: new Date(NOW).toISOString(),
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: 0,
+  };
+}
+
+/** Claims everything due by `now`, `batch` at a time (claims wait while a compaction runs). */
+async function claimAll(outbox: Outbox, now = LATER, batch = 100): Promise<Delivery[]> {
+  const claimed: Delivery[] = [];
+  for (;;) {
+    await outbox.compacted();
+    const more = outbox.claim(batch, now);
+    if (more.length === 0) return claimed;
+    claimed.push(...more);
+  }
+}
+
+test('a publish holds at most holdAtMost deliveries (in-process ones always); the others wait for a claim, due first', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 2 });
+  const shared = event();
+  const external = [3, 1, 2, 0].map((n) => delivery(`d${n}`, shared, subscriber('s'), NOW + n));
+  const inProcess = { ...delivery('h', shared), subscriber: { subscriptionId: null, extensionKey: 'chat', kind: 'IN_PROCESS' as const, serviceBaseUrl: null } };
+  const held = await outbox.add([...external, inProcess]);
+  assert.equal(held.map((d) => d.id), ['d3', 'd1', 'h']);
+  assert.ok(held.every((d) => outbox.holds(d)));
+  assert.is(outbox.size, 5);
+  assert.is(outbox.nextDueAt(), NOW + 0, 'the earliest that waits');
+  assert.equal(outbox.claim(10, NOW), [{ ...external[3]! }], 'only what is due');
+  const rest = outbox.claim(10, LATER);
+  assert.equal(rest.map((d) => d.id), ['d2']);
+  assert.equal(rest[0]!.event, shared, 'with its payload');
+  assert.is(outbox.nextDueAt(), null);
+  await outbox.close();
+});
+
+test('a restart on a backlog resumes every pending delivery in due order, with its payload and its last attempt state', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const expected = new Map<string, Delivery>();
+  for (let publish = 0; publish < 300; publish += 1) {
+    const published = event(publish % 7 === 0 ? 20_000 : 300);
+    // Due in a shuffled order, two subscribers of each event.
+    const due = NOW + ((publish * 7919) % 300) * 1000;
+    const pair = [delivery(`a${publish}`, published, subscriber('s'), due), delivery(`b${publish}`, published, subscriber('s'), due + 1)];
+    await outbox.add(pair);
+    for (const one of pair) expected.set(one.id, one);
+  }
+  // Some fail and are due again later, some end.
+  for (const claimed of outbox.claim(40, NOW + 30_000)) {
+    if (claimed.id.startsWith('a')) {
+      outbox.finished(claimed);
+      outbox.done(claimed);
+      expected.delete(claimed.id);
+    } else {
+      claimed.attempts = 1;
+      claimed.firstAttemptAt = new Date(NOW).toISOString();
+      claimed.lastError = { message: 'subscriber answered HTTP 503', status: 503 };
+      claimed.nextAttemptAt = NOW + 400_000;
+      outbox.rescheduled(claimed);
+      expected.set(claimed.id, { ...claimed });
+    }
+  }
+  await outbox.close();
+
+  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  assert.is(reopened.size, expected.size);
+  const resumed = await claimAll(reopened, LATER, 37);
+  const order = [...expected.values()].sort((x, y) => x.nextAttemptAt - y.nextAttemptAt).map((d) => d.id);
+  assert.equal(resumed.map((d) => d.id), order, 'due first');
+  for (const one of resumed) assert.equal(one, expected.get(one.id), `${one.id} as it was`);
+  await reopened.close();
+});
+
+test('claims take each subscriber in turn: a backlog of one does not make a new subscriber wait behind it', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const backlog = Array.from({ length: 5_000 }, (_, n) => delivery(`old${n}`, event(), subscriber('busy'), NOW - 60_000 + n));
+  await outbox.add(backlog);
+  const fresh = delivery('new', event(), subscriber('quiet'), NOW);
+  await outbox.add([fresh]);
+  const first = outbox.claim(2, NOW);
+  assert.equal(first.map((d) => d.id).sort(), ['new', 'old0'], 'the new subscriber is served in the first claim');
+  assert.equal(outbox.claim(3, NOW).map((d) => d.id), ['old1', 'old2', 'old3'], 'then the backlog, oldest due first');
+  await outbox.close();
+});
+
+test('compaction keeps every pending delivery, also those whose last attempt was not yet written, and claims read the right payloads throughout', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0, compactSlack: 1_000 });
+  const payloads = new Map<string, unknown>();
+  for (let publish = 0; publish < 6_000; publish += 1) {
+    const published = event(50);
+    payloads.set(published.id, published.payload);
+    await outbox.add([delivery(`d${publish}`, published, subscriber(`s${publish % 3}`), NOW)]);
+  }
+  const attempts = new Map<string, number>();
+  // Rounds of attempts: most fail (a line each), some end; compactions start on their own.
+  for (let round = 1; round <= 4; round += 1) {
+    for (const claimed of await claimAll(outbox, NOW + round * 1000, 250)) {
+      assert.equal(claimed.event.payload, payloads.get(claimed.event.id), `the payload of ${claimed.id}`);
+      assert.is(claimed.attempts, attempts.get(claimed.id) ?? 0, `the attempts of ${claimed.id}`);
+      if (Number(claimed.id.slice(1)) % 5 === round) {
+        outbox.finished(claimed);
+        outbox.done(claimed);
+        attempts.delete(claimed.id);
+        attempts.set(claimed.id, -1);
+        continue;
+      }
+      claimed.attempts += 1;
+      claimed.nextAttemptAt = NOW + round * 1000 + 500;
+      claimed.lastError = { message: `failed in round ${round}`, status: 500 };
+      outbox.rescheduled(claimed);
+      attempts.set(claimed.id, claimed.attempts);
+    }
+  }
+  await outbox.compacted();
+  const pendingIds = [...attempts].filter(([, n]) => n >= 0).map(([id]) => id);
+  assert.is(outbox.size, pendingIds.length);
+  await outbox.close();
+  const lines = readFileSync(file, 'utf8').trim().split('\n').length;
+  assert.ok(lines <= 4 * pendingIds.length + 1_000 + 1, `${lines} lines for ${pendingIds.length} pending: compacted`);
+
+  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const resumed = await claimAll(reopened);
+  assert.equal(resumed.map((d) => d.id).sort(), pendingIds.sort());
+  for (const one of resumed) {
+    assert.is(one.attempts, 4, `${one.id}: every failed attempt counted`);
+    assert.equal(one.lastError, { message: 'failed in round 4', status: 500 });
+    assert.equal(one.event.payload, payloads.get(one.event.id));
+  }
+  await reopened.close();
+});
+
+test('an outbox.log of the old format (whole deliveries, URLs in clear) is read once and rewritten: masked, each payload once', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const published = event();
+  const clear = 'https://user:secret@hooks.test/in';
+  const a = delivery('a', published, subscriber('s', clear));
+  const b = delivery('b', published, subscriber('t'), NOW + 5);
+  const c = delivery('c', event(), subscriber('s'), NOW + 9);
+  const legacy = [
+    { t: 'add', delivery: a },
+    { t: 'add', delivery: b },
+    { t: 'add', delivery: c },
+    { t: 'retry', key: 'b:0', attempts: 2, nextAttemptAt: NOW + 7, firstAttemptAt: new Date(NOW).toISOString(), lastError: { message: 'down', status: 503 } },
+    { t: 'done', key: 'c:0' },
+  ];
+  writeFileSync(file, legacy.map((line) => JSON.stringify(line)).join('\n') + '\n');
+
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const text = readFileSync(file, 'utf8');
+  assert.not.ok(text.includes('secret'), 'no credentials left');
+  assert.not.ok(text.includes('"t":"add"'), 'the new format');
+  assert.is(text.split(`"id":"${published.id}","eventKey"`).length - 1, 1, 'the shared event written once');
+  const resumed = await claimAll(outbox);
+  assert.equal(resumed.map((d) => [d.id, d.attempts, d.nextAttemptAt, d.event.id]), [
+    ['a', 0, NOW, published.id],
+    ['b', 2, NOW + 7, published.id],
+  ]);
+  assert.is(resumed[0]!.subscriber.serviceBaseUrl, maskCredentials(clear));
+  await outbox.close();
+  const reopened = await Outbox.open(file, failOnError);
+  assert.equal([...reopened.values()].map((d) => d.id), ['a', 'b']);
+  await reopened.close();
+});
+
+test('deliveries staged and then retracted leave nothing pending, not even for the next start', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const kept = delivery('kept', event());
+  await outbox.add([kept]);
+  const withdrawn = event();
+  const staged = await outbox.stage([delivery('w1', withdrawn), delivery('w2', withdrawn)]);
+  await staged.retract();
+  assert.is(outbox.size, 1);
+  assert.equal(outbox.claim(10, LATER).map((d) => d.id), ['kept']);
+  await outbox.close();
+  assert.not.ok(readFileSync(file, 'utf8').includes(withdrawn.id), 'the payload withdrawn too');
+  const reopened = await Outbox.open(file, failOnError);
+  assert.equal([...reopened.values()].map((d) => d.id), ['kept']);
+  await reopened.close();
+});
+
+test('a replayed dead letter is known as queued until its run ends, also after a restart', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const replay = { ...delivery('r', event()), replayCount: 1, deadLetterId: 'letter-1' };
+  const [held] = await outbox.add([replay], true);
+  assert.ok(held && outbox.holds(held), 'a replay is held at once');
+  assert.ok(outbox.replaysLetter('letter-1'));
+  await outbox.close();
+  const reopened = await Outbox.open(file, failOnError);
+  assert.ok(reopened.replaysLetter('letter-1'));
+  const [again] = reopened.claim(1, LATER);
+  assert.is(again?.deadLetterId, 'letter-1');
+  reopened.finished(again!);
+  reopened.done(again!);
+  assert.not.ok(reopened.replaysLetter('letter-1'));
+  await reopened.close();
+});
+
+test.run();
