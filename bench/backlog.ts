@@ -156,15 +156,17 @@ async function startBullPeer(kit: BenchKit, redis: Redis, subscriberUrl: string)
 }
 
 /** Why the BullMQ side cannot run here, or null when it can. */
-async function bullmqMissing(): Promise<string | null> {
+function bullmqMissing(): string | null {
   if (!existsSync(REDIS_SERVER)) return `${REDIS_SERVER} is not installed (Debian package redis-server)`;
-  try {
-    // Resolved, not imported: the bench's own process has no use for it, and without it installed this file still typechecks.
-    import.meta.resolve('bullmq');
-    return null;
-  } catch {
-    return 'the bullmq package is not installed (a devDependency: npm install)';
+  // Resolved, not imported: the bench's own process has no use for them, and without them this file still typechecks.
+  for (const name of ['bullmq', 'ioredis']) {
+    try {
+      import.meta.resolve(name);
+    } catch {
+      return `the ${name} package is not installed (a devDependency: npm install)`;
+    }
   }
+  return null;
 }
 
 // ---------- counting subscribers ----------
@@ -349,7 +351,7 @@ export async function measureBacklog(base: Load, kit: BenchKit): Promise<void> {
   const events = Number(process.env.BENCH_BACKLOG_EVENTS ?? (kit.QUICK ? 100_000 : 1_000_000));
   if (!Number.isInteger(events) || events < 1) throw new Error(`BENCH_BACKLOG_EVENTS: a whole number of events, not "${process.env.BENCH_BACKLOG_EVENTS}"`);
   const count = events.toLocaleString('en');
-  const missing = await bullmqMissing();
+  const missing = bullmqMissing();
   if (missing) console.error(`16: BullMQ peer not measured: ${missing}`);
 
   // 16h: scenario 4 beside BullMQ, alternated rounds; without the peer, ours alone (16e's reference).
