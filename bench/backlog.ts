@@ -331,10 +331,14 @@ async function bullRound(kit: BenchKit, seconds: number, tally: Tally): Promise<
 
 const megabytes = (bytes: number) => Math.round(bytes / 1024 / 1024);
 
+/** Ended, by an exit or a signal (a daemon out of memory aborts: exitCode stays null). */
+const gone = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+const howItEnded = (child: ChildProcess) => (child.exitCode !== null ? `exit code ${child.exitCode}` : `signal ${child.signalCode}`);
+
 /** Fetches until `path` answers 200; the moment it did. */
 async function firstOk(base: string, path: string, timeoutMs: number, child: ChildProcess): Promise<number | null> {
   const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline && child.exitCode === null) {
+  while (performance.now() < deadline && !gone(child)) {
     try {
       const response = await fetch(base + path);
       await response.arrayBuffer();
@@ -477,11 +481,13 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
   // a workspace), so that it takes no part in the measurement.
   const env = { PLATFORM_RETRY_SCHEDULE: Array(20).fill(3_600_000).join(','), PLATFORM_EVENT_RETENTION_COUNT: String(Math.max(100_000, 2 * events)) };
   let daemon = await kit.startDaemon(undefined, env);
+  /** NaN once the daemon is gone, rather than a failed read of /proc ending the group. */
+  const rssOf = (child: ChildProcess) => (gone(child) ? NaN : kit.rssMb(child.pid!));
   const dataDir = daemon.dataDir;
   try {
     const token = await subscribe(kit, daemon, subscriber.url);
     await sleep(5_000);
-    const emptyRss = kit.rssMb(daemon.child.pid!);
+    const emptyRss = rssOf(daemon.child);
     kit.record({
       scenario: '16a. RSS at rest, the empty daemon (16b-16d count from it)',
       value: emptyRss,
@@ -516,10 +522,10 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
     });
     const publishSeconds = (performance.now() - publishStarted) / 1000;
     // Every delivery attempted once and failed (or the daemon gone).
-    await kit.waitUntil(() => subscriber.failures >= acknowledged.size || daemon.child.exitCode !== null, Math.max(60_000, events));
+    await kit.waitUntil(() => subscriber.failures >= acknowledged.size || gone(daemon.child), Math.max(60_000, events));
     await sleep(5_000);
-    const published_ = `${acknowledged.size} of ${count} publishes acknowledged at ${Math.round(acknowledged.size / publishSeconds).toLocaleString('en')}/s (${published.errors} errors)`;
-    if (daemon.child.exitCode !== null) {
+    const publishNote = `${acknowledged.size} of ${count} publishes acknowledged at ${Math.round(acknowledged.size / publishSeconds).toLocaleString('en')}/s (${published.errors} errors)`;
+    if (gone(daemon.child)) {
       kit.record({
         scenario: `16b. RSS at rest with ${count} pending deliveries of 1 KB, over 16a`,
         value: NaN,
@@ -530,11 +536,11 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
         rssMb: null,
         target: '<= 100 MB more',
         met: false,
-        note: `the daemon exited (${daemon.child.exitCode}) while the backlog was published; ${published_}`,
+        note: `the daemon ended (${howItEnded(daemon.child)}) while the backlog was published; ${publishNote}`,
       });
       return;
     }
-    const backlogRss = kit.rssMb(daemon.child.pid!);
+    const backlogRss = rssOf(daemon.child);
     kit.record({
       scenario: `16b. RSS at rest with ${count} pending deliveries of 1 KB (subscriber down), over 16a`,
       value: backlogRss - emptyRss,
@@ -545,7 +551,7 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
       rssMb: backlogRss,
       target: `<= 100 MB more than 16a (${emptyRss} MB)`,
       met: backlogRss - emptyRss <= 100,
-      note: `${published_}; ${subscriber.failures} attempts failed with 503${bull ? `; BullMQ's Redis held ${bull.growthMb} MB more for the same backlog (16f)` : ''}`,
+      note: `${publishNote}; ${subscriber.failures} attempts failed with 503${bull ? `; BullMQ's Redis held ${bull.growthMb} MB more for the same backlog (16f)` : ''}`,
     });
 
     await daemon.stop();
@@ -560,14 +566,14 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
       p50: null,
       p99: null,
       ratio: null,
-      rssMb: kit.rssMb(daemon.child.pid!),
+      rssMb: rssOf(daemon.child),
       target: '<= 10,000 ms',
       met: ready !== null && restartMs <= 10_000,
-      note: ready === null ? `not ready within 120 s${daemon.child.exitCode === null ? '' : ` (exited ${daemon.child.exitCode})`}` : undefined,
+      note: ready === null ? `not ready within 120 s${gone(daemon.child) ? ` (ended: ${howItEnded(daemon.child)})` : ''}` : undefined,
     });
     if (ready === null) return;
     await sleep(5_000);
-    const restartedRss = kit.rssMb(daemon.child.pid!);
+    const restartedRss = rssOf(daemon.child);
     const healthy = (await firstOk(daemon.url, '/api/health/ready', 5_000, daemon.child)) !== null;
     kit.record({
       scenario: '16d. RSS at rest after that restart, over 16a',
@@ -587,7 +593,7 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
     // The retries fall due at `resumeAt` (wall clock); drained when every acknowledged event arrived.
     const drainStartsIn = Math.max(0, subscriber.resumeAt - upAt);
     const drainFrom = performance.now() + drainStartsIn;
-    const drained = await kit.waitUntil(() => subscriber.eventIds.size >= acknowledged.size, drainStartsIn + Math.max(60_000, events * 2));
+    const drained = await kit.waitUntil(() => subscriber.eventIds.size >= acknowledged.size || gone(daemon.child), drainStartsIn + Math.max(60_000, events * 2));
     // Give stragglers (duplicates) a moment to show.
     await sleep(1_000);
     const drainSeconds = (subscriber.lastAt - drainFrom) / 1000;
@@ -602,16 +608,17 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
       p50: null,
       p99: null,
       ratio: rate / base.rps,
-      rssMb: kit.rssMb(daemon.child.pid!),
+      rssMb: rssOf(daemon.child),
       target: `>= 90 % of scenario 4's rate in this run (${scenario4.toLocaleString('en')} events/s, ${scenario4Length})`,
-      met: rate >= 0.9 * scenario4 && drained && missingEvents === 0 && subscriber.duplicates === 0,
+      met: rate >= 0.9 * scenario4 && drained && !gone(daemon.child) && missingEvents === 0 && subscriber.duplicates === 0,
       note:
         `${((rate / scenario4) * 100).toFixed(0)} % of scenario 4's rate; ${delivered} events delivered, ${subscriber.duplicates} deliveries twice, ${missingEvents} acknowledged events missing, ` +
         `${unacknowledged} delivered that were not acknowledged; ${subscriber.earlyRetries} retries came before the subscriber was back; ` +
-        `retries due ${Math.round(resumeAfter / 1000)} s after the first failure${bull ? `; BullMQ drained its backlog at ${bull.drainRate.toLocaleString('en')} jobs/s (16g)` : ''}`,
+        `retries due ${Math.round(resumeAfter / 1000)} s after the first failure${bull ? `; BullMQ drained its backlog at ${bull.drainRate.toLocaleString('en')} jobs/s (16g)` : ''}` +
+        (gone(daemon.child) ? `; the daemon ended (${howItEnded(daemon.child)})` : ''),
     });
   } finally {
-    await daemon.stop();
+    if (!gone(daemon.child)) await daemon.stop();
     rmSync(dataDir, { recursive: true, force: true });
     await subscriber.close();
   }
