@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages]
+ * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -16,7 +16,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { measurePostgres } from './postgres.js';
+import { measureBacklog } from './backlog.js';
+import { measurePostgres, type BenchKit } from './postgres.js';
 import { benchLogFile } from './log-files.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -426,6 +427,7 @@ async function main(): Promise<void> {
   await measureConsole(base);
   await measurePostgresGroup(base);
   await measureLargePages(base);
+  await measureBacklogGroup(base);
   report(base);
 }
 
@@ -437,11 +439,20 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
   console: measureConsole,
   postgres: measurePostgresGroup,
   'large-pages': measureLargePages,
+  backlog: measureBacklogGroup,
 };
 
-/** 14: the PostgreSQL backend beside graphile-worker (bench/postgres.ts), with this file's helpers. */
+/** What the groups in files of their own (bench/postgres.ts, bench/backlog.ts) borrow from this one. */
+const kit = (): BenchKit => ({ QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, cpuMs, percentile, waitUntil });
+
+/** 14: the PostgreSQL backend beside graphile-worker (bench/postgres.ts). */
 function measurePostgresGroup(base: Load): Promise<void> {
-  return measurePostgres(base, { QUICK, SECONDS, PUBLISH_SECONDS, PINNED, startDaemon, startSubscriber, login, api, load, seedCatalog, record, rssMb, cpuMs, percentile, waitUntil });
+  return measurePostgres(base, kit());
+}
+
+/** 16: a backlog of 1,000,000 pending deliveries, beside BullMQ on Redis (bench/backlog.ts). */
+function measureBacklogGroup(base: Load): Promise<void> {
+  return measureBacklog(base, kit());
 }
 
 /**
