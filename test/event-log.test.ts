@@ -8,8 +8,7 @@ import { Outbox } from '../src/daemon/store/file/outbox.js';
 import type { Delivery } from '../src/daemon/dispatch/types.js';
 import { AppendLog } from '../src/daemon/store/append-log.js';
 import { tempDir } from './helpers/temp.js';
-import { itemsOf, unbounded, type PageBudget } from '../src/daemon/paging.js';
-import type { RetentionPolicy } from '../src/daemon/events/types.js';
+import { listed } from './helpers/pages.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-21T12:00:00.000Z');
@@ -324,16 +323,3 @@ test('append log: rewriteLines copies lines by offset (long ones too, in any ord
 });
 
 test.run();
-
-/** A page with its events parsed from the budget the store filled (as a listing sends them). */
-async function listed<Q, P extends { more: boolean }>(
-  store: { page(workspaceId: string, query: Q, policy: RetentionPolicy, now: number, budget: PageBudget<PlatformEvent>): P | Promise<P> },
-  workspaceId: string,
-  query: Q,
-  policy: RetentionPolicy,
-  now: number,
-): Promise<P & { items: PlatformEvent[] }> {
-  const budget = unbounded<PlatformEvent>();
-  const page = await store.page(workspaceId, query, policy, now, budget);
-  return { ...page, items: itemsOf(budget) };
-}

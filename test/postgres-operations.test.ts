@@ -18,9 +18,7 @@ import { freshDatabase } from './helpers/postgres.js';
 import { startSubscriber, type ReceivedDelivery } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
-import { itemsOf, unbounded, type PageBudget } from '../src/daemon/paging.js';
-import type { RetentionPolicy } from '../src/daemon/events/types.js';
-import type { PlatformEvent } from '../src/handlers/sdk.js';
+import { listed } from './helpers/pages.js';
 
 // `platform db import`, `platform keys rotate` and `platform backup` on PostgreSQL, run as
 // processes on a data directory made by a real file-backed daemon.
@@ -527,16 +525,3 @@ test('keys rotate on PostgreSQL with PLATFORM_MASTER_KEY re-seals under its firs
 });
 
 test.run();
-
-/** A page with its events parsed from the budget the store filled (as a listing sends them). */
-async function listed<Q, P extends { more: boolean }>(
-  store: { page(workspaceId: string, query: Q, policy: RetentionPolicy, now: number, budget: PageBudget<PlatformEvent>): P | Promise<P> },
-  workspaceId: string,
-  query: Q,
-  policy: RetentionPolicy,
-  now: number,
-): Promise<P & { items: PlatformEvent[] }> {
-  const budget = unbounded<PlatformEvent>();
-  const page = await store.page(workspaceId, query, policy, now, budget);
-  return { ...page, items: itemsOf(budget) };
-}

@@ -9,8 +9,7 @@ import { newDelivery } from '../src/daemon/events/service.js';
 import { DeadLetterAdmin } from '../src/daemon/dispatch/dead-letter-admin.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
-import { itemsOf, unbounded, type PageBudget } from '../src/daemon/paging.js';
-import type { RetentionPolicy } from '../src/daemon/events/types.js';
+import { listed } from './helpers/pages.js';
 
 /**
  * The events domain's stores (event log, deliveries with their records, dead
@@ -397,16 +396,3 @@ conformance(
 );
 
 test.run();
-
-/** A page with its events parsed from the budget the store filled (as a listing sends them). */
-async function listed<Q, P extends { more: boolean }>(
-  store: { page(workspaceId: string, query: Q, policy: RetentionPolicy, now: number, budget: PageBudget<PlatformEvent>): P | Promise<P> },
-  workspaceId: string,
-  query: Q,
-  policy: RetentionPolicy,
-  now: number,
-): Promise<P & { items: PlatformEvent[] }> {
-  const budget = unbounded<PlatformEvent>();
-  const page = await store.page(workspaceId, query, policy, now, budget);
-  return { ...page, items: itemsOf(budget) };
-}

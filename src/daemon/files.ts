@@ -1,4 +1,4 @@
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StartupError, unavailable } from './errors.js';
 
@@ -61,21 +61,38 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** What a new file holds: its contents, or a writer that puts them in piece by piece. */
+export type FileContents = string | Uint8Array | ((handle: FileHandle) => Promise<void>);
+
+/**
+ * Writes and fsyncs a new file (the caller renames it into place); a write
+ * that fails removes it, and answers 503 where storage refused.
+ */
+export async function writeSynced(file: string, contents: FileContents): Promise<void> {
+  try {
+    const handle = await open(file, 'w', FILE_MODE);
+    try {
+      if (typeof contents === 'function') await contents(handle);
+      else await handle.writeFile(contents);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    await unlink(file).catch(() => undefined);
+    throw asStorageError(error);
+  }
+}
+
 /**
  * Replaces `file` atomically and durably: the old contents stay intact until the
  * new ones are fully on disk, and the rename itself is made durable by syncing
  * the directory.
  */
-export async function writeFileDurably(file: string, contents: string | Uint8Array): Promise<void> {
+export async function writeFileDurably(file: string, contents: FileContents): Promise<void> {
   const temp = `${file}.tmp`;
+  await writeSynced(temp, contents);
   try {
-    const handle = await open(temp, 'w', FILE_MODE);
-    try {
-      await handle.writeFile(contents);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
     await rename(temp, file);
     await fsyncDir(dirname(file));
   } catch (error) {

@@ -1,9 +1,9 @@
 import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
-import { open, readdir, unlink } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
-import { FILE_MODE, asStorageError, ensurePrivateDir, fsyncDir, isMissing } from '../../files.js';
+import { ensurePrivateDir, fsyncDir, isMissing, writeSynced } from '../../files.js';
 import { Column, hash32, readBytes } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
@@ -429,22 +429,6 @@ export async function replayEventLog(
   }
   // As EventLog.open orders them.
   for (const name of names.filter((name) => SEGMENT_NAME.test(name)).sort()) await replay<PlatformEvent>(join(dir, name), onEvent, afterChunk);
-}
-
-/** Writes and fsyncs a new file (the caller renames it into place). */
-async function writeSynced(file: string, text: string): Promise<void> {
-  try {
-    const handle = await open(file, 'w', FILE_MODE);
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    await unlink(file).catch(() => undefined);
-    throw asStorageError(error);
-  }
 }
 
 /** The index of the cursor's event in the segment's lines, or -1 when retention removed it. */

@@ -1,9 +1,8 @@
 import { closeSync, openSync, readSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { open } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
-import { FILE_MODE, asStorageError, fsyncDir, isMissing } from '../../files.js';
+import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32 } from '../line-index.js';
 import type { Delivery, DeliveryError, SubscriberRef } from '../../dispatch/types.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -925,35 +924,23 @@ async function migrateLegacy(file: string): Promise<void> {
       delivery.lastError = record.lastError;
     }
   });
-  const temp = `${file}.tmp`;
-  try {
-    const out = await open(temp, 'w', FILE_MODE);
-    try {
-      let chunk = '';
-      let lastEvent: string | null = null;
-      for (const delivery of pending.values()) {
-        if (showsCredentials(delivery.subscriber.serviceBaseUrl)) {
-          delivery.subscriber = { ...delivery.subscriber, serviceBaseUrl: maskCredentials(delivery.subscriber.serviceBaseUrl) };
-        }
-        if (delivery.event.id !== lastEvent) {
-          lastEvent = delivery.event.id;
-          chunk += JSON.stringify({ t: 'p', id: delivery.event.id, e: delivery.event }) + '\n';
-        }
-        chunk += JSON.stringify(lineOf(delivery)) + '\n';
-        if (chunk.length >= WRITE_CHUNK) {
-          await out.write(chunk);
-          chunk = '';
-        }
+  await writeFileDurably(file, async (out) => {
+    let chunk = '';
+    let lastEvent: string | null = null;
+    for (const delivery of pending.values()) {
+      if (showsCredentials(delivery.subscriber.serviceBaseUrl)) {
+        delivery.subscriber = { ...delivery.subscriber, serviceBaseUrl: maskCredentials(delivery.subscriber.serviceBaseUrl) };
       }
-      if (chunk) await out.write(chunk);
-      await out.sync();
-    } finally {
-      await out.close();
+      if (delivery.event.id !== lastEvent) {
+        lastEvent = delivery.event.id;
+        chunk += JSON.stringify({ t: 'p', id: delivery.event.id, e: delivery.event }) + '\n';
+      }
+      chunk += JSON.stringify(lineOf(delivery)) + '\n';
+      if (chunk.length >= WRITE_CHUNK) {
+        await out.write(chunk);
+        chunk = '';
+      }
     }
-    await rename(temp, file);
-    await fsyncDir(dirname(file));
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw asStorageError(error);
-  }
+    if (chunk) await out.write(chunk);
+  });
 }
