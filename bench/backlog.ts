@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchLogFile } from './log-files.js';
+import { startPeerProcess, type PeerProcess } from './peer-process.js';
 import type { BenchKit } from './postgres.js';
 import type { Load, Started, Subscriber } from './run.js';
 
@@ -119,40 +120,11 @@ type BullPeerCommand =
   | { type: 'fill'; count: number; payloadBytes: number }
   | { type: 'stop' };
 
-interface BullPeer {
-  child: ChildProcess;
-  ask(command: BullPeerCommand): Promise<Load>;
-  stop(): Promise<void>;
-}
+type BullPeer = PeerProcess<BullPeerCommand, Load>;
 
 /** The peer on the daemon's core, like a daemon, delivering to `subscriberUrl`. */
-async function startBullPeer(kit: BenchKit, redis: Redis, subscriberUrl: string): Promise<BullPeer> {
-  const logFile = benchLogFile('bullmq-peer.log');
-  const out = openSync(logFile, 'w');
-  const command = [process.execPath, PEER];
-  const argv = kit.PINNED ? ['taskset', '-c', '0', ...command] : command;
-  const child = spawn(argv[0]!, argv.slice(1), {
-    stdio: ['ignore', out, out, 'ipc'],
-    env: { ...process.env, PEER_REDIS_PORT: String(redis.port), PEER_SUBSCRIBER_URL: subscriberUrl },
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`BullMQ peer exited (${code}):\n${readFileSync(logFile, 'utf8')}`)));
-  });
-  return {
-    child,
-    ask: (command) =>
-      new Promise((resolve) => {
-        child.once('message', (answer) => resolve(answer as Load));
-        child.send(command);
-      }),
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.send({ type: 'stop' } satisfies BullPeerCommand);
-      }),
-  };
+function startBullPeer(kit: BenchKit, redis: Redis, subscriberUrl: string): Promise<BullPeer> {
+  return startPeerProcess('BullMQ peer', [process.execPath, PEER], { PEER_REDIS_PORT: String(redis.port), PEER_SUBSCRIBER_URL: subscriberUrl }, kit.PINNED);
 }
 
 /** Why the BullMQ side cannot run here, or null when it can. */

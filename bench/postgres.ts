@@ -16,15 +16,15 @@
  *    add-to-delivery latency at 2,000 jobs/s.
  */
 import type autocannon from 'autocannon';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../dev/embedded-postgres.js';
 import type { PeerCommand, Produced } from './graphile-peer.js';
-import { benchLogFile } from './log-files.js';
+import { startPeerProcess, type PeerProcess } from './peer-process.js';
 import type { Load, Row, Started, Subscriber } from './run.js';
 
 // ---------- what bench/run.ts lends this group ----------
@@ -303,41 +303,13 @@ const tallyNote = (tally: Tally, verb: string, worker: string) =>
 
 // ---------- graphile-worker ----------
 
-interface Peer {
-  child: ChildProcess;
-  ask(command: PeerCommand): Promise<Produced>;
-  stop(): Promise<void>;
-}
+type Peer = PeerProcess<PeerCommand, Produced>;
 
 const PEER = fileURLToPath(new URL('graphile-peer.ts', import.meta.url));
 
 /** bench/graphile-peer.ts on the daemon's core, like a daemon, delivering to `subscriberUrl`. */
-async function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: string): Promise<Peer> {
-  const logFile = benchLogFile('peer.log');
-  const out = openSync(logFile, 'w');
-  const command = [process.execPath, '--import', 'tsx', PEER];
-  const argv = kit.PINNED ? ['taskset', '-c', '0', ...command] : command;
-  const child = spawn(argv[0]!, argv.slice(1), {
-    stdio: ['ignore', out, out, 'ipc'],
-    env: { ...process.env, PEER_DATABASE_URL: databaseUrl, PEER_SUBSCRIBER_URL: subscriberUrl },
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`graphile-worker peer exited (${code}):\n${readFileSync(logFile, 'utf8')}`)));
-  });
-  return {
-    child,
-    ask: (command) =>
-      new Promise((resolve) => {
-        child.once('message', (answer) => resolve(answer as Produced));
-        child.send(command);
-      }),
-    stop: () =>
-      new Promise((resolve) => {
-        child.once('exit', () => resolve());
-        child.send({ type: 'stop' } satisfies PeerCommand);
-      }),
-  };
+function startPeer(kit: BenchKit, databaseUrl: string, subscriberUrl: string): Promise<Peer> {
+  return startPeerProcess('graphile-worker peer', [process.execPath, '--import', 'tsx', PEER], { PEER_DATABASE_URL: databaseUrl, PEER_SUBSCRIBER_URL: subscriberUrl }, kit.PINNED);
 }
 
 const GRAPHILE_RATE = '14c. graphile-worker: add + deliver to 1 subscriber';
