@@ -211,7 +211,8 @@ export class EventLog {
     const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);
     const { before } = query;
     let more = false;
-    let last: EventPosition | undefined;
+    // The page's last event: its id is read from its line only once the page is done.
+    let last: { segment: number; at: number; line: string | Buffer } | undefined;
     this.walk(workspaceId, (segment, lines, lineAt) => {
       if (before && segment.sequence > before.segment) return true;
       let start = lines.length - 1;
@@ -234,11 +235,11 @@ export class EventLog {
         const line = lineAt(index);
         if (query.eventKey !== undefined && fieldOf(line, 'eventKey') !== query.eventKey) continue;
         if (budget.count === query.limit || !budget.hasRoom() || !budget.admitJson(line)) more = true;
-        else last = { segment: segment.sequence, at, id: fieldOf(line, 'id') };
+        else last = { segment: segment.sequence, at, line };
       }
       return !more;
     });
-    return { more, ...(more && last ? { last } : {}) };
+    return { more, ...(more && last ? { last: { segment: last.segment, at: last.at, id: fieldOf(last.line, 'id') } } : {}) };
   }
 
   /** One event of the workspace, found by its id's fingerprint (newest segment first); undefined if not retained. */
