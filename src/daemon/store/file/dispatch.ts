@@ -23,11 +23,10 @@ export interface FileDispatchOptions {
 }
 
 /**
- * The events domain on files, as it was before the stores: the segmented
- * event log (events/), the outbox journal (outbox.log), the delivery records
- * (deliveries.log) and the dead letters (dead-letters.log). The classes stay in events/ and
- * dispatch/ (moving them gains nothing yet); these adapters put them behind
- * EventStore, DeliveryStore and DeadLetterStore.
+ * The events domain on files: the segmented event log (events/), the outbox
+ * journal (outbox.log), the delivery records (deliveries.log) and the dead
+ * letters (dead-letters.log), each a class of its own beside this file; these
+ * adapters put them behind EventStore, DeliveryStore and DeadLetterStore.
  */
 export async function openFileDispatch(dataDir: string, options: FileDispatchOptions): Promise<{
   events: EventStore;
