@@ -26,8 +26,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchLogFile } from './log-files.js';
 import { startPeerProcess, type PeerProcess } from './peer-process.js';
-import type { BenchKit } from './postgres.js';
-import type { Load, Started, Subscriber } from './run.js';
+import { subscribe, type BenchKit } from './postgres.js';
+import type { Load, Subscriber } from './run.js';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
 const PEER = fileURLToPath(new URL('bullmq-peer.mjs', import.meta.url));
@@ -222,17 +222,6 @@ function closeSubscriber(subscriber: Subscriber): void {
 }
 
 // ---------- our daemon ----------
-
-/** Scenario 4's workspace: `bench.tick` events of workspace `bench` to `url`. */
-async function subscribe(kit: BenchKit, daemon: Started, url: string): Promise<string> {
-  const token = await kit.login(daemon.url);
-  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
-  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/sink/versions', { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
-  await kit.api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
-  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/extensions', { extensionKey: 'sink' });
-  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/subscriptions', { eventKey: 'bench.tick', extensionKey: 'sink', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: url });
-  return token;
-}
 
 interface Tally {
   delivered: number;

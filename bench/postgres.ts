@@ -416,8 +416,8 @@ const ONE_DAEMON = '14d. publish + deliver on PostgreSQL, 1 daemon';
 const TWO_DAEMONS = '14e. publish + deliver on PostgreSQL, 2 daemons on one database';
 const OURS_PACED = '14g. paced 2,000 events/s on PostgreSQL: publish-to-delivery latency';
 
-/** Scenario 4's workspace: one subscription of `bench.tick` to the subscriber, made through `daemon`. */
-async function subscribe(kit: BenchKit, daemon: Started, subscriber: Subscriber): Promise<void> {
+/** Scenario 4's workspace: one subscription of `bench.tick` to `url`, made through `daemon`; answers the admin's token. */
+export async function subscribe(kit: BenchKit, daemon: Started, url: string): Promise<string> {
   const token = await kit.login(daemon.url);
   await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
   await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/sink/versions', { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
@@ -427,8 +427,9 @@ async function subscribe(kit: BenchKit, daemon: Started, subscriber: Subscriber)
     eventKey: 'bench.tick',
     extensionKey: 'sink',
     kind: 'EXTERNAL_SERVICE',
-    serviceBaseUrl: subscriber.url,
+    serviceBaseUrl: url,
   });
+  return token;
 }
 
 /** Scenario 4's publish request against `daemon`, signed in there. */
@@ -461,7 +462,7 @@ async function publishAcross(kit: BenchKit, daemons: Started[]): Promise<(second
 /** Our daemons, subscribed through the first, publishing from 50 connections split evenly over them; `stop` ends them. */
 async function daemonSession(kit: BenchKit, daemons: Started[], subscriber: Subscriber, stop = () => stopAll(daemons)): Promise<Session> {
   try {
-    await subscribe(kit, daemons[0]!, subscriber);
+    await subscribe(kit, daemons[0]!, subscriber.url);
     return { produce: await publishAcross(kit, daemons), pids: daemons.map((daemon) => daemon.child.pid!), stop };
   } catch (error) {
     await stop();
@@ -506,7 +507,7 @@ async function measureOurPaced(kit: BenchKit, cluster: EmbeddedPostgres, graphil
   const subscriber = await kit.startSubscriber();
   const daemon = await startOnDatabase(kit, await freshDatabase(cluster));
   try {
-    await subscribe(kit, daemon, subscriber);
+    await subscribe(kit, daemon, subscriber.url);
     const options = await publishOptions(kit, daemon, 20);
     const paced = await measurePaced(kit, subscriber, (seconds) =>
       kit.load({
