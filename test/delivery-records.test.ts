@@ -7,7 +7,7 @@ import type { PlatformEvent } from '../src/handlers/sdk.js';
 import { DeliveryRecords } from '../src/daemon/store/file/delivery-records.js';
 import type { DeliveryAttempt } from '../src/daemon/dispatch/types.js';
 import { Outbox } from '../src/daemon/store/file/outbox.js';
-import type { Delivery } from '../src/daemon/dispatch/types.js';
+import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/store/file/event-log.js';
 import { tempDir } from './helpers/temp.js';
 import { fillDisk, needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
@@ -33,7 +33,7 @@ const event = (n: number, ageMs: number): PlatformEvent => ({
 
 const delivery = (of: PlatformEvent): Delivery => ({
   id: `msg_${of.id}`,
-  event: of,
+  event: CarriedEvent.of(of),
   depth: 1,
   subscriber: { subscriptionId: 's1', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:1' },
   attempts: 0,
@@ -368,7 +368,7 @@ async function withRecordWriteFailing(
     const open: { dispatch: FileDispatch | null } = { dispatch: await openFileDispatch(dir, { reportError: (error) => errors.push(error) }) };
     try {
       const finished = delivery(event(1, 0));
-      await open.dispatch!.events.publish(finished.event, [finished]);
+      await open.dispatch!.events.publish(finished.event.atHand!, [finished]);
       fillDisk(join(dir, 'filler'));
       await run(dir, open, finished, errors);
     } finally {

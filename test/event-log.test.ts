@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
 import { EventLog } from '../src/daemon/store/file/event-log.js';
 import { Outbox } from '../src/daemon/store/file/outbox.js';
-import type { Delivery } from '../src/daemon/dispatch/types.js';
+import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { AppendLog } from '../src/daemon/store/append-log.js';
 import { tempDir } from './helpers/temp.js';
 import { listed } from './helpers/pages.js';
@@ -210,7 +210,7 @@ test('a page reads only its own lines: memory serves the newest events, the rest
 function delivery(id: string): Delivery {
   return {
     id,
-    event: event('w', 0),
+    event: CarriedEvent.of(event('w', 0)),
     depth: 1,
     subscriber: { subscriptionId: 's', extensionKey: 'x', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://x.test' },
     attempts: 0,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Delivery } from '../src/daemon/dispatch/types.js';
+import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { ChangeFeed } from '../src/daemon/store/postgres/change-feed.js';
 import { Database } from '../src/daemon/store/postgres/database.js';
@@ -397,7 +397,7 @@ test('db import keeps a dead letter whose event retention removed from the log, 
     eventIds.push(event.id);
     const delivery: Delivery = {
       id: `msg_${randomUUID().replaceAll('-', '')}`,
-      event,
+      event: CarriedEvent.of(event),
       depth: 1,
       subscriber: { subscriptionId: 'sub-1', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
       attempts: 1,

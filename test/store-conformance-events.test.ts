@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
 import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/types.js';
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
-import type { Delivery } from '../src/daemon/dispatch/types.js';
+import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';
 import { DeadLetterAdmin } from '../src/daemon/dispatch/dead-letter-admin.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using, usingTwo } from './helpers/stores.js';
@@ -40,7 +40,7 @@ function expiredIn(workspaceId: string): PlatformEvent {
 }
 
 const deliveryOf = (event: PlatformEvent, subscriptionId = 'sub-1'): Delivery =>
-  newDelivery(event, 1, { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' }, Date.now());
+  newDelivery(CarriedEvent.of(event), 1, { subscriptionId, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' }, Date.now());
 
 const attempt = (outcome: NewAttempt['outcome'], httpStatus: number): NewAttempt => ({
   startedAt: new Date().toISOString(),
@@ -56,7 +56,7 @@ async function killed(opened: OpenedStores, delivery: Delivery): Promise<StoredD
   delivery.attempts += 1;
   delivery.firstAttemptAt ??= new Date().toISOString();
   delivery.lastError = { message: 'status 400', status: 400 };
-  const letter = deadLetterOf(delivery, delivery.lastError, Date.now());
+  const letter = deadLetterOf(delivery, await delivery.event.object(), delivery.lastError, Date.now());
   await opened.stores.deliveries.dead(delivery, attempt('FAILED', 400), letter);
   return letter;
 }

@@ -346,7 +346,7 @@ export class Dispatcher {
     const timeoutMs = this.deps.settings.handlerTimeoutMs;
     try {
       await Promise.race([
-        Promise.resolve().then(() => handler.handle(delivery.event, run.context)),
+        delivery.event.object().then((event) => handler.handle(event, run.context)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new HandlerTimeout(timeoutMs)), timeoutMs);
         }),
@@ -363,8 +363,8 @@ export class Dispatcher {
   }
 
   private async deadLetter(delivery: Delivery, error: DeliveryError, attempt: NewAttempt | null = null): Promise<void> {
-    const letter = deadLetterOf(delivery, error, this.now());
     try {
+      const letter = deadLetterOf(delivery, await delivery.event.object(), error, this.now());
       await this.deps.deliveries.dead(delivery, attempt, letter);
     } catch (failure) {
       // Storage refused the dead letter: keep the delivery pending and try again later.

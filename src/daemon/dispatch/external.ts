@@ -1,8 +1,7 @@
-import type { PlatformEvent } from '../../handlers/sdk.js';
 import { standardWebhooksDigest } from '../../handlers/webhooks/standard-webhooks.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
-import type { DeliveryError } from './types.js';
+import type { CarriedEvent, DeliveryError } from './types.js';
 
 /** What the subscriber answered, for the delivery record: its status and the start of its body. */
 export interface Answered {
@@ -18,26 +17,14 @@ export type AttemptOutcome =
 
 export interface ExternalDelivery {
   deliveryId: string;
-  event: PlatformEvent;
+  event: CarriedEvent;
   serviceBaseUrl: string;
   /** The current key first; during a rotation's overlap the previous one too: one signature each. */
   signingKeys: readonly Buffer[];
 }
 
-const bodies = new WeakMap<PlatformEvent, string>();
-
-/** The JSON body a subscriber receives: the PlatformEvent plus workspaceId; built once per event. */
-function deliveryBody(event: PlatformEvent): string {
-  let body = bodies.get(event);
-  if (body === undefined) {
-    body = JSON.stringify({ ...event, workspaceId: event.tenantId });
-    bodies.set(event, body);
-  }
-  return body;
-}
-
 /** Standard Webhooks: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>, with the key already decoded. */
-function signature(key: Buffer, id: string, timestampSeconds: number, body: string): string {
+function signature(key: Buffer, id: string, timestampSeconds: number, body: Buffer): string {
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
 }
 
@@ -51,42 +38,39 @@ export function eventsUrl(serviceBaseUrl: string): string {
 /**
  * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here
  * (the dispatcher owns them), a timeout, and the answer's body is never read
- * beyond a small cap (see transport.ts).
+ * beyond a small cap (see transport.ts). The body is read and signed once
+ * the connection is up.
  */
 export async function postEvent(
   delivery: ExternalDelivery,
   options: { transport: DeliveryTransport; timeoutMs: number; isStopping: () => boolean; now: number },
 ): Promise<AttemptOutcome> {
-  const body = deliveryBody(delivery.event);
   const timestamp = Math.floor(options.now / 1000);
   try {
-    const response = await options.transport.ofetch.raw(eventsUrl(delivery.serviceBaseUrl), {
-      method: 'POST',
-      body,
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': delivery.deliveryId,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': delivery.signingKeys.map((key) => signature(key, delivery.deliveryId, timestamp, body)).join(' '),
+    const answer = await options.transport.post(eventsUrl(delivery.serviceBaseUrl), {
+      deliveryId: delivery.deliveryId,
+      headers: { 'content-type': 'application/json', 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) },
+      body: async () => {
+        const bytes = await delivery.event.body();
+        const signatures = delivery.signingKeys.map((key) => signature(key, delivery.deliveryId, timestamp, bytes));
+        return { bytes, headers: { 'webhook-signature': signatures.join(' ') } };
       },
-      retry: 0,
-      redirect: 'manual',
-      ignoreResponseError: true,
-      responseType: 'text',
     });
-    const status = response.status;
-    const answered: Answered = { httpStatus: status, ...(response._data ? { responseExcerpt: String(response._data) } : {}) };
+    const { status } = answer;
+    const answered: Answered = { httpStatus: status, ...(answer.excerpt === null ? {} : { responseExcerpt: answer.excerpt }) };
     if (status >= 200 && status < 300) return { ok: true, ...answered };
     return {
       ...answered,
       ok: false,
       retryable: isRetryableStatus(status),
       error: { message: `subscriber answered HTTP ${status}`, status },
-      retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(response.headers.get('retry-after'), options.now) : null,
+      retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(answer.retryAfter, options.now) : null,
     };
   } catch (error) {
     const chain = causes(error);
     if (options.isStopping() || chain.some((cause) => cause.name === 'LeaseLostError')) return { ok: false, aborted: true };
+    const unreadable = chain.find((cause) => cause.name === 'PayloadUnreadable');
+    if (unreadable) return { ok: false, retryable: true, error: { message: unreadable.message ?? 'the payload could not be read', status: null } };
     const refused = chain.find((cause) => cause.code === 'EPRIVATETARGET');
     if (refused) return { ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
     if (chain.some((cause) => cause.name === 'TimeoutError')) {

@@ -17,11 +17,72 @@ export interface DeliveryError {
   status: number | null;
 }
 
+/**
+ * The event a delivery carries. Published in this run, it is at hand. Read
+ * back from storage, it brings only what routing needs (id, workspace, key)
+ * and reads its body when asked, each time, keeping nothing: the dispatcher
+ * asks once the subscriber's connection is up, so a subscriber that is down
+ * costs no payload reads, and a retried large payload is never held between
+ * attempts.
+ */
+export class CarriedEvent {
+  private constructor(
+    readonly id: string,
+    readonly tenantId: string,
+    readonly eventKey: string,
+    private readonly parsed: PlatformEvent | null,
+    private readonly read: (() => Promise<Buffer>) | null,
+  ) {}
+
+  private bytes: Buffer | null = null;
+
+  static of(event: PlatformEvent): CarriedEvent {
+    return new CarriedEvent(event.id, event.tenantId, event.eventKey, event, null);
+  }
+
+  /** An event in storage: `read` answers its body (see `body`). */
+  static stored(id: string, tenantId: string, eventKey: string, read: () => Promise<Buffer>): CarriedEvent {
+    return new CarriedEvent(id, tenantId, eventKey, null, read);
+  }
+
+  /** What a subscriber receives: the PlatformEvent's JSON plus workspaceId, last. Rejects with PayloadUnreadable. */
+  async body(): Promise<Buffer> {
+    if (this.read) {
+      try {
+        return await this.read();
+      } catch (error) {
+        throw new PayloadUnreadable(error);
+      }
+    }
+    return (this.bytes ??= Buffer.from(JSON.stringify({ ...this.parsed!, workspaceId: this.tenantId })));
+  }
+
+  /** The event published or replayed in this run; null for one in storage (see `object`). */
+  get atHand(): PlatformEvent | null {
+    return this.parsed;
+  }
+
+  /** The event as an object (parsed from its body when it is stored). */
+  async object(): Promise<PlatformEvent> {
+    if (this.parsed) return this.parsed;
+    const { workspaceId: _workspaceId, ...event } = JSON.parse((await this.body()).toString('utf8')) as PlatformEvent & { workspaceId: string };
+    return event;
+  }
+}
+
+/** A stored event's body could not be read back. */
+export class PayloadUnreadable extends Error {
+  override name = 'PayloadUnreadable';
+  constructor(cause: unknown) {
+    super(`the event's payload could not be read: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
 /** One event on its way to one subscriber. */
 export interface Delivery {
   /** Sent as webhook-id: stable across retries and replays, so receivers can deduplicate. */
   id: string;
-  event: PlatformEvent;
+  event: CarriedEvent;
   /** Position in an event chain: 1 for an event published from outside. */
   depth: number;
   subscriber: SubscriberRef;
@@ -82,12 +143,12 @@ export interface StoredDeadLetter extends DeadLetter {
   depth: number;
 }
 
-/** The dead letter of a delivery that failed for good with `error` (a replayed one keeps its letter's id). */
-export function deadLetterOf(delivery: Delivery, error: DeliveryError, deadAt: number): StoredDeadLetter {
+/** The dead letter of a delivery of `event` that failed for good with `error` (a replayed one keeps its letter's id). */
+export function deadLetterOf(delivery: Delivery, event: PlatformEvent, error: DeliveryError, deadAt: number): StoredDeadLetter {
   return {
     id: delivery.deadLetterId ?? randomUUID(),
     deliveryId: delivery.id,
-    event: delivery.event,
+    event,
     subscriber: delivery.subscriber,
     attempts: delivery.attempts,
     lastError: error,

@@ -5,7 +5,7 @@ import type { DeliveryQuery, DeliveryRecord } from '../dispatch/types.js';
 import { notFound } from '../errors.js';
 import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
-import type { Delivery, SubscriberRef } from '../dispatch/types.js';
+import { CarriedEvent, type Delivery, type SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
 import type { PageBudget } from '../paging.js';
 import type { DomainMetrics } from '../metrics.js';
@@ -109,7 +109,8 @@ export class EventService {
       occurredAt: new Date(now).toISOString(),
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const deliveries = this.subscribersOf(event, active).map((subscriber) => newDelivery(event, origin.depth, subscriber, now));
+    const carried = CarriedEvent.of(event);
+    const deliveries = this.subscribersOf(event, active).map((subscriber) => newDelivery(carried, origin.depth, subscriber, now));
     const held = await this.deps.events.publish(event, deliveries);
     this.deps.metrics.eventPublished();
     this.deps.activity.eventPublished(event);
@@ -146,7 +147,7 @@ export class EventService {
       occurredAt: new Date(now).toISOString(),
     };
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
-    const delivery = newDelivery(event, 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
+    const delivery = newDelivery(CarriedEvent.of(event), 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
     const held = await this.deps.events.publish(event, [delivery]);
     if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
     else this.dispatcher.enqueue(held);
@@ -234,7 +235,7 @@ export class EventService {
 }
 
 /** A delivery of the event to one subscriber, due at once. */
-export function newDelivery(event: PlatformEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
+export function newDelivery(event: CarriedEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
   return {
     id: `msg_${randomUUID().replaceAll('-', '')}`,
     event,

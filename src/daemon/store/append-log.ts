@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { open, rename, truncate, unlink, type FileHandle } from 'node:fs/promises';
 import { StartupError } from '../errors.js';
 import { FILE_MODE, asStorageError, fsyncDir, isMissing, writeFileDurably } from '../files.js';
-import { readLineAt, readSpan } from './line-index.js';
+import { readBytes, readLineAt, readSpan } from './line-index.js';
 import { dirname } from 'node:path';
 
 /** How long a lazily appended record may wait for a group to join before it is written alone. */
@@ -106,7 +106,7 @@ export class AppendLog<R> {
    * Opens (creating if needed) and replays every stored record, oldest first
    * (see replay for how `lines` are read).
    */
-  static async open<R>(file: string, onRecord: (record: R, span: LineSpan) => void, lines: LineReading<R> = {}): Promise<AppendLog<R>> {
+  static async open<R, Read = R>(file: string, onRecord: (record: Read, span: LineSpan) => void, lines: LineReading<Read> = {}): Promise<AppendLog<R>> {
     const size = await replay(file, onRecord, undefined, lines);
     const handle = await open(file, 'a', FILE_MODE);
     if (size === 0) await fsyncDir(dirname(file));
@@ -382,6 +382,12 @@ export class AppendLog<R> {
   readLine(offset: number): string {
     this.readFd ??= openSync(this.file, 'r');
     return readLineAt(this.readFd, offset);
+  }
+
+  /** The `length` bytes at `offset`, read synchronously (see readLine) into a buffer of `capacity` bytes. */
+  readBytes(offset: number, length: number, capacity = length): Buffer {
+    this.readFd ??= openSync(this.file, 'r');
+    return readBytes(this.readFd, offset, length, capacity);
   }
 
   /** The line whose span is known, read synchronously (see readLine). */

@@ -69,7 +69,8 @@ export async function copyDeliveries(dataDir: string, { tx }: ImportTarget): Pro
     }
     const lettersByDelivery = new Map<string, StoredDeadLetter>();
     for (const letter of letters.all()) lettersByDelivery.set(letter.deliveryId, letter);
-    const keptForDeliveries = await insertEventsOfDeliveries(tx, [...queued.values(), ...lettersByDelivery.values()].map(({ event }) => event));
+    const eventsOfQueued = await Promise.all([...queued.values()].map(({ event }) => event.object()));
+    const keptForDeliveries = await insertEventsOfDeliveries(tx, [...eventsOfQueued, ...[...lettersByDelivery.values()].map(({ event }) => event)]);
     const totals = { records: 0, pending: 0, dead: 0, attempts: 0, leftOut: 0 };
     let rows: ImportedDeliveryRow[] = [];
     const write = async () => {

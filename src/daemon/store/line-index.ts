@@ -70,9 +70,9 @@ export function readSpan(fd: number, offset: number, length: number): string {
   return readBytes(fd, offset, length).toString('utf8');
 }
 
-/** The `length` bytes at `offset` of an open file. */
-export function readBytes(fd: number, offset: number, length: number): Buffer {
-  const buffer = Buffer.allocUnsafe(length);
+/** The `length` bytes at `offset` of an open file, at the start of a buffer of `capacity` bytes. */
+export function readBytes(fd: number, offset: number, length: number, capacity = length): Buffer {
+  const buffer = Buffer.allocUnsafe(capacity);
   for (let read = 0; read < length; ) {
     const bytes = readSync(fd, buffer, read, length - read, offset + read);
     if (bytes === 0) throw new Error(`the file ends before the line at byte ${offset}`);

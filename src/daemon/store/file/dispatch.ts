@@ -4,7 +4,7 @@ import { DeadLetterFile } from './dead-letters.js';
 import { DeliveryRecords } from './delivery-records.js';
 import { Outbox } from './outbox.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, MatchingDeadLetters, NewAttempt, PendingCount } from '../../dispatch/store.js';
-import type { DeadLetterFilter, Delivery, DeliveryQuery, DeliveryRecord, StoredDeadLetter } from '../../dispatch/types.js';
+import { CarriedEvent, type DeadLetterFilter, type Delivery, type DeliveryQuery, type DeliveryRecord, type StoredDeadLetter } from '../../dispatch/types.js';
 import { EventLog, type EventPosition } from './event-log.js';
 import { notACursor } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
@@ -361,7 +361,7 @@ const REMOVED_AT_ONCE = 1_000;
 export function replayOf(letter: StoredDeadLetter, now: number): Delivery {
   return {
     id: letter.deliveryId,
-    event: letter.event,
+    event: CarriedEvent.of(letter.event),
     depth: letter.depth,
     subscriber: letter.subscriber,
     attempts: 0,

@@ -4,7 +4,7 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32 } from '../line-index.js';
-import type { Delivery, DeliveryError, SubscriberRef } from '../../dispatch/types.js';
+import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
 /**
@@ -21,9 +21,10 @@ interface DeliveryLine {
   id: string;
   /** The replay count: a replay sends a dead letter again under the same id, the count tells the runs apart. */
   rc: number;
-  /** The event's id and workspace, confirmed on the payload. */
+  /** The event's id (confirmed on the payload), workspace and key (absent from lines written before it was kept). */
   ev: string;
   ws: string;
+  ek?: string;
   depth: number;
   sub: SubscriberRef;
   attempts: number;
@@ -43,9 +44,12 @@ interface PayloadLine {
 
 type Line = PayloadLine | DeliveryLine | { t: 'x'; id: string; rc: number };
 
+/** A delivery as the old format kept it: with its event whole. */
+type LegacyDelivery = Omit<Delivery, 'event'> & { event: PlatformEvent };
+
 /** The format before payloads were split from deliveries: read once at start and rewritten. */
 type LegacyLine =
-  | { t: 'add'; delivery: Delivery }
+  | { t: 'add'; delivery: LegacyDelivery }
   | { t: 'retry'; key: string; attempts: number; nextAttemptAt: number; firstAttemptAt: string | null; lastError: DeliveryError }
   | { t: 'done'; key: string };
 
@@ -88,7 +92,7 @@ const FINISHING = 3;
 /**
  * Pending deliveries as columns, in the order of the journal: fingerprint of
  * the id, replay count, state, fairness group, due time, enqueue time and
- * where its latest `d` line and its payload are: 42 bytes a delivery (plus 4
+ * where its latest `d` line and its payload are: 46 bytes a delivery (plus 4
  * in its group's heap while it waits). Everything else is read back from the
  * journal when the delivery is claimed.
  */
@@ -102,8 +106,19 @@ class Slots {
   readonly enqueued = new Column(Float64Array);
   readonly lines = new Column(Float64Array);
   readonly payloads = new Column(Float64Array);
+  readonly payloadLengths = new Column(Uint32Array);
 
-  readonly columns: readonly Column[] = [this.idHashes, this.replayCounts, this.states, this.groups, this.due, this.enqueued, this.lines, this.payloads];
+  readonly columns: readonly Column[] = [
+    this.idHashes,
+    this.replayCounts,
+    this.states,
+    this.groups,
+    this.due,
+    this.enqueued,
+    this.lines,
+    this.payloads,
+    this.payloadLengths,
+  ];
 
   add(): number {
     const slot = this.length++;
@@ -230,8 +245,6 @@ export class Outbox {
   /** Stagings neither committed nor retracted. */
   private staged = 0;
   private compacting: Promise<void> | null = null;
-  /** The payload read last: the deliveries of one publish, claimed together, read it once. */
-  private lastPayload: { offset: number; event: PlatformEvent } | null = null;
   private readonly holdAtMost: number;
   private readonly compactSlack: number;
   private compactionEnded: () => void = () => undefined;
@@ -257,7 +270,9 @@ export class Outbox {
     if (await isLegacy(file)) await migrateLegacy(file);
     const outbox = new Outbox(reportError, options);
     const runs = new FingerprintTable();
+    /** Payload lines by event id: their number, for where they are in `payloadSpans`. */
     const payloads = new FingerprintTable();
+    const payloadSpans = { offsets: new Column(Float64Array), lengths: new Column(Uint32Array), length: 0 };
     const clear = new Set<number>();
     const replaying = new Map<string, number>();
     outbox.log = await AppendLog.open<Line>(
@@ -273,7 +288,8 @@ export class Outbox {
               reportError(new Error(`${file}: the payload of delivery ${line.id} (event ${line.ev}) is missing; the delivery is dropped`));
               return;
             }
-            slot = outbox.newSlot(line, payload, span.offset, WAITING);
+            const payloadSpan = { offset: payloadSpans.offsets.get(payload), length: payloadSpans.lengths.get(payload) };
+            slot = outbox.newSlot(line, payloadSpan, span.offset, WAITING);
             runs.set(key, slot);
           } else {
             outbox.slots.due.set(slot, line.due);
@@ -293,7 +309,12 @@ export class Outbox {
         opaque: {
           prefix: PAYLOAD_PREFIX,
           onLine: (span, text) => {
-            payloads.set(payloadEventId(text), span.offset);
+            const payload = payloadSpans.length++;
+            payloadSpans.offsets.reserve(payloadSpans.length);
+            payloadSpans.lengths.reserve(payloadSpans.length);
+            payloadSpans.offsets.set(payload, span.offset);
+            payloadSpans.lengths.set(payload, span.length);
+            payloads.set(payloadEventId(text), payload);
             outbox.journalLines += 1;
           },
         },
@@ -348,12 +369,14 @@ export class Outbox {
     const lines: Line[] = [];
     /** For each delivery, the index of its payload line and of its own. */
     const places: Array<{ payload: number; line: number }> = [];
-    let event: PlatformEvent | null = null;
+    let event: CarriedEvent | null = null;
     let payload = -1;
     for (const delivery of deliveries) {
       if (delivery.event !== event) {
         event = delivery.event;
-        payload = lines.push({ t: 'p', id: event.id, e: event }) - 1;
+        const whole = event.atHand;
+        if (!whole) throw new Error(`delivery ${delivery.id} is queued without its event`);
+        payload = lines.push({ t: 'p', id: event.id, e: whole }) - 1;
       }
       places.push({ payload, line: lines.push(lineOf(delivery)) - 1 });
     }
@@ -378,7 +401,7 @@ export class Outbox {
           const { payload, line } = places[index]!;
           const hold = holdAll || delivery.subscriber.kind === 'IN_PROCESS' || this.held.size < this.holdAtMost;
           // A span is null only where a rewrite superseded the line; none runs while deliveries are staged.
-          const slot = this.newSlot(lines[line] as DeliveryLine, spans[payload]!.offset, spans[line]!.offset, hold ? HELD : WAITING);
+          const slot = this.newSlot(lines[line] as DeliveryLine, spans[payload]!, spans[line]!.offset, hold ? HELD : WAITING);
           if (hold) this.held.set(keyOf(delivery), { delivery, slot });
           else this.heaps[this.slots.groups.get(slot)]!.push(slot);
           if (delivery.deadLetterId !== undefined) this.replays.set(delivery.deadLetterId, slot);
@@ -565,7 +588,7 @@ export class Outbox {
 
   // The index
 
-  private newSlot(line: DeliveryLine, payload: number, offset: number, state: number): number {
+  private newSlot(line: DeliveryLine, payload: LineSpan, offset: number, state: number): number {
     const slot = this.slots.add();
     const groupKey = fairnessKeyOf(line.sub);
     let group = this.groupIds.get(groupKey);
@@ -581,7 +604,8 @@ export class Outbox {
     this.slots.due.set(slot, line.due);
     this.slots.enqueued.set(slot, Date.parse(line.enq));
     this.slots.lines.set(slot, offset);
-    this.slots.payloads.set(slot, payload);
+    this.slots.payloads.set(slot, payload.offset);
+    this.slots.payloadLengths.set(slot, payload.length);
     this.live += 1;
     return slot;
   }
@@ -623,28 +647,60 @@ export class Outbox {
     return mapping;
   }
 
-  /** The run in this slot, read back from the journal; null (and dropped, reported) when its lines do not match. */
+  /** The run in this slot, read back from the journal, its event's body left there; null (and dropped, reported) when its lines do not match. */
   private load(slot: number): Delivery | null {
     try {
       const line = this.unwritten.get(slot)?.line ?? (JSON.parse(this.log.readLine(this.slots.lines.get(slot))) as DeliveryLine);
       if (line.t !== 'd' || hash32(line.id) !== this.slots.idHashes.get(slot) || (line.rc & 0xff) !== this.slots.replayCounts.get(slot)) {
         throw new Error(`the journal does not hold the delivery indexed at byte ${this.slots.lines.get(slot)}`);
       }
-      const offset = this.slots.payloads.get(slot);
-      let event = this.lastPayload?.offset === offset ? this.lastPayload.event : null;
-      if (!event) {
-        const payload = JSON.parse(this.log.readLine(offset)) as PayloadLine;
-        event = payload.t === 'p' ? payload.e : null;
-        if (event) this.lastPayload = { offset, event };
-      }
-      if (event?.id !== line.ev) throw new Error(`the payload of delivery ${line.id} is not in the journal where it was written`);
+      // A line written before the event key was kept: the event is read now, once.
+      const event =
+        line.ek === undefined
+          ? CarriedEvent.of(JSON.parse(this.readBody(slot, line).toString('utf8')) as PlatformEvent)
+          : CarriedEvent.stored(line.ev, line.ws, line.ek, this.bodyReader(slot, line));
       return deliveryOf(line, event);
     } catch (error) {
-      this.reportError(new Error(`outbox.log: a pending delivery could not be read back and is dropped: ${error instanceof Error ? error.message : String(error)}`));
-      this.slots.states.set(slot, DEAD);
-      this.live -= 1;
+      this.drop(slot, `a pending delivery could not be read back and is dropped: ${error instanceof Error ? error.message : String(error)}`);
       return null;
     }
+  }
+
+  /**
+   * Reads the body of the run in `slot` when called: where it is then (a
+   * compaction may have moved it), found by its key while it is held.
+   */
+  private bodyReader(slot: number, line: DeliveryLine): () => Promise<Buffer> {
+    const epoch = this.epoch;
+    const key = keyOf({ id: line.id, replayCount: line.rc });
+    return async () => {
+      const now = this.held.get(key)?.slot ?? (this.epoch === epoch ? slot : -1);
+      if (now < 0) throw new Error(`delivery ${line.id} moved in the journal since it was read; it is read again at its next claim`);
+      try {
+        return this.readBody(now, line);
+      } catch (error) {
+        this.held.delete(key);
+        this.drop(now, `a pending delivery's payload could not be read back and the delivery is dropped: ${error instanceof Error ? error.message : String(error)}`);
+        throw error;
+      }
+    };
+  }
+
+  /** The body a subscriber receives, from the `p` line of the run in `slot`. */
+  private readBody(slot: number, line: DeliveryLine): Buffer {
+    const offset = this.slots.payloads.get(slot);
+    const length = this.slots.payloadLengths.get(slot);
+    const suffix = Buffer.from(`,"workspaceId":${JSON.stringify(line.ws)}}`);
+    const body = bodyOfPayloadLine(this.log.readBytes(offset, length, length - 2 + suffix.length), length, line.ev, suffix);
+    if (!body) throw new Error(`the payload of delivery ${line.id} is not in the journal where it was written`);
+    return body;
+  }
+
+  private drop(slot: number, message: string): void {
+    this.reportError(new Error(`outbox.log: ${message}`));
+    if (this.slots.states.get(slot) === DEAD) return;
+    this.slots.states.set(slot, DEAD);
+    this.live -= 1;
   }
 
   // The journal
@@ -741,7 +797,6 @@ export class Outbox {
         const version = fromMemory.get(slot)?.version;
         if (version != null && this.unwritten.get(slot)?.version === version) this.unwritten.delete(slot);
       }
-      this.lastPayload = null;
       // The new journal: what was copied, then whatever was appended meanwhile.
       this.journalLines = written.length + (this.journalLines - linesBefore);
     });
@@ -768,14 +823,30 @@ function payloadEventId(line: Buffer): string {
   return id.includes('\\') ? (JSON.parse(line.toString('utf8')) as PayloadLine).id : id;
 }
 
+/**
+ * The body a subscriber receives (see CarriedEvent.body), made in place from
+ * the `length` bytes of the `p` line `{"t":"p","id":…,"e":{…}}` read into a
+ * buffer with room for `suffix` (`,"workspaceId":…}`): the suffix replaces
+ * the event's closing brace and the line's. Null when the line is not the
+ * payload of event `eventId`.
+ */
+function bodyOfPayloadLine(line: Buffer, length: number, eventId: string, suffix: Buffer): Buffer | null {
+  const head = Buffer.from(`{"t":"p","id":${JSON.stringify(eventId)},"e":{`);
+  if (length < head.length + 2 || line.compare(head, 0, head.length, 0, head.length) !== 0) return null;
+  if (line[length - 2] !== 0x7d || line[length - 1] !== 0x7d) return null;
+  suffix.copy(line, length - 2);
+  return line.subarray(head.length - 1, length - 2 + suffix.length);
+}
+
 /** A run's `d` line: the delivery without its event. */
-function lineOf(delivery: Delivery): DeliveryLine {
+function lineOf(delivery: Omit<Delivery, 'event'> & { event: Pick<PlatformEvent, 'id' | 'tenantId' | 'eventKey'> }): DeliveryLine {
   return {
     t: 'd',
     id: delivery.id,
     rc: delivery.replayCount,
     ev: delivery.event.id,
     ws: delivery.event.tenantId,
+    ek: delivery.event.eventKey,
     depth: delivery.depth,
     sub: delivery.subscriber,
     attempts: delivery.attempts,
@@ -787,7 +858,7 @@ function lineOf(delivery: Delivery): DeliveryLine {
   };
 }
 
-function deliveryOf(line: DeliveryLine, event: PlatformEvent): Delivery {
+function deliveryOf(line: DeliveryLine, event: CarriedEvent): Delivery {
   return {
     id: line.id,
     event,
@@ -911,7 +982,7 @@ async function isLegacy(file: string): Promise<boolean> {
  * during this one pass costs no more than the old version did.
  */
 async function migrateLegacy(file: string): Promise<void> {
-  const pending = new Map<string, Delivery>();
+  const pending = new Map<string, LegacyDelivery>();
   await replay<LegacyLine>(file, (record) => {
     if (record.t === 'add') pending.set(keyOf(record.delivery), record.delivery);
     else if (record.t === 'done') pending.delete(record.key);

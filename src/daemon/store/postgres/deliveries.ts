@@ -1,15 +1,17 @@
 import { DueTimes } from '../../dispatch/schedule.js';
 import type { DeliveryPage, DeliveryStore, NewAttempt, PendingCount } from '../../dispatch/store.js';
-import type { Delivery, DeliveryAttempt, DeliveryError, DeliveryQuery, DeliveryRecord, DeliveryStatus, StoredDeadLetter } from '../../dispatch/types.js';
+import type { PlatformEvent } from '../../../handlers/sdk.js';
+import { CarriedEvent, type Delivery, type DeliveryAttempt, type DeliveryError, type DeliveryQuery, type DeliveryRecord, type DeliveryStatus, type StoredDeadLetter } from '../../dispatch/types.js';
 import { describeFault } from '../../errors.js';
 import { fillInBatches, unbounded } from '../../paging.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { Database } from './database.js';
 import type { LeaseKeeper } from './lease-keeper.js';
-import { deliveryOf, recordOf, type DeliveryAttemptRow, type DeliveryRow, type DeliveryWithEvent } from './rows.js';
+import { deliveryOf, recordOf, type DeliveryAttemptRow, type DeliveryRow, type EventRow } from './rows.js';
 import { CLAIM_DELIVERIES } from './sql/claim-deliveries.js';
 import { COUNT_PENDING } from './sql/count-pending.js';
 import { DELIVERIES_OF_EVENT } from './sql/deliveries-of-event.js';
+import { FIND_EVENT } from './sql/find-event.js';
 import { LIST_DELIVERIES } from './sql/list-deliveries.js';
 import { READ_ATTEMPTS } from './sql/read-attempts.js';
 import { DELETE_WORKSPACE_DELIVERIES, DELETE_WORKSPACE_EVENTS } from './sql/remove-workspace.js';
@@ -40,6 +42,13 @@ interface Result {
   dead_at: string | null;
   written: { resolve: () => void; reject: (error: unknown) => void };
 }
+
+/**
+ * A claimed delivery comes with its event up to this size; a larger one is
+ * read when it is sent, so that a backlog of large events retried against a
+ * subscriber that is down costs no reads.
+ */
+const CLAIMED_WITH_EVENT_BYTES = 16 * 1024;
 
 const jsonText = (value: unknown) => (value === null ? null : JSON.stringify(value));
 
@@ -81,8 +90,20 @@ export class PostgresDeliveryStore implements DeliveryStore {
 
   async claim(limit: number): Promise<Delivery[]> {
     const sentAt = performance.now();
-    const { rows } = await this.database.query<DeliveryWithEvent>(CLAIM_DELIVERIES, [this.leases.owner, this.leases.leaseMs, limit]);
-    return rows.map((row) => this.leases.hold(deliveryOf(row), sentAt));
+    const { rows } = await this.database.query<DeliveryRow & { event: PlatformEvent | null }>(CLAIM_DELIVERIES, [
+      this.leases.owner,
+      this.leases.leaseMs,
+      limit,
+      CLAIMED_WITH_EVENT_BYTES,
+    ]);
+    return rows.map((row) => this.leases.hold(deliveryOf(row, () => this.bodyOf(row.workspace_id, row.event_id)), sentAt));
+  }
+
+  /** The body of a large event, read when its delivery is sent (see CLAIM_DELIVERIES). */
+  private async bodyOf(workspaceId: string, eventId: string): Promise<Buffer> {
+    const { rows } = await this.database.query<Pick<EventRow, 'event'>>(FIND_EVENT, [workspaceId, eventId]);
+    if (!rows[0]) throw new Error(`event ${eventId} is no longer stored`);
+    return CarriedEvent.of(rows[0].event).body();
   }
 
   nextDueAt(): number | null {

@@ -1,6 +1,6 @@
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import type { NewAttempt } from '../../dispatch/store.js';
-import type { Delivery, DeliveryAttempt, DeliveryError, DeliveryRecord, DeliveryStatus, StoredDeadLetter } from '../../dispatch/types.js';
+import { CarriedEvent, type Delivery, type DeliveryAttempt, type DeliveryError, type DeliveryRecord, type DeliveryStatus, type StoredDeadLetter } from '../../dispatch/types.js';
 import type { SubscriberKind } from '../../workspaces/types.js';
 
 /**
@@ -86,10 +86,12 @@ export function deliveryColumns(delivery: Delivery) {
   };
 }
 
-export function deliveryOf(row: DeliveryWithEvent): Delivery {
+/** The delivery of a row; its event from the row, or `stored` where the row left it out. */
+export function deliveryOf(row: DeliveryRow & { event: PlatformEvent | null }, stored?: () => Promise<Buffer>): Delivery {
+  if (row.event === null && !stored) throw new Error(`delivery ${row.id} was read without its event`);
   return {
     id: row.id,
-    event: row.event,
+    event: row.event === null ? CarriedEvent.stored(row.event_id, row.workspace_id, row.event_key, stored!) : CarriedEvent.of(row.event),
     depth: row.depth,
     subscriber: { subscriptionId: row.subscription_id, extensionKey: row.extension_key, kind: row.kind, serviceBaseUrl: row.service_base_url },
     attempts: row.run_attempts,

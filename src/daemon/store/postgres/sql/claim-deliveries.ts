@@ -1,7 +1,11 @@
 import { qualified, type Prepared } from '../database.js';
 import { DELIVERY_COLUMNS } from './delivery-columns.js';
 
-/** Due deliveries no daemon holds, leased to this one, with their events. $1 this daemon, $2 the lease in ms, $3 how many at most. */
+/**
+ * Due deliveries no daemon holds, leased to this one, with their events when
+ * these are at most $4 bytes of JSON (a larger one is read when it is sent:
+ * see FIND_EVENT). $1 this daemon, $2 the lease in ms, $3 how many at most.
+ */
 export const CLAIM_DELIVERIES: Prepared = {
   name: 'claim-deliveries',
   text: `WITH claimed AS (
@@ -13,5 +17,6 @@ export const CLAIM_DELIVERIES: Prepared = {
            )
            RETURNING ${DELIVERY_COLUMNS}
          )
-         SELECT ${qualified(DELIVERY_COLUMNS, 'claimed')}, events.event FROM claimed JOIN events ON events.id = claimed.event_id`,
+         SELECT ${qualified(DELIVERY_COLUMNS, 'claimed')}, CASE WHEN octet_length(events.event::text) <= $4 THEN events.event END AS event
+         FROM claimed JOIN events ON events.id = claimed.event_id`,
 };
