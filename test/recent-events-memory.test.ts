@@ -75,7 +75,7 @@ test('listing still returns every event, reading those memory dropped from where
   for (const workspace of ['alpha', 'beta', 'gamma']) await assertListedInFull(workspace);
 });
 
-test('after a restart, memory is refilled within the budget and listing is unchanged', async () => {
+test('after a restart, memory stays within the budget and listing is unchanged', async () => {
   t = await t.restart();
   admin = await t.admin();
   assert.ok(recentBytes() <= BUDGET.bytesTotal, `${recentBytes()} bytes held after the start`);

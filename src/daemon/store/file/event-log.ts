@@ -19,6 +19,9 @@ export interface EventPosition {
 /** A page query of the log: it pages on after a position. */
 export type LogPageQuery = Omit<EventPageQuery, 'before'> & { before?: EventPosition | undefined };
 
+/** What the index of a segment needs of an event. */
+type EventHead = Pick<PlatformEvent, 'id' | 'eventKey' | 'tenantId' | 'occurredAt'>;
+
 /**
  * One workspace's events in one segment, in the order of the file: where each
  * line is, when it occurred and fingerprints of its id and event key, about 28
@@ -34,7 +37,7 @@ class WorkspaceLines {
   readonly idHashes = new Column(Uint32Array);
   readonly keyHashes = new Column(Uint32Array);
 
-  push(event: PlatformEvent, span: LineSpan): void {
+  push(event: EventHead, span: LineSpan): void {
     const index = this.length++;
     const at = Date.parse(event.occurredAt);
     this.offsets.reserve(this.length);
@@ -128,13 +131,11 @@ export class EventLog {
     let active: AppendLog<PlatformEvent> | undefined;
     for (const [index, name] of files.entries()) {
       const segment = emptySegment(dir, name);
-      const onRecord = (event: PlatformEvent, span: LineSpan) => {
-        indexInto(segment, event, span);
-        recent.push(event);
-      };
-      if (index === files.length - 1) active = await AppendLog.open(segment.file, onRecord);
+      // Start-up reads each line's head and tail, not its payload; the recent events fill again as events are published.
+      const onRecord = (head: EventHead, span: LineSpan) => indexInto(segment, head, span);
+      if (index === files.length - 1) active = await AppendLog.open<PlatformEvent, EventHead>(segment.file, onRecord, { decode: headOf });
       else {
-        await replay(segment.file, onRecord);
+        await replay(segment.file, onRecord, undefined, { decode: headOf });
         for (const lines of segment.workspaces.values()) lines.seal();
       }
       segments.push(segment);
@@ -463,7 +464,37 @@ function emptySegment(dir: string, name: string): Segment {
   return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map() };
 }
 
-function indexInto(segment: Segment, event: PlatformEvent, span: LineSpan): void {
+/** `"tenantId":"…",` right after the id and key (see HEAD_FIELDS). */
+const TENANT_FIELD = /^"tenantId":"((?:[^"\\]|\\.)*)",/;
+const OCCURRED_AT = Buffer.from('"occurredAt":"');
+/** How far from a line's end its occurredAt is looked for: only short fields (sourceId) follow it. */
+const TAIL_BYTES = 1024;
+
+/**
+ * An event's indexed fields, read from its line without parsing its payload:
+ * JSON.stringify writes id, eventKey and tenantId first and occurredAt after
+ * the payload, and `"occurredAt":"` cannot occur unescaped inside a string,
+ * so its last occurrence is the field. A line in any other shape is parsed.
+ */
+function headOf(line: Buffer): EventHead {
+  const head = HEAD_FIELDS.exec(line.subarray(0, HEAD_BYTES).toString('utf8'));
+  const tenant = head ? TENANT_FIELD.exec(line.toString('utf8', head[0].length, head[0].length + HEAD_BYTES)) : null;
+  const at = line.lastIndexOf(OCCURRED_AT);
+  if (head && tenant && at >= 0 && at >= line.length - TAIL_BYTES) {
+    const start = at + OCCURRED_AT.length;
+    const end = line.indexOf(0x22, start);
+    return {
+      id: head[1]!,
+      eventKey: JSON.parse(`"${head[2]!}"`) as string,
+      tenantId: JSON.parse(`"${tenant[1]!}"`) as string,
+      occurredAt: line.toString('utf8', start, end),
+    };
+  }
+  const { id, eventKey, tenantId, occurredAt } = JSON.parse(line.toString('utf8')) as PlatformEvent;
+  return { id, eventKey, tenantId, occurredAt };
+}
+
+function indexInto(segment: Segment, event: EventHead, span: LineSpan): void {
   segment.count += 1;
   let lines = segment.workspaces.get(event.tenantId);
   if (!lines) segment.workspaces.set(event.tenantId, (lines = new WorkspaceLines()));
