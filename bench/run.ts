@@ -78,7 +78,7 @@ async function startProcess(command: string[], marker: RegExp, env: Record<strin
 async function startDaemon(dataDir?: string, extraEnv: Record<string, string> = {}, flags: string[] = []): Promise<Started> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'platform-bench-'));
   const { url, child } = await startProcess(
-    [process.execPath, BIN, 'serve', '--port', '0', '--data-dir', dir, ...flags],
+    [BIN, 'serve', '--port', '0', '--data-dir', dir, ...flags],
     /listening on (http:\/\/\S+)/,
     { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, ...extraEnv },
   );

@@ -139,7 +139,7 @@ interface Daemon {
 
 async function startDaemon(): Promise<Daemon> {
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-soak-'));
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir], {
+  const child = spawn(BIN, ['serve', '--port', '0', '--data-dir', dataDir], {
     env: {
       ...process.env,
       PLATFORM_ADMIN_EMAIL: ADMIN.email,

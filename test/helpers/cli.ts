@@ -69,7 +69,8 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const givesDatabase = extraArgs.includes('--database-url') || env.PLATFORM_DATABASE_URL !== undefined;
   const databaseUrl = givesDatabase ? null : await testDatabaseFor(dataDir);
   const databaseArgs = databaseUrl ? ['--database-url', databaseUrl] : [];
-  const child = spawn(process.execPath, [PLATFORM_BIN, 'serve', '--port', '0', '--data-dir', dataDir, ...databaseArgs, ...extraArgs], {
+  // Started as an operator starts it, through the script's own launcher line (see bin/platform).
+  const child = spawn(PLATFORM_BIN, ['serve', '--port', '0', '--data-dir', dataDir, ...databaseArgs, ...extraArgs], {
     cwd: CLI_SCRATCH,
     env: { PATH: process.env.PATH ?? '', HOME: CLI_SCRATCH, PLATFORM_BCRYPT_COST: '4', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
