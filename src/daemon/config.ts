@@ -317,7 +317,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     },
     recordDeliveries: env.PLATFORM_BENCH_DELIVERY_RECORDS !== 'off',
     countRequests: env.PLATFORM_BENCH_METRICS !== 'off',
-    recentEventsMemory: { bytesTotal: 64 * 1024 * 1024, bytesPerWorkspace: 16 * 1024 * 1024 },
+    recentEventsMemory: { bytesTotal: 16 * 1024 * 1024, bytesPerWorkspace: 4 * 1024 * 1024 },
     eventSegmentEvents: 100_000,
     jobs: parseJobIntervals(env),
     streamHeartbeatMs: 10_000,

@@ -83,7 +83,7 @@ function* loadPending(outbox: Outbox, ids: ReadonlySet<string>): Generator<Deliv
 /** Bytes of events a listing reads from the log in one synchronous step. */
 const SYNC_READ_BYTES = 512 * 1024;
 
-const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 16 * 1024 * 1024, bytesTotal: 64 * 1024 * 1024 };
+const DEFAULT_RECENT_MEMORY = { bytesPerWorkspace: 4 * 1024 * 1024, bytesTotal: 16 * 1024 * 1024 };
 
 /**
  * The event cursor on files: `segment:occurredAt:id` of the page's last event
