@@ -13,9 +13,10 @@
  *
  * Environment: PEER_REDIS_PORT, PEER_SUBSCRIBER_URL.
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
+import { postJson } from './post-json.mjs';
 
 /** As the daemon's outgoing deliveries (PLATFORM_DELIVERY_CONCURRENCY, default 64). */
 const CONCURRENCY = 64;
@@ -28,25 +29,7 @@ const subscriberUrl = process.env.PEER_SUBSCRIBER_URL;
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, scheduling: 'lifo' });
 
 /** The job: the event JSON, POSTed as the daemon delivers it; any answer but 2xx fails it. */
-const deliver = (job) =>
-  new Promise((resolve, reject) => {
-    const body = JSON.stringify(job.data);
-    const outgoing = request(
-      subscriberUrl,
-      {
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'webhook-id': String(job.id) },
-      },
-      (answer) => {
-        answer.resume();
-        answer.on('end', () => ((answer.statusCode ?? 0) >= 200 && (answer.statusCode ?? 0) < 300 ? resolve() : reject(new Error(`HTTP ${answer.statusCode}`))));
-        answer.on('error', reject);
-      },
-    );
-    outgoing.on('error', reject);
-    outgoing.end(body);
-  });
+const deliver = (job) => postJson(subscriberUrl, agent, JSON.stringify(job.data), { 'webhook-id': String(job.id) });
 
 // Completed jobs are removed, as graphile-worker deletes them: the daemon keeps a record of each
 // delivery on disk, which Redis would have to hold in memory. Failed ones are kept, with retries.

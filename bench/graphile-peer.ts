@@ -8,7 +8,8 @@
  *
  * Environment: PEER_DATABASE_URL, PEER_SUBSCRIBER_URL.
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
+import { postJson } from './post-json.mjs';
 import { randomUUID } from 'node:crypto';
 import { Logger, makeWorkerUtils, run, runMigrations, type Task } from 'graphile-worker';
 
@@ -39,21 +40,7 @@ const subscriberUrl = process.env.PEER_SUBSCRIBER_URL!;
 const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, scheduling: 'lifo' });
 
 /** The job: the event JSON, POSTed as the daemon delivers it; any answer but 2xx fails it, and graphile-worker retries. */
-const deliver: Task = (payload) =>
-  new Promise<void>((resolve, reject) => {
-    const body = JSON.stringify(payload);
-    const outgoing = request(
-      subscriberUrl,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (answer) => {
-        answer.resume();
-        answer.on('end', () => ((answer.statusCode ?? 0) >= 200 && (answer.statusCode ?? 0) < 300 ? resolve() : reject(new Error(`HTTP ${answer.statusCode}`))));
-        answer.on('error', reject);
-      },
-    );
-    outgoing.on('error', reject);
-    outgoing.end(body);
-  });
+const deliver: Task = (payload) => postJson(subscriberUrl, agent, JSON.stringify(payload));
 
 // Warnings and errors only: logging every completed job (its default) is work the daemon does not do.
 const logger = new Logger(() => (level, message) => {
