@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -81,6 +82,27 @@ test('retention keeps per workspace only events within the age limit and among t
   await log.close();
   const reopened = await EventLog.open(dir, { segmentMaxEvents: 4, recent: { perWorkspace: 100, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });
   assert.is(reopened.storedCount, 8, 'retention is on disk');
+  await reopened.close();
+});
+
+test('a reopen indexes events from their lines without their payloads: key, workspace and occurredAt as written, whatever the payload says', async () => {
+  const dir = join(await tempDir(), 'events');
+  // Two a segment: the first (old, young) is sealed, which retention compacts.
+  const options = { segmentMaxEvents: 2, recent: { perWorkspace: 100, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } };
+  const log = await EventLog.open(dir, options);
+  // UUID ids, as published: the lines the start-up reads by their head and tail.
+  const young = { ...event('shop', DAY, 'order."quoted"'), id: randomUUID(), payload: { decoy: '"occurredAt":"2000-01-01T00:00:00.000Z"' }, sourceId: 'gh-1' };
+  const old = { ...event('shop', 9 * DAY, 'order."quoted"'), id: randomUUID(), payload: { decoy: `"occurredAt":"${new Date(NOW).toISOString()}"` } };
+  const other = { ...event('shop', DAY, 'order.other'), id: randomUUID() };
+  for (const e of [old, young, other]) await log.append(e);
+  await log.close();
+
+  const reopened = await EventLog.open(dir, options);
+  const policy = { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 };
+  assert.equal((await listed(reopened, 'shop', { limit: 10, eventKey: 'order."quoted"' }, policy, NOW)).items, [young], 'by key, aged by the real occurredAt');
+  const { removedEvents } = await reopened.applyRetention(policy, NOW);
+  assert.is(removedEvents, 1, 'the old event expires, whatever its payload says');
+  assert.equal((await listed(reopened, 'shop', { limit: 10 }, policy, NOW)).items, [other, young]);
   await reopened.close();
 });
 
