@@ -1,0 +1,62 @@
+import { createServer } from 'node:http';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createDeliveryTransport } from '../src/daemon/dispatch/transport.js';
+import { closedPort } from './helpers/ports.js';
+
+const transport = createDeliveryTransport({ deliveryConcurrency: 4, deliveryTimeoutMs: 5_000, denyPrivateTargets: false });
+
+test.after(() => transport.close());
+
+test('a subscriber that refuses the connection costs no body: it is made only once the connection is up', async () => {
+  let made = 0;
+  const port = await closedPort();
+  const failed = await transport
+    .post(`http://127.0.0.1:${port}/events`, {
+      deliveryId: 'msg_refused',
+      headers: {},
+      body: async () => {
+        made += 1;
+        return { bytes: Buffer.from('{}'), headers: {} };
+      },
+    })
+    .then(
+      () => null,
+      (error: NodeJS.ErrnoException) => error,
+    );
+  assert.is(failed?.code, 'ECONNREFUSED');
+  assert.is(made, 0, 'the body was never made');
+});
+
+test('a subscriber that answers gets the body once, with the headers made from it', async () => {
+  const received: Array<{ body: string; signature: string | undefined; length: string | undefined }> = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ body: Buffer.concat(chunks).toString(), signature: request.headers['webhook-signature'] as string | undefined, length: request.headers['content-length'] });
+      response.writeHead(202).end('queued');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  let made = 0;
+  try {
+    const answer = await transport.post(`http://127.0.0.1:${port}/events`, {
+      deliveryId: 'msg_answered',
+      headers: { 'content-type': 'application/json' },
+      body: async () => {
+        made += 1;
+        return { bytes: Buffer.from('{"id":"e1"}'), headers: { 'webhook-signature': 'v1,made-from-the-body' } };
+      },
+    });
+    assert.equal(answer, { status: 202, retryAfter: null, excerpt: 'queued' });
+    assert.is(made, 1);
+    assert.equal(received, [{ body: '{"id":"e1"}', signature: 'v1,made-from-the-body', length: '11' }]);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test.run();
