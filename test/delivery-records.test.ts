@@ -299,6 +299,37 @@ test('files: a PENDING record keeps every attempt, one whole line per attempt, a
   await reopened.close();
 });
 
+test("files: past a block of 65,536 records a workspace's columns are in the swap, and listing, attempts, retention and a restart read the same", async () => {
+  const dir = await tempDir();
+  let records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const count = 140_000; // two blocks in the swap, the third in memory
+  const many = Array.from({ length: count }, (_, n) => delivery(event(n, 0)));
+  for (let n = 0; n < count; n += 10_000) records.created(many.slice(n, n + 10_000));
+  await recorded(records, many.at(-1)!.id);
+  // Records in spilled blocks change in the swap: a listing by status and a lookup by id see it.
+  for (const n of [5, 70_000, 139_999]) records.attempted(many[n]!.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
+  const succeeded = () => records.list('w', { limit: 10, status: 'SUCCEEDED' }).items.map((record) => record.id);
+  assert.equal(succeeded(), ['msg_e139999', 'msg_e70000', 'msg_e5']);
+  assert.is(records.get(many[6]!.id)?.status, 'PENDING');
+  assert.equal(records.ofEvent('w', 'e65536').map((record) => record.id), ['msg_e65536']);
+  // Paging from the oldest block back to the newest reads every record once.
+  let seen = 0;
+  for (let before: number | undefined, page; (page = records.list('w', { limit: 5000, ...(before === undefined ? {} : { before }) })); before = page.lastSeq!) {
+    seen += page.items.length;
+    if (!page.more) break;
+  }
+  assert.is(seen, count);
+  // Retention of the oldest 100,000 rebuilds the columns.
+  assert.is(await records.removeEvents(new Set(many.slice(0, 100_000).map((d) => d.event.id))), 100_000);
+  await records.close();
+  records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(succeeded(), ['msg_e139999']);
+  assert.equal(records.list('w', { limit: 2, status: 'PENDING' }).items.map((record) => record.id), ['msg_e139998', 'msg_e139997']);
+  assert.is(records.get('msg_e100000')?.status, 'PENDING');
+  assert.is(records.get('msg_e99999'), undefined);
+  await records.close();
+});
+
 test('files: a journal with `try` lines (earlier versions) reads the same and is rewritten to one line per record', async () => {
   const dir = await tempDir();
   const base = {

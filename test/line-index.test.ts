@@ -1,6 +1,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Column, FingerprintTable, hash32 } from '../src/daemon/store/line-index.js';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Column, FingerprintTable, Swap, hash32 } from '../src/daemon/store/line-index.js';
 
 test('a column keeps every value across its blocks, also after trimming and growing again', () => {
   const column = new Column(Float64Array);
@@ -26,6 +29,68 @@ test('a column keeps every value across its blocks, also after trimming and grow
   column.reserve(9);
   column.set(8, 8 * 1.5 + 2 ** 40);
   for (const index of [0, 4, 8]) assert.is(column.get(index), index * 1.5 + 2 ** 40);
+});
+
+test('a column with a swap holds one block in memory and reads and writes the spilled ones through a small cache', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-swap-'));
+  // 64 KiB of cache: four pages, far less than the columns, so pages are evicted and read again.
+  const swap = new Swap(dir, 64 * 1024);
+  try {
+    assert.equal(readdirSync(dir), [], 'the swap file is unlinked at once');
+    const wide = new Column(Float64Array, swap);
+    const narrow = new Column(Uint8Array, swap);
+    const count = 200_003;
+    const valueAt = (index: number) => index * 1.5 + 2 ** 40;
+    for (let index = 0; index < count; index += 1) {
+      wide.reserve(index + 1);
+      narrow.reserve(index + 1);
+      wide.set(index, valueAt(index));
+      narrow.set(index, index % 251);
+    }
+    const check = (length: number, at: (index: number) => number = valueAt) => {
+      for (let index = 0; index < length; index += 1) {
+        if (wide.get(index) !== at(index)) assert.unreachable(`wide value ${index} of ${length}`);
+      }
+    };
+    check(count);
+    // Backwards and by jumps, as listings and binary searches read.
+    for (let index = count - 1; index >= 0; index -= 7919) assert.is(wide.get(index), valueAt(index));
+    // Writes into spilled blocks land in the file and in a cached page alike.
+    assert.is(wide.get(10), valueAt(10));
+    wide.set(10, -1);
+    wide.set(150_000, -2);
+    narrow.set(3, 250);
+    assert.equal([wide.get(10), wide.get(150_000), narrow.get(3), narrow.get(4)], [-1, -2, 250, 4]);
+    for (let index = 0; index < count; index += 4096) wide.get(index); // evicts every page
+    assert.equal([wide.get(10), wide.get(150_000), narrow.get(3)], [-1, -2, 250]);
+    wide.set(10, valueAt(10));
+    wide.set(150_000, valueAt(150_000));
+    // Retaining every third value rebuilds the column; its old blocks are released and reused.
+    const keep = new Uint8Array(count);
+    for (let index = 0; index < count; index += 3) keep[index] = 1;
+    wide.retain(keep, count);
+    check(Math.ceil(count / 3), (index) => valueAt(index * 3));
+    const other = new Column(Float64Array, swap);
+    for (let index = 0; index < count; index += 1) {
+      other.reserve(index + 1);
+      other.set(index, -index);
+    }
+    check(Math.ceil(count / 3), (index) => valueAt(index * 3));
+    for (let index = 0; index < count; index += 1) if (other.get(index) !== -index) assert.unreachable(`other value ${index}`);
+    // A column spilled whole (a sealed segment's) reads back its short last block too.
+    const sealed = new Column(Uint32Array, swap);
+    sealed.reserve(70_001);
+    for (let index = 0; index < 70_001; index += 1) sealed.set(index, index + 7);
+    sealed.trim(70_001);
+    sealed.spill();
+    for (const index of [0, 65_535, 65_536, 70_000]) assert.is(sealed.get(index), index + 7);
+    assert.throws(() => sealed.reserve(70_002), /grows no more/);
+    other.release();
+    assert.is(narrow.get(200_002), 200_002 % 251);
+  } finally {
+    swap.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('hash32 is the 32-bit FNV-1a of the text', () => {

@@ -1,4 +1,6 @@
-import { readSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 
 /**
  * Building blocks of in-memory indexes over append-only files of JSON lines:
@@ -19,32 +21,157 @@ type Values = Float64Array | Uint32Array | Uint8Array;
 
 /** Values a block holds: 512 KiB of Float64. */
 const BLOCK_SIZE = 1 << 16;
+const BLOCK_MASK = BLOCK_SIZE - 1;
+
+/**
+ * The pages of spilled columns a store's swap keeps in memory: a listing's
+ * scan over a few columns, and the top of a binary search, stay cached.
+ */
+export const SWAP_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** What the swap reads back at once: a page of a spilled block. */
+const PAGE_BYTES = 16 * 1024;
+
+/**
+ * Where columns put the blocks memory need not hold: an unlinked file in the
+ * data directory (so it is gone with the process, and never in a backup),
+ * read back a page at a time through a cache bounded in bytes. It holds
+ * nothing that is not derived from the logs: every start rebuilds it.
+ */
+export class Swap {
+  private readonly fd: number;
+  private end = 0;
+  /** Released regions by byte length, for reuse (blocks come in a few sizes). */
+  private readonly released = new Map<number, number[]>();
+  /** Cached pages by their offset in the file, least recently used first. */
+  private readonly pages = new Map<number, { values: Values; owner: Column }>();
+  private cachedBytes = 0;
+
+  constructor(
+    dir: string,
+    private readonly cacheBytes: number,
+  ) {
+    const file = join(dir, `.swap-${process.pid}-${randomUUID()}`);
+    this.fd = openSync(file, 'w+', 0o600);
+    unlinkSync(file);
+  }
+
+  /** Stores `values`; answers where. */
+  store(values: Values): number {
+    const length = values.byteLength;
+    const offset = this.released.get(length)?.pop() ?? ((this.end += length), this.end - length);
+    writeAt(this.fd, new Uint8Array(values.buffer, values.byteOffset, length), offset);
+    return offset;
+  }
+
+  /** The region is free again; its pages leave the cache. */
+  release(offset: number, length: number): void {
+    for (let page = offset; page < offset + length; page += PAGE_BYTES) this.forget(page);
+    const free = this.released.get(length) ?? [];
+    this.released.set(length, free);
+    free.push(offset);
+  }
+
+  /** The page at `offset` (of a region `kind` stored), `length` values long, from the cache or the file. */
+  page(offset: number, kind: new (size: number) => Values, length: number, owner: Column): Values {
+    const cached = this.pages.get(offset);
+    if (cached) {
+      // Most recently used: to the end of the map's order.
+      this.pages.delete(offset);
+      this.pages.set(offset, cached);
+      cached.owner = owner;
+      return cached.values;
+    }
+    const values = new kind(length);
+    readAt(this.fd, new Uint8Array(values.buffer), offset);
+    this.pages.set(offset, { values, owner });
+    this.cachedBytes += values.byteLength;
+    for (const [oldest] of this.pages) {
+      if (this.cachedBytes <= this.cacheBytes || oldest === offset) break;
+      this.forget(oldest);
+    }
+    return values;
+  }
+
+  /** Overwrites bytes of a stored region (its cached page, if any, is the caller's to change). */
+  write(offset: number, values: Values): void {
+    writeAt(this.fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength), offset);
+  }
+
+  /** The page at `offset` if the cache holds it. */
+  cached(offset: number): Values | undefined {
+    return this.pages.get(offset)?.values;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+    this.pages.clear();
+  }
+
+  private forget(offset: number): void {
+    const cached = this.pages.get(offset);
+    if (!cached) return;
+    this.pages.delete(offset);
+    this.cachedBytes -= cached.values.byteLength;
+    cached.owner.dropPage(offset);
+  }
+}
 
 /**
  * A growable column of numbers in typed arrays, a few bytes a value. Its first
  * block doubles up to BLOCK_SIZE values, then whole blocks are added: growing
  * never copies nor frees a large array (the allocator would keep the freed
- * ones resident).
+ * ones resident). With a swap, every block but the last goes to the swap once
+ * full (and every block once `spill` is called): memory then holds one block
+ * a column, whatever its length, and a value read or written in a spilled
+ * block costs a cached page or a read or write of the file.
  */
 export class Column {
-  private blocks: Values[];
+  private blocks: Array<Values | null>;
+  /** Where each spilled block is in the swap, and its length (the blocks memory holds have neither). */
+  private spilledAt: number[] = [];
+  private spilledLengths: number[] = [];
+  private readonly pageValues: number;
+  /** The page last read: scans read a page's values one after another. */
+  private pageOffset = -1;
+  private pageRead: Values | null = null;
 
-  constructor(private readonly kind: new (size: number) => Values) {
+  constructor(
+    private readonly kind: (new (size: number) => Values) & { BYTES_PER_ELEMENT: number },
+    private readonly swap: Swap | null = null,
+  ) {
     this.blocks = [new kind(0)];
+    this.pageValues = PAGE_BYTES / kind.BYTES_PER_ELEMENT;
   }
 
   get(index: number): number {
-    return this.blocks[index >>> 16]![index & (BLOCK_SIZE - 1)]!;
+    const block = this.blocks[index >>> 16];
+    if (block) return block[index & BLOCK_MASK]!;
+    return this.spilledPage(index)[(index & BLOCK_MASK) % this.pageValues]!;
   }
 
   set(index: number, value: number): void {
-    this.blocks[index >>> 16]![index & (BLOCK_SIZE - 1)] = value;
+    const block = this.blocks[index >>> 16];
+    if (block) {
+      block[index & BLOCK_MASK] = value;
+      return;
+    }
+    const within = index & BLOCK_MASK;
+    const one = new this.kind(1);
+    one[0] = value;
+    this.swap!.write(this.spilledAt[index >>> 16]! + within * this.kind.BYTES_PER_ELEMENT, one);
+    const page = this.swap!.cached(this.pageOffsetOf(index));
+    if (page) page[within % this.pageValues] = value;
   }
 
   /** Makes room for `length` values. */
   reserve(length: number): void {
     const last = this.blocks.length - 1;
-    const lastBlock = this.blocks[last]!;
+    const lastBlock = this.blocks[last];
+    if (!lastBlock) {
+      if (length <= last * BLOCK_SIZE + this.spilledLengths[last]!) return;
+      throw new Error('a column spilled whole grows no more');
+    }
     if (length <= last * BLOCK_SIZE + lastBlock.length) return;
     // Only the last block may be short: the first while it doubles, or one that `trim` cut.
     if (lastBlock.length < BLOCK_SIZE) {
@@ -53,15 +180,105 @@ export class Column {
       grown.set(lastBlock);
       this.blocks[last] = grown;
     }
-    while (this.blocks.length * BLOCK_SIZE < length) this.blocks.push(new this.kind(BLOCK_SIZE));
+    while (this.blocks.length * BLOCK_SIZE < length) {
+      if (this.swap) this.spillBlock(this.blocks.length - 1);
+      this.blocks.push(new this.kind(BLOCK_SIZE));
+    }
+  }
+
+  /** Every block to the swap (a column that grows no more: a sealed segment's). */
+  spill(): void {
+    if (this.swap) for (let block = 0; block < this.blocks.length; block += 1) this.spillBlock(block);
   }
 
   /** Gives up the room past `length` values (a column that grows no more, or shrank). */
   trim(length: number): void {
-    this.blocks.length = Math.min(this.blocks.length, Math.max(1, Math.ceil(length / BLOCK_SIZE)));
+    const blocks = Math.max(1, Math.ceil(length / BLOCK_SIZE));
+    for (let block = blocks; block < this.blocks.length; block += 1) this.releaseBlock(block);
+    this.blocks.length = Math.min(this.blocks.length, blocks);
     const last = this.blocks.length - 1;
     const kept = length - last * BLOCK_SIZE;
-    if (this.blocks[last]!.length > kept) this.blocks[last] = this.blocks[last]!.slice(0, kept);
+    const lastBlock = this.blocks[last];
+    if (lastBlock && lastBlock.length > kept) this.blocks[last] = lastBlock.slice(0, kept);
+  }
+
+  /**
+   * Keeps the values among the first `length` that `keep` marks (1), in their
+   * order: the column is built anew, a pass over the old one, whose swap
+   * space is then released.
+   */
+  retain(keep: Uint8Array, length: number): void {
+    const old = new Column(this.kind, this.swap);
+    [old.blocks, old.spilledAt, old.spilledLengths] = [this.blocks, this.spilledAt, this.spilledLengths];
+    this.blocks = [new this.kind(0)];
+    this.spilledAt = [];
+    this.spilledLengths = [];
+    this.dropPage(this.pageOffset);
+    let kept = 0;
+    for (let index = 0; index < length; index += 1) {
+      if (!keep[index]) continue;
+      this.reserve(kept + 1);
+      this.set(kept, old.get(index));
+      kept += 1;
+    }
+    old.release();
+    this.trim(kept);
+  }
+
+  /** Gives back the column's swap space: it is empty again. */
+  release(): void {
+    for (let block = 0; block < this.blocks.length; block += 1) this.releaseBlock(block);
+    this.blocks = [new this.kind(0)];
+    this.spilledAt = [];
+    this.spilledLengths = [];
+  }
+
+  /** The swap evicted (or freed) the page at `offset`. */
+  dropPage(offset: number): void {
+    if (offset !== this.pageOffset) return;
+    this.pageOffset = -1;
+    this.pageRead = null;
+  }
+
+  private pageOffsetOf(index: number): number {
+    return this.spilledAt[index >>> 16]! + Math.floor((index & BLOCK_MASK) / this.pageValues) * PAGE_BYTES;
+  }
+
+  private spilledPage(index: number): Values {
+    const offset = this.pageOffsetOf(index);
+    if (offset !== this.pageOffset || !this.pageRead) {
+      const pageStart = Math.floor((index & BLOCK_MASK) / this.pageValues) * this.pageValues;
+      const length = Math.min(this.pageValues, this.spilledLengths[index >>> 16]! - pageStart);
+      this.pageRead = this.swap!.page(offset, this.kind, length, this);
+      this.pageOffset = offset;
+    }
+    return this.pageRead;
+  }
+
+  private spillBlock(block: number): void {
+    const values = this.blocks[block];
+    if (!values || values.length === 0) return;
+    this.spilledAt[block] = this.swap!.store(values);
+    this.spilledLengths[block] = values.length;
+    this.blocks[block] = null;
+  }
+
+  private releaseBlock(block: number): void {
+    if (this.blocks[block] || this.spilledAt[block] === undefined) return;
+    this.swap!.release(this.spilledAt[block]!, this.spilledLengths[block]! * this.kind.BYTES_PER_ELEMENT);
+    delete this.spilledAt[block];
+  }
+}
+
+function writeAt(fd: number, bytes: Uint8Array, offset: number): void {
+  for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written, offset + written);
+}
+
+function readAt(fd: number, into: Uint8Array, offset: number): void {
+  for (let read = 0; read < into.length; ) {
+    const bytes = readSync(fd, into, read, into.length - read, offset + read);
+    if (bytes === 0) throw new Error(`the swap ends before byte ${offset + into.length}`);
+    read += bytes;
   }
 }
 

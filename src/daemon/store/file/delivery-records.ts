@@ -1,6 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
-import { Column, FingerprintTable, hash32, hash32b, readLineAt } from '../line-index.js';
+import { Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
@@ -42,22 +43,35 @@ const NO_LINE = -1;
  * One workspace's records in creation order, as columns: creation sequence,
  * creation second, status, fingerprints of the subscription, event key and
  * event id, and the byte offset of the record's line in the journal: 33 bytes
- * a record. What the columns only narrow down (fingerprints, the second) is
- * confirmed on the record.
+ * a record, in the swap but for each column's newest block (65,536 records),
+ * where most changes land. What the columns only narrow down (fingerprints,
+ * the second) is confirmed on the record.
  */
 class WorkspaceRecords {
   length = 0;
-  /** Its number in the index of PENDING and DEAD records by id (see DeliveryRecords.tracked). */
-  constructor(readonly ordinal: number) {}
+  readonly seqs: Column;
+  readonly createdSeconds: Column;
+  readonly statuses: Column;
+  readonly subscriptionHashes: Column;
+  readonly eventKeyHashes: Column;
+  readonly eventIdHashes: Column;
+  readonly offsets: Column;
+  private readonly columns: Column[];
 
-  readonly seqs = new Column(Float64Array);
-  readonly createdSeconds = new Column(Uint32Array);
-  readonly statuses = new Column(Uint8Array);
-  readonly subscriptionHashes = new Column(Uint32Array);
-  readonly eventKeyHashes = new Column(Uint32Array);
-  readonly eventIdHashes = new Column(Uint32Array);
-  readonly offsets = new Column(Float64Array);
-  private readonly columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
+  /** `ordinal`: its number in the index of PENDING and DEAD records by id (see DeliveryRecords.tracked). */
+  constructor(
+    readonly ordinal: number,
+    swap: Swap,
+  ) {
+    this.seqs = new Column(Float64Array, swap);
+    this.createdSeconds = new Column(Uint32Array, swap);
+    this.statuses = new Column(Uint8Array, swap);
+    this.subscriptionHashes = new Column(Uint32Array, swap);
+    this.eventKeyHashes = new Column(Uint32Array, swap);
+    this.eventIdHashes = new Column(Uint32Array, swap);
+    this.offsets = new Column(Float64Array, swap);
+    this.columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
+  }
 
   push(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
     const index = this.makeRoomFor(seq);
@@ -108,16 +122,19 @@ class WorkspaceRecords {
 
   /** Keeps the records `keep` accepts (asked oldest first, before any is moved); returns how many went. */
   retain(keep: (index: number) => boolean): number {
-    let kept = 0;
-    for (let index = 0; index < this.length; index += 1) {
-      if (!keep(index)) continue;
-      if (kept !== index) for (const column of this.columns) column.set(kept, column.get(index));
-      kept += 1;
-    }
-    const removed = this.length - kept;
-    this.length = kept;
-    for (const column of this.columns) column.trim(kept);
+    const kept = new Uint8Array(this.length);
+    let count = 0;
+    for (let index = 0; index < this.length; index += 1) if (keep(index)) count += kept[index] = 1;
+    if (count === this.length) return 0;
+    for (const column of this.columns) column.retain(kept, this.length);
+    const removed = this.length - count;
+    this.length = count;
     return removed;
+  }
+
+  /** The workspace's records are gone: their swap space is free. */
+  release(): void {
+    for (const column of this.columns) column.release();
   }
 }
 
@@ -190,11 +207,12 @@ export class DeliveryRecords {
   private constructor(
     private readonly reportError: (error: unknown) => void,
     private readonly recording: boolean,
+    private readonly swap: Swap,
   ) {}
 
   /** `recording` false (the bench's comparison only) keeps no new record. */
   static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
-    const records = new DeliveryRecords(reportError, recording);
+    const records = new DeliveryRecords(reportError, recording, new Swap(dirname(file), SWAP_CACHE_BYTES));
     let legacyLines = false;
     let reader: number | null = null;
     records.readLine = (offset) => readLineAt((reader ??= openSync(file, 'r')), offset);
@@ -514,6 +532,7 @@ export class DeliveryRecords {
     this.closing = true;
     if (this.waiting) await this.writeFirstLines(this.waiting);
     await this.log.close();
+    this.swap.close();
   }
 
   // Applying the journal at the start
@@ -560,7 +579,7 @@ export class DeliveryRecords {
   private add(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
     let records = this.workspaces.get(record.workspaceId);
     if (!records) {
-      records = new WorkspaceRecords(this.byOrdinal.length);
+      records = new WorkspaceRecords(this.byOrdinal.length, this.swap);
       this.byOrdinal.push(records);
       this.workspaces.set(record.workspaceId, records);
     }
@@ -571,6 +590,7 @@ export class DeliveryRecords {
   }
 
   private dropWorkspace(workspaceId: string, records: WorkspaceRecords): void {
+    records.release();
     this.tracked.removeWhere((_seq, ordinal) => ordinal === records.ordinal);
     this.byOrdinal[records.ordinal] = undefined;
     this.workspaces.delete(workspaceId);

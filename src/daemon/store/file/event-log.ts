@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan, type StagedWrite } from '../append-log.js';
 import { ensurePrivateDir, fsyncDir, isMissing, writeSynced } from '../../files.js';
-import { Column, hash32, readBytes } from '../line-index.js';
+import { Column, Swap, hash32, readBytes, SWAP_CACHE_BYTES } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
@@ -24,18 +24,28 @@ type EventHead = Pick<PlatformEvent, 'id' | 'eventKey' | 'tenantId' | 'occurredA
 
 /**
  * One workspace's events in one segment, in the order of the file: where each
- * line is, when it occurred and fingerprints of its id and event key, about 28
- * bytes an event. A page is picked here and only its own lines are read.
+ * line is, when it occurred and fingerprints of its id and event key, 28
+ * bytes an event, in the swap once the segment is sealed (memory then holds
+ * none of them but the pages read last). A page is picked here and only its
+ * own lines are read.
  */
 class WorkspaceLines {
   length = 0;
   /** The oldest occurredAt (ms), for retention. */
   oldest = Number.POSITIVE_INFINITY;
-  readonly offsets = new Column(Float64Array);
-  readonly lengths = new Column(Uint32Array);
-  readonly occurredAt = new Column(Float64Array);
-  readonly idHashes = new Column(Uint32Array);
-  readonly keyHashes = new Column(Uint32Array);
+  readonly offsets: Column;
+  readonly lengths: Column;
+  readonly occurredAt: Column;
+  readonly idHashes: Column;
+  readonly keyHashes: Column;
+
+  constructor(swap: Swap) {
+    this.offsets = new Column(Float64Array, swap);
+    this.lengths = new Column(Uint32Array, swap);
+    this.occurredAt = new Column(Float64Array, swap);
+    this.idHashes = new Column(Uint32Array, swap);
+    this.keyHashes = new Column(Uint32Array, swap);
+  }
 
   push(event: EventHead, span: LineSpan): void {
     const index = this.length++;
@@ -53,9 +63,21 @@ class WorkspaceLines {
     this.oldest = Math.min(this.oldest, at);
   }
 
-  /** A sealed segment's lines grow no more: the spare room goes. */
+  /** A sealed segment's lines grow no more: the spare room goes, and the rest to the swap. */
   seal(): void {
-    for (const column of [this.offsets, this.lengths, this.occurredAt, this.idHashes, this.keyHashes]) column.trim(this.length);
+    for (const column of this.columns()) {
+      column.trim(this.length);
+      column.spill();
+    }
+  }
+
+  /** The segment is gone: its swap space is free. */
+  release(): void {
+    for (const column of this.columns()) column.release();
+  }
+
+  private columns(): Column[] {
+    return [this.offsets, this.lengths, this.occurredAt, this.idHashes, this.keyHashes];
   }
 }
 
@@ -120,6 +142,7 @@ export class EventLog {
     private readonly segments: Segment[],
     private active: AppendLog<PlatformEvent>,
     private readonly recentEvents: RecentEvents,
+    private readonly swap: Swap,
   ) {}
 
   static async open(dir: string, options: EventLogOptions): Promise<EventLog> {
@@ -127,12 +150,13 @@ export class EventLog {
     const files = (await readdir(dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
     if (files.length === 0) files.push(segmentName(1));
     const recent = new RecentEvents(options.recent);
+    const swap = new Swap(dir, SWAP_CACHE_BYTES);
     const segments: Segment[] = [];
     let active: AppendLog<PlatformEvent> | undefined;
     for (const [index, name] of files.entries()) {
       const segment = emptySegment(dir, name);
       // Start-up reads each line's head and tail, not its payload; the recent events fill again as events are published.
-      const onRecord = (head: EventHead, span: LineSpan) => indexInto(segment, head, span);
+      const onRecord = (head: EventHead, span: LineSpan) => indexInto(segment, head, span, swap);
       if (index === files.length - 1) active = await AppendLog.open<PlatformEvent, EventHead>(segment.file, onRecord, { decode: headOf });
       else {
         await replay(segment.file, onRecord, undefined, { decode: headOf });
@@ -140,7 +164,7 @@ export class EventLog {
       }
       segments.push(segment);
     }
-    return new EventLog(dir, options, segments, active!, recent);
+    return new EventLog(dir, options, segments, active!, recent, swap);
   }
 
   /** Resolves once the event is on disk; only then is it indexed and listed (a failed write leaves no trace). */
@@ -181,7 +205,7 @@ export class EventLog {
       () => (segment.staged -= 1),
       () => {
         // A segment is never rewritten while it is being appended to: every append has its span.
-        indexInto(segment, event, span!);
+        indexInto(segment, event, span!, this.swap);
         this.recentEvents.push(event);
       },
       () => log.retract([{ span: span!, record: event }]),
@@ -353,6 +377,7 @@ export class EventLog {
   async close(): Promise<void> {
     if (this.rolling) await this.rolling;
     await this.active.close();
+    this.swap.close();
   }
 
   private async roll(): Promise<void> {
@@ -384,20 +409,21 @@ export class EventLog {
     if (removed.size === 0) return 0;
     kept.reverse();
     const rebuilt = emptySegment(this.dir, segmentName(segment.sequence));
-    const swap = () => {
+    const replace = () => {
       this.segments[index] = rebuilt;
       this.recentEvents.forget(segment.workspaces.keys(), removed);
+      for (const lines of segment.workspaces.values()) lines.release();
     };
     if (kept.length === 0) {
       unlinkSync(segment.file);
-      swap();
+      replace();
     } else {
       const lines: string[] = [];
       let offset = 0;
       for (const event of kept) {
         const line = JSON.stringify(event);
         const length = Buffer.byteLength(line);
-        indexInto(rebuilt, event, { offset, length });
+        indexInto(rebuilt, event, { offset, length }, this.swap);
         offset += length + 1;
         lines.push(line);
       }
@@ -405,7 +431,7 @@ export class EventLog {
       const temp = `${segment.file}.tmp`;
       await writeSynced(temp, lines.join('\n') + '\n');
       renameSync(temp, segment.file);
-      swap();
+      replace();
     }
     await fsyncDir(this.dir);
     return removed.size;
@@ -494,9 +520,9 @@ function headOf(line: Buffer): EventHead {
   return { id, eventKey, tenantId, occurredAt };
 }
 
-function indexInto(segment: Segment, event: EventHead, span: LineSpan): void {
+function indexInto(segment: Segment, event: EventHead, span: LineSpan, swap: Swap): void {
   segment.count += 1;
   let lines = segment.workspaces.get(event.tenantId);
-  if (!lines) segment.workspaces.set(event.tenantId, (lines = new WorkspaceLines()));
+  if (!lines) segment.workspaces.set(event.tenantId, (lines = new WorkspaceLines(swap)));
   lines.push(event, span);
 }
