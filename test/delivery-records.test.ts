@@ -299,6 +299,29 @@ test('files: a PENDING record keeps every attempt, one whole line per attempt, a
   await reopened.close();
 });
 
+test('files: a restart indexes records from the head and tail of their lines, whatever their key, subscription or state', async () => {
+  const dir = await tempDir();
+  let records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  const plain = delivery(event(1, 0));
+  // An escaped event key, and a built-in plugin's delivery (no subscription).
+  const quoted = { ...delivery({ ...event(2, 0), eventKey: 'a"b.\\c' }), subscriber: { subscriptionId: null, extensionKey: 'plug', kind: 'IN_PROCESS' as const, serviceBaseUrl: null } };
+  const finished = delivery(event(3, 0));
+  records.created([plain, quoted, finished]);
+  records.attempted(finished.id, attempt(1, 'SUCCESS', 200), null, 'SUCCEEDED');
+  await recorded(records, finished.id);
+  const before = records.list('w', { limit: 10 }).items;
+  await records.close();
+  records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
+  assert.equal(records.list('w', { limit: 10 }).items, before);
+  assert.equal(records.list('w', { limit: 10, eventKey: 'a"b.\\c' }).items.map((record) => record.id), [quoted.id]);
+  assert.equal(records.list('w', { limit: 10, status: 'SUCCEEDED' }).items.map((record) => record.id), [finished.id]);
+  assert.equal(records.list('w', { limit: 10, subscriptionId: 's1' }).items.map((record) => record.id), [finished.id, plain.id]);
+  assert.equal(records.list('w', { limit: 10, since: NOW, until: NOW }).items.length, 3, 'createdAt read from the tail');
+  assert.equal(records.list('w', { limit: 10, since: NOW + 1 }).items.length, 0);
+  assert.is(records.get(quoted.id)?.eventKey, 'a"b.\\c');
+  await records.close();
+});
+
 test("files: past a block of 65,536 records a workspace's columns are in the swap, and listing, attempts, retention and a restart read the same", async () => {
   const dir = await tempDir();
   let records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);

@@ -121,6 +121,38 @@ test('a restart on a backlog resumes every pending delivery in due order, with i
   await reopened.close();
 });
 
+test('a restart reads each run from its line without parsing its error, whatever the error, key or subscriber says', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const quoted = { ...event(), eventKey: 'a"b.\\c' };
+  const plugin: SubscriberRef = { subscriptionId: null, extensionKey: 'chat', kind: 'IN_PROCESS', serviceBaseUrl: null };
+  const runs = [
+    delivery('plain', event(), subscriber('s'), NOW + 3),
+    delivery('quoted', quoted, subscriber('s', 'http://x.test/},"attempts":'), NOW + 1),
+    { ...delivery('plugin', event(), plugin, NOW + 2), replayCount: 2, deadLetterId: 'letter-9' },
+  ];
+  await outbox.add(runs);
+  const [failed] = outbox.claim(1, NOW + 1);
+  assert.is(failed?.id, 'quoted');
+  failed!.attempts = 1;
+  failed!.firstAttemptAt = new Date(NOW).toISOString();
+  // An error whose text looks like the fields around it.
+  failed!.lastError = { message: '},"attempts":7,"due":1,"enq":"x",,"dl":"fake"}', status: 503 };
+  failed!.nextAttemptAt = NOW + 4.5;
+  outbox.rescheduled(failed!);
+  const expected = [runs[2]!, runs[0]!, { ...failed! }];
+  await outbox.close();
+
+  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  assert.ok(reopened.replaysLetter('letter-9'));
+  assert.not.ok(reopened.replaysLetter('fake'));
+  const resumed = await claimAll(reopened);
+  // Claims take the subscribers (the plugin, and subscription s) in turn, each in due order.
+  assert.equal(resumed.map((d) => d.id).sort(), ['plain', 'plugin', 'quoted']);
+  for (const one of resumed) assert.equal(await plain(one), await plain(expected.find((d) => d.id === one.id)!));
+  await reopened.close();
+});
+
 test('claims take each subscriber in turn: a backlog of one does not make a new subscriber wait behind it', async () => {
   const file = join(await tempDir(), 'outbox.log');
   const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });

@@ -18,6 +18,51 @@ type Entry =
   | { t: 'try'; id: string; attempt: DeliveryAttempt; nextAttemptAt: string | null }
   | { t: 'status'; id: string; status: DeliveryStatus; at: string };
 
+/** What the index takes from a record. */
+type RecordHead = Pick<DeliveryRecord, 'id' | 'eventId' | 'eventKey' | 'workspaceId' | 'subscriptionId' | 'status' | 'createdAt'>;
+
+/** An entry as start-up reads it: a record's line gives only what the index takes. */
+type ReplayedEntry = Exclude<Entry, { record: DeliveryRecord }> | { t: 'new' | 'state'; seq: number; record: RecordHead };
+
+/**
+ * `{"t":"new"|"state","seq":N,"record":{"id":…,"eventId":…,"eventKey":…,"workspaceId":…,["subscriptionId":…,]"extensionKey":…,"kind":…,"status":…,`
+ * as JSON.stringify writes a record (see recordOf and recordIn); the event key may have escaped characters, no other field here.
+ */
+const RECORD_HEAD =
+  /^\{"t":"(new|state)","seq":(\d+),"record":\{"id":"([^"\\]*)","eventId":"([^"\\]*)","eventKey":"((?:[^"\\]|\\.)*)","workspaceId":"([^"\\]*)",(?:"subscriptionId":(?:"([^"\\]*)"|null),)?"extensionKey":"(?:[^"\\]|\\.)*","kind":"[A-Z_]+","status":"([A-Z]+)",/;
+const CREATED_AT = Buffer.from('"createdAt":"');
+/** How far into a line its head is looked for, and from its end its createdAt (only completedAt may follow). */
+const HEAD_BYTES = 1024;
+const TAIL_BYTES = 128;
+
+/**
+ * An entry of the journal, a record's line read for its head and its
+ * createdAt only (its attempts are not parsed): `"createdAt":"` cannot occur
+ * unescaped inside a string, so its last occurrence is the field. A line in
+ * any other shape is parsed whole.
+ */
+function replayedEntry(line: Buffer): ReplayedEntry {
+  const head = RECORD_HEAD.exec(line.toString('utf8', 0, Math.min(line.length, HEAD_BYTES)));
+  const at = head ? line.lastIndexOf(CREATED_AT) : -1;
+  if (head && at >= line.length - TAIL_BYTES) {
+    const start = at + CREATED_AT.length;
+    return {
+      t: head[1] as 'new' | 'state',
+      seq: Number(head[2]),
+      record: {
+        id: head[3]!,
+        eventId: head[4]!,
+        eventKey: head[5]!.includes('\\') ? (JSON.parse(`"${head[5]!}"`) as string) : head[5]!,
+        workspaceId: head[6]!,
+        subscriptionId: head[7] ?? null,
+        status: head[8] as DeliveryStatus,
+        createdAt: line.toString('utf8', start, line.indexOf(0x22, start)),
+      },
+    };
+  }
+  return JSON.parse(line.toString('utf8')) as Entry;
+}
+
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
 /**
@@ -73,7 +118,7 @@ class WorkspaceRecords {
     this.columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
   }
 
-  push(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
+  push(seq: number, record: RecordHead, span: LineSpan | null): void {
     const index = this.makeRoomFor(seq);
     this.seqs.set(index, seq);
     this.createdSeconds.set(index, Math.floor(Date.parse(record.createdAt) / 1000));
@@ -217,12 +262,16 @@ export class DeliveryRecords {
     let reader: number | null = null;
     records.readLine = (offset) => readLineAt((reader ??= openSync(file, 'r')), offset);
     try {
-      records.log = await AppendLog.open<Entry>(file, (entry, span) => {
-        records.entries += 1;
-        if (entry.t === 'status') legacyLines = records.applyLegacyStatus(entry) || legacyLines;
-        else if (entry.t === 'try') legacyLines = records.applyLegacyTry(entry) || legacyLines;
-        else records.replayed(entry.seq, entry.record, span);
-      });
+      records.log = await AppendLog.open<Entry, ReplayedEntry>(
+        file,
+        (entry, span) => {
+          records.entries += 1;
+          if (entry.t === 'status') legacyLines = records.applyLegacyStatus(entry) || legacyLines;
+          else if (entry.t === 'try') legacyLines = records.applyLegacyTry(entry) || legacyLines;
+          else records.replayed(entry.seq, entry.record, span);
+        },
+        { decode: replayedEntry },
+      );
     } finally {
       if (reader !== null) closeSync(reader);
       records.readLine = (offset) => records.log.readLine(offset);
@@ -538,7 +587,7 @@ export class DeliveryRecords {
   // Applying the journal at the start
 
   /** A whole line of a record: its first, or (the last one wins) a later state. */
-  private replayed(seq: number, record: DeliveryRecord, span: LineSpan): void {
+  private replayed(seq: number, record: RecordHead, span: LineSpan): void {
     this.nextSeq = Math.max(this.nextSeq, seq + 1);
     const records = this.workspaces.get(record.workspaceId);
     const index = records?.indexOf(seq) ?? -1;
@@ -575,8 +624,10 @@ export class DeliveryRecords {
 
   // The index
 
-  /** A new record; held whole until it has a line (`span`). */
-  private add(seq: number, record: DeliveryRecord, span: LineSpan | null): void {
+  /** A new record; held whole until it has a line (`span`: at replay, only its head is read). */
+  private add(seq: number, record: DeliveryRecord, span: null): void;
+  private add(seq: number, record: RecordHead, span: LineSpan): void;
+  private add(seq: number, record: DeliveryRecord | RecordHead, span: LineSpan | null): void {
     let records = this.workspaces.get(record.workspaceId);
     if (!records) {
       records = new WorkspaceRecords(this.byOrdinal.length, this.swap);
@@ -586,7 +637,7 @@ export class DeliveryRecords {
     records.push(seq, record, span);
     this.count += 1;
     if (isTracked(record.status)) this.tracked.add(hash32(record.id), seq, records.ordinal, hash32b(record.id));
-    if (!span) this.held.set(seq, { record, version: ++this.version });
+    if (!span) this.held.set(seq, { record: record as DeliveryRecord, version: ++this.version });
   }
 
   private dropWorkspace(workspaceId: string, records: WorkspaceRecords): void {

@@ -44,6 +44,10 @@ interface PayloadLine {
 
 type Line = PayloadLine | DeliveryLine | { t: 'x'; id: string; rc: number };
 
+/** What start-up takes from a `d` line (see runLineReader). */
+type ReplayedRun = Pick<DeliveryLine, 't' | 'id' | 'rc' | 'ev' | 'sub' | 'due' | 'enq' | 'dl'>;
+type ReplayedLine = ReplayedRun | Exclude<Line, DeliveryLine>;
+
 /** A delivery as the old format kept it: with its event whole. */
 type LegacyDelivery = Omit<Delivery, 'event'> & { event: PlatformEvent };
 
@@ -275,7 +279,14 @@ export class Outbox {
     const payloadSpans = { offsets: new Column(Float64Array), lengths: new Column(Uint32Array), length: 0 };
     const clear = new Set<number>();
     const replaying = new Map<string, number>();
-    outbox.log = await AppendLog.open<Line>(
+    // Most lines name one of a few subscriber URLs: each is looked at once.
+    let lastUrl: string | null | undefined;
+    let lastShows = false;
+    const showsInClear = (url: string | null | undefined) => {
+      if (url !== lastUrl) [lastUrl, lastShows] = [url, showsCredentials(url ?? null)];
+      return lastShows;
+    };
+    outbox.log = await AppendLog.open<Line, ReplayedLine>(
       file,
       (line, span) => {
         outbox.journalLines += 1;
@@ -296,7 +307,7 @@ export class Outbox {
             outbox.slots.lines.set(slot, span.offset);
           }
           if (line.dl !== undefined) replaying.set(line.dl, slot);
-          if (showsCredentials(line.sub.serviceBaseUrl)) clear.add(slot);
+          if (showsInClear(line.sub.serviceBaseUrl)) clear.add(slot);
         } else if (line.t === 'x') {
           const slot = runs.get(`${line.id}:${line.rc}`);
           if (slot >= 0 && outbox.slots.states.get(slot) !== DEAD) {
@@ -306,6 +317,7 @@ export class Outbox {
         }
       },
       {
+        decode: runLineReader(),
         opaque: {
           prefix: PAYLOAD_PREFIX,
           onLine: (span, text) => {
@@ -519,22 +531,25 @@ export class Outbox {
    * Synchronous between two steps of the iteration: no compaction runs.
    */
   *pending(): Generator<PendingRef> {
-    const order = new Uint32Array(this.live);
-    const offsets = new Float64Array(this.slots.length);
+    // The latest state of each run lies where its last attempt appended it: read them in the order of the
+    // file. Each live slot's line offset is distinct (those not yet written come first, by slot): the
+    // offsets are sorted natively and each slot put at its offset's rank.
+    const offsets = new Float64Array(this.live);
     let count = 0;
     for (let slot = 0; slot < this.slots.length; slot += 1) {
-      if (this.slots.states.get(slot) === DEAD) continue;
-      order[count++] = slot;
-      offsets[slot] = this.unwritten.has(slot) ? -1 : this.slots.lines.get(slot);
+      if (this.slots.states.get(slot) !== DEAD) offsets[count++] = this.unwritten.has(slot) ? slot - this.slots.length : this.slots.lines.get(slot);
     }
-    // The latest state of each run lies where its last attempt appended it: read them in the order of the file.
-    order.subarray(0, count).sort((a, b) => offsets[a]! - offsets[b]!);
+    const sorted = offsets.slice(0, count).sort();
+    const order = new Uint32Array(count);
+    for (let slot = 0, index = 0; slot < this.slots.length; slot += 1) {
+      if (this.slots.states.get(slot) !== DEAD) order[binarySearch(sorted, count, offsets[index++]!)] = slot;
+    }
     const fd = openSync(this.log.file, 'r');
     try {
       let window = Buffer.alloc(0);
       let windowStart = 0;
       for (const slot of order.subarray(0, count)) {
-        let line: DeliveryLine;
+        let line: Pick<DeliveryLine, 'id' | 'rc' | 'ws'>;
         const unwritten = this.unwritten.get(slot);
         if (unwritten) line = unwritten.line;
         else {
@@ -548,7 +563,7 @@ export class Outbox {
             end = window.indexOf(0x0a);
             if (end === -1 && bytes < size) throw new Error(`${this.log.file} ends within the line at byte ${offset}`);
           }
-          line = JSON.parse(window.toString('utf8', offset - windowStart, end)) as DeliveryLine;
+          line = runOf(window.toString('utf8', offset - windowStart, Math.min(end, offset - windowStart + HEAD_BYTES)), () => window.toString('utf8', offset - windowStart, end));
         }
         const held = this.held.get(`${line.id}:${line.rc}`) ?? this.finishing.get(`${line.id}:${line.rc}`);
         yield {
@@ -588,7 +603,7 @@ export class Outbox {
 
   // The index
 
-  private newSlot(line: DeliveryLine, payload: LineSpan, offset: number, state: number): number {
+  private newSlot(line: ReplayedRun, payload: LineSpan, offset: number, state: number): number {
     const slot = this.slots.add();
     const groupKey = fairnessKeyOf(line.sub);
     let group = this.groupIds.get(groupKey);
@@ -813,6 +828,55 @@ function binarySearch(values: Float64Array, length: number, value: number): numb
     else high = middle;
   }
   return low;
+}
+
+/** `{"t":"d","id":…,"rc":…,"ev":…,"ws":…,["ek":…,]"depth":…,"sub":` as lineOf writes it (only the key may have escaped characters). */
+const RUN_LINE_HEAD = /^\{"t":"d","id":"([^"\\]*)","rc":(\d+),"ev":"([^"\\]*)","ws":"[^"\\]*",(?:"ek":"(?:[^"\\]|\\.)*",)?"depth":\d+,"sub":/;
+/** What follows the subscriber: `,"attempts":` cannot occur unescaped inside a string, so its first occurrence ends it. */
+const AFTER_SUBSCRIBER = '},"attempts":';
+const RUN_LINE_TIMES = /(\d+),"due":(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"enq":"([^"\\]*)",/y;
+const REPLAY_FIELD = ',"dl":"';
+
+/**
+ * Reads the journal's `d` lines at start-up for what the index takes, without
+ * parsing their attempts and errors: the subscriber object, the same on most
+ * lines, is parsed once per distinct text. A line in any other shape (and
+ * every `x` line) is parsed whole.
+ */
+function runLineReader(): (line: Buffer) => ReplayedLine {
+  const subscribers = new Map<string, SubscriberRef>();
+  return (bytes) => {
+    const text = bytes.toString('utf8');
+    const head = RUN_LINE_HEAD.exec(text);
+    const subscriberEnd = head ? text.indexOf(AFTER_SUBSCRIBER, head[0].length) + 1 : 0;
+    RUN_LINE_TIMES.lastIndex = subscriberEnd + AFTER_SUBSCRIBER.length - 1;
+    const times = subscriberEnd > 0 ? RUN_LINE_TIMES.exec(text) : null;
+    if (!head || !times || !text.endsWith('}')) return JSON.parse(text) as Line;
+    const subscriberText = text.slice(head[0].length, subscriberEnd);
+    let sub = subscribers.get(subscriberText);
+    if (!sub) {
+      if (subscribers.size >= 10_000) subscribers.clear();
+      subscribers.set(subscriberText, (sub = JSON.parse(subscriberText) as SubscriberRef));
+    }
+    const replay = text.lastIndexOf(REPLAY_FIELD);
+    const dl = replay >= 0 && text.endsWith('"}') ? text.slice(replay + REPLAY_FIELD.length, -2) : undefined;
+    if (dl !== undefined && /["\\]/.test(dl)) return JSON.parse(text) as Line;
+    return { t: 'd', id: head[1]!, rc: Number(head[2]), ev: head[3]!, sub, due: Number(times[2]), enq: times[3]!, ...(dl === undefined ? {} : { dl }) };
+  };
+}
+
+/** How far into a `d` line its run's id, replay count and workspace are looked for. */
+const HEAD_BYTES = 512;
+
+/** `{"t":"d","id":"…","rc":N,"ev":"…","ws":"…",` as lineOf writes it, with no escaped character. */
+const RUN_HEAD = /^\{"t":"d","id":"([^"\\]*)","rc":(\d+),"ev":"[^"\\]*","ws":"([^"\\]*)",/;
+
+/** A `d` line's run and workspace, from its head (`whole` gives the line, parsed where the head is in another shape). */
+function runOf(head: string, whole: () => string): Pick<DeliveryLine, 'id' | 'rc' | 'ws'> {
+  const match = RUN_HEAD.exec(head);
+  if (match) return { id: match[1]!, rc: Number(match[2]), ws: match[3]! };
+  const line = JSON.parse(whole()) as DeliveryLine;
+  return { id: line.id, rc: line.rc, ws: line.ws };
 }
 
 /** The event id at the start of a `p` line, read without parsing the event. */
