@@ -125,4 +125,20 @@ test('a fingerprint table finds every entry of a fingerprint, shared or not, acr
   assert.is(valuesOf(123_456_789).length, 0, 'a fingerprint never added');
 });
 
+test('a fingerprint table widens its values and tags for good when one does not fit 32 or 16 bits', () => {
+  const table = new FingerprintTable().withTags();
+  for (let n = 1; n <= 3000; n += 1) table.add(n, n, n % 7);
+  table.remove(table.slotOf(5, 5));
+  table.add(9, 2 ** 32 - 1, 3); // the narrow table's removed mark: values widen
+  table.add(10, 2 ** 40 + 1, 70_000); // and a tag past 16 bits
+  const entries = (key: number) => [...table.find(key)].map((slot) => [table.value(slot), table.tag(slot)]);
+  assert.equal(entries(9), [[9, 2], [2 ** 32 - 1, 3]]);
+  assert.equal(entries(10), [[10, 3], [2 ** 40 + 1, 70_000]]);
+  assert.equal(entries(5), [], 'a slot removed before widening stays removed');
+  assert.is(table.size, 3001);
+  for (let n = 3001; n <= 6000; n += 1) table.add(n, n, 1); // growth keeps the wide arrays
+  assert.equal(entries(10), [[10, 3], [2 ** 40 + 1, 70_000]]);
+  assert.is([...table.slots()].length, 6001);
+});
+
 test.run();

@@ -330,7 +330,6 @@ export function hash32b(text: string): number {
 }
 
 const EMPTY = 0;
-const REMOVED = -1;
 /**
  * Grown beyond this share of slots in use (removed ones included), to this
  * share: linear probing stays short (some 13 slots for a miss at the most),
@@ -338,24 +337,30 @@ const REMOVED = -1;
  */
 const MAX_LOAD = 0.8;
 const GROWN_LOAD = 0.55;
+/** A removed slot's value: the largest the values' array holds (a value is below it). */
+const REMOVED_NARROW = 0xffff_ffff;
+const REMOVED_WIDE = Number.MAX_SAFE_INTEGER;
 
 /**
  * An open-addressing hash table in typed arrays, from a 32-bit fingerprint to
- * a positive number (and, `withTags`, a 32-bit tag): 12 or 16 bytes a slot
- * where a Map would cost some 80 bytes an entry. Fingerprints may repeat: `find` yields every
- * slot of one, and the caller confirms on the record.
+ * a positive number (and, `withTags`, a tag): 8 bytes a slot, 10 with tags,
+ * where a Map would cost some 80 bytes an entry. Values are 32-bit and tags
+ * 16-bit until one does not fit: the table then widens them (64-bit floats,
+ * 32-bit tags) for good. Fingerprints may repeat: `find` yields every slot of
+ * one, and the caller confirms on the record.
  */
 export class FingerprintTable {
   private keys = new Uint32Array(0);
-  private values = new Float64Array(0);
-  private tags: Uint32Array | null = null;
+  private values: Uint32Array | Float64Array = new Uint32Array(0);
+  private removed = REMOVED_NARROW;
+  private tags: Uint16Array | Uint32Array | null = null;
   /** Second fingerprints, kept only while `withChecks` (a start, until it is reconciled). */
   private checks: Uint32Array | null = null;
   private used = 0;
   size = 0;
 
   withTags(): this {
-    this.tags = new Uint32Array(this.keys.length);
+    this.tags = new Uint16Array(this.keys.length);
     return this;
   }
 
@@ -378,12 +383,14 @@ export class FingerprintTable {
     return this.keys.length;
   }
 
-  /** `value` > 0. */
+  /** `value` > 0, a whole number below 2^53 - 1. */
   add(key: number, value: number, tag = 0, check = 0): void {
+    if (value >= this.removed && this.values instanceof Uint32Array) this.widenValues();
+    if (tag > 0xffff && this.tags instanceof Uint16Array) this.tags = Uint32Array.from(this.tags);
     if (this.used + 1 > this.keys.length * MAX_LOAD) this.resize(Math.max(1024, Math.ceil((this.size + 1) / GROWN_LOAD)));
     const capacity = this.keys.length;
     let slot = key % capacity;
-    while (this.values[slot]! > 0) slot = slot + 1 === capacity ? 0 : slot + 1;
+    while (this.inUse(slot)) slot = slot + 1 === capacity ? 0 : slot + 1;
     if (this.values[slot] === EMPTY) this.used += 1;
     this.keys[slot] = key;
     this.values[slot] = value;
@@ -397,7 +404,7 @@ export class FingerprintTable {
     const capacity = this.keys.length;
     if (capacity === 0) return;
     for (let slot = key % capacity; this.values[slot] !== EMPTY; slot = slot + 1 === capacity ? 0 : slot + 1) {
-      if (this.keys[slot] === key && this.values[slot]! > 0) yield slot;
+      if (this.keys[slot] === key && this.values[slot] !== this.removed) yield slot;
     }
   }
 
@@ -416,13 +423,13 @@ export class FingerprintTable {
   }
 
   remove(slot: number): void {
-    this.values[slot] = REMOVED;
+    this.values[slot] = this.removed;
     this.size -= 1;
   }
 
   /** Every slot in use; removing the slot visited meanwhile is allowed. */
   *slots(): Generator<number> {
-    for (let slot = 0; slot < this.keys.length; slot += 1) if (this.values[slot]! > 0) yield slot;
+    for (let slot = 0; slot < this.keys.length; slot += 1) if (this.inUse(slot)) yield slot;
   }
 
   /** Removes every entry `drop` accepts. */
@@ -432,22 +439,36 @@ export class FingerprintTable {
 
   clear(): void {
     this.keys = new Uint32Array(0);
-    this.values = new Float64Array(0);
-    if (this.tags) this.tags = new Uint32Array(0);
+    this.values = this.values instanceof Uint32Array ? new Uint32Array(0) : new Float64Array(0);
+    if (this.tags) this.tags = this.tags instanceof Uint16Array ? new Uint16Array(0) : new Uint32Array(0);
     if (this.checks) this.checks = new Uint32Array(0);
     this.used = 0;
     this.size = 0;
   }
 
+  private inUse(slot: number): boolean {
+    const value = this.values[slot]!;
+    return value !== EMPTY && value !== this.removed;
+  }
+
+  private widenValues(): void {
+    const wide = new Float64Array(this.values.length);
+    for (let slot = 0; slot < wide.length; slot += 1) wide[slot] = this.values[slot] === REMOVED_NARROW ? REMOVED_WIDE : this.values[slot]!;
+    this.values = wide;
+    this.removed = REMOVED_WIDE;
+  }
+
   /** `capacity` slots; removed ones are dropped. */
   private resize(capacity: number): void {
-    const [keys, values, tags, checks] = [this.keys, this.values, this.tags, this.checks];
+    const [keys, values, tags, checks, removed] = [this.keys, this.values, this.tags, this.checks, this.removed];
     this.keys = new Uint32Array(capacity);
-    this.values = new Float64Array(capacity);
-    if (tags) this.tags = new Uint32Array(capacity);
+    this.values = values instanceof Uint32Array ? new Uint32Array(capacity) : new Float64Array(capacity);
+    if (tags) this.tags = tags instanceof Uint16Array ? new Uint16Array(capacity) : new Uint32Array(capacity);
     if (checks) this.checks = new Uint32Array(capacity);
     this.used = 0;
     this.size = 0;
-    for (let slot = 0; slot < keys.length; slot += 1) if (values[slot]! > 0) this.add(keys[slot]!, values[slot]!, tags?.[slot], checks?.[slot]);
+    for (let slot = 0; slot < keys.length; slot += 1) {
+      if (values[slot] !== EMPTY && values[slot] !== removed) this.add(keys[slot]!, values[slot]!, tags?.[slot], checks?.[slot]);
+    }
   }
 }

@@ -224,7 +224,7 @@ const isTracked = (status: DeliveryStatus) => status === 'PENDING' || status ===
  * Memory holds an index, not the records (see WorkspaceRecords): a listing
  * filters on the columns and reads only its page's lines. PENDING and DEAD
  * records (the only ones that change later: attempts, replay, discard) are
- * found by id through `tracked`, a table of 16 bytes a slot. Held whole are
+ * found by id through `tracked`, a table of 10 bytes a slot. Held whole are
  * only records whose latest state is not on disk yet: created within the last
  * FIRST_LINE_DELAY_MS, or changed and their line not yet written.
  */
