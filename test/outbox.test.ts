@@ -153,6 +153,23 @@ test('a restart reads each run from its line without parsing its error, whatever
   await reopened.close();
 });
 
+test("the oldest pending delivery's enqueue time is read from its line, also after it moved on and after a restart", async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  assert.is(outbox.oldestEnqueuedAt(), null);
+  const queued = [1, 2, 3].map((n) => ({ ...delivery(`q${n}`, event()), enqueuedAt: new Date(NOW + n * 1000).toISOString() }));
+  await outbox.add(queued);
+  assert.is(outbox.oldestEnqueuedAt(), NOW + 1000);
+  const [first] = outbox.claim(1, LATER);
+  outbox.finished(first!);
+  outbox.done(first!);
+  assert.is(outbox.oldestEnqueuedAt(), NOW + 2000);
+  await outbox.close();
+  const reopened = await Outbox.open(file, failOnError);
+  assert.is(reopened.oldestEnqueuedAt(), NOW + 2000);
+  await reopened.close();
+});
+
 test('claims take each subscriber in turn: a backlog of one does not make a new subscriber wait behind it', async () => {
   const file = join(await tempDir(), 'outbox.log');
   const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });

@@ -95,8 +95,8 @@ const FINISHING = 3;
 
 /**
  * Pending deliveries as columns, in the order of the journal: fingerprint of
- * the id, replay count, state, fairness group, due time, enqueue time and
- * where its latest `d` line and its payload are: 46 bytes a delivery (plus 4
+ * the id, replay count, state, fairness group, due time, and where its
+ * latest `d` line and its payload are: 38 bytes a delivery (plus 4
  * in its group's heap while it waits). Everything else is read back from the
  * journal when the delivery is claimed.
  */
@@ -107,7 +107,6 @@ class Slots {
   readonly states = new Column(Uint8Array);
   readonly groups = new Column(Uint32Array);
   readonly due = new Column(Float64Array);
-  readonly enqueued = new Column(Float64Array);
   readonly lines = new Column(Float64Array);
   readonly payloads = new Column(Float64Array);
   readonly payloadLengths = new Column(Uint32Array);
@@ -118,7 +117,6 @@ class Slots {
     this.states,
     this.groups,
     this.due,
-    this.enqueued,
     this.lines,
     this.payloads,
     this.payloadLengths,
@@ -242,6 +240,8 @@ export class Outbox {
   private readonly replays = new Map<string, number>();
   /** Changes with each renumbering of the slots: a line written for an earlier numbering is ignored. */
   private epoch = 0;
+  /** When the oldest pending delivery was queued, read from its line while it stays the oldest. */
+  private oldest = { epoch: -1, slot: -1, at: 0 };
   /** Lines in the journal. */
   private journalLines = 0;
   /** Lines appended lazily and not yet written (or failed). */
@@ -350,7 +350,20 @@ export class Outbox {
   /** When the oldest pending delivery was queued (epoch ms), or null. */
   oldestEnqueuedAt(): number | null {
     while (this.firstLive < this.slots.length && this.slots.states.get(this.firstLive) === DEAD) this.firstLive += 1;
-    return this.firstLive < this.slots.length ? this.slots.enqueued.get(this.firstLive) : null;
+    if (this.firstLive >= this.slots.length) return null;
+    const { oldest } = this;
+    if (oldest.epoch !== this.epoch || oldest.slot !== this.firstLive) {
+      const slot = this.firstLive;
+      let enqueuedAt: string;
+      try {
+        enqueuedAt = this.unwritten.get(slot)?.line.enq ?? (JSON.parse(this.log.readLine(this.slots.lines.get(slot))) as DeliveryLine).enq;
+      } catch (error) {
+        this.reportError(error);
+        return null;
+      }
+      this.oldest = { epoch: this.epoch, slot, at: Date.parse(enqueuedAt) };
+    }
+    return this.oldest.at;
   }
 
   /** Whether this run of the delivery is still this daemon's to attempt. */
@@ -617,7 +630,6 @@ export class Outbox {
     this.slots.states.set(slot, state);
     this.slots.groups.set(slot, group);
     this.slots.due.set(slot, line.due);
-    this.slots.enqueued.set(slot, Date.parse(line.enq));
     this.slots.lines.set(slot, offset);
     this.slots.payloads.set(slot, payload.offset);
     this.slots.payloadLengths.set(slot, payload.length);
