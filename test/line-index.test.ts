@@ -87,6 +87,22 @@ test('a column with a swap holds one block in memory and reads and writes the sp
     assert.throws(() => sealed.reserve(70_002), /grows no more/);
     other.release();
     assert.is(narrow.get(200_002), 200_002 % 251);
+    // Columns of every length spilled whole and released, as sealed segments come and go, reuse the file.
+    const churn = (round: number) => {
+      for (let length = 1_000 + round * 13; length < 120_000; length += 7_919) {
+        const column = new Column(Float64Array, swap);
+        column.reserve(length);
+        column.set(length - 1, length);
+        column.trim(length);
+        column.spill();
+        assert.is(column.get(length - 1), length);
+        column.release();
+      }
+    };
+    churn(0);
+    const spanned = swap.fileBytes;
+    for (let round = 1; round < 20; round += 1) churn(round);
+    assert.ok(swap.fileBytes <= 2 * spanned, `the file grew from ${spanned} to ${swap.fileBytes} bytes`);
   } finally {
     swap.close();
     rmSync(dir, { recursive: true, force: true });

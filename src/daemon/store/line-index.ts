@@ -41,7 +41,12 @@ const PAGE_BYTES = 16 * 1024;
 export class Swap {
   private readonly fd: number;
   private end = 0;
-  /** Released regions by byte length, for reuse (blocks come in a few sizes). */
+  /**
+   * Released regions by size class, for reuse: a region takes the power of
+   * two at or above its length (4 KiB at least), so that the file stays
+   * within twice what it holds while sealed segments of every size come and
+   * go.
+   */
   private readonly released = new Map<number, number[]>();
   /** Cached pages by their offset in the file, least recently used first. */
   private readonly pages = new Map<number, { values: Values; owner: Column }>();
@@ -58,18 +63,24 @@ export class Swap {
 
   /** Stores `values`; answers where. */
   store(values: Values): number {
-    const length = values.byteLength;
-    const offset = this.released.get(length)?.pop() ?? ((this.end += length), this.end - length);
-    writeAt(this.fd, new Uint8Array(values.buffer, values.byteOffset, length), offset);
+    const size = sizeClassOf(values.byteLength);
+    const offset = this.released.get(size)?.pop() ?? ((this.end += size), this.end - size);
+    writeAt(this.fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength), offset);
     return offset;
   }
 
-  /** The region is free again; its pages leave the cache. */
+  /** The region stored `length` bytes is free again; its pages leave the cache. */
   release(offset: number, length: number): void {
     for (let page = offset; page < offset + length; page += PAGE_BYTES) this.forget(page);
-    const free = this.released.get(length) ?? [];
-    this.released.set(length, free);
+    const size = sizeClassOf(length);
+    const free = this.released.get(size) ?? [];
+    this.released.set(size, free);
     free.push(offset);
+  }
+
+  /** Bytes the file spans (held or free for reuse). */
+  get fileBytes(): number {
+    return this.end;
   }
 
   /** The page at `offset` (of a region `kind` stored), `length` values long, from the cache or the file. */
@@ -269,6 +280,8 @@ export class Column {
     delete this.spilledAt[block];
   }
 }
+
+const sizeClassOf = (length: number) => Math.max(4096, 2 ** Math.ceil(Math.log2(length)));
 
 function writeAt(fd: number, bytes: Uint8Array, offset: number): void {
   for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written, offset + written);
