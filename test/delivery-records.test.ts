@@ -10,6 +10,7 @@ import { Outbox } from '../src/daemon/store/file/outbox.js';
 import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { EventLog } from '../src/daemon/store/file/event-log.js';
 import { tempDir } from './helpers/temp.js';
+import { hash32, hash32b } from '../src/daemon/store/line-index.js';
 import { fillDisk, needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 import { waitFor } from './helpers/wait.js';
 import { openFileDispatch } from '../src/daemon/store/file/dispatch.js';
@@ -78,7 +79,7 @@ test('files: a pending delivery whose record never reached the disk gets it back
   // deliveries.log does not exist: the crash came before its group write.
   const records = await DeliveryRecords.open(join(dir, 'deliveries.log'), () => undefined);
   const reopened = await Outbox.open(join(dir, 'outbox.log'), () => undefined);
-  records.reconcile(idsOf(reopened.values()), (ids) => [...reopened.values()].filter((d) => ids.has(d.id)), () => false, NOW);
+  records.reconcile(reopened.startFingerprints(), (slots) => reopened.loadRuns(slots), () => false, NOW);
   await recorded(records, pending.id);
   const [record] = records.list('w', { limit: 10 }).items;
   assert.equal([record?.id, record?.status, record?.eventId], [pending.id, 'PENDING', 'e9']);
@@ -89,7 +90,8 @@ test('files: a pending delivery whose record never reached the disk gets it back
   await again.close();
 });
 
-const idsOf = (deliveries: Iterable<Delivery>) => [...deliveries].map((d) => ({ id: d.id, workspaceId: d.event.tenantId }));
+/** Pending deliveries as the outbox names them to reconciling at the start. */
+const fingerprintsOf = (deliveries: Delivery[]) => deliveries.map((d) => ({ idHash: hash32(d.id), check: hash32b(d.id), workspaceId: d.event.tenantId, ref: d }));
 /** Resolves once the delivery's record is on disk. */
 const recorded = (records: DeliveryRecords, id: string) => new Promise<void>((resolve) => records.whenRecorded(id, resolve));
 const failOnError = (error: unknown) => {
@@ -271,7 +273,7 @@ test('files: a delivery still in the outbox whose record finished on disk does n
   await records.close();
   // The crash came before the outbox forgot the delivery.
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  reopened.reconcile(idsOf([done]), () => [done], () => false, NOW);
+  reopened.reconcile(fingerprintsOf([done]), (refs) => refs, () => false, NOW);
   assert.equal(summary(reopened), [`${done.id} SUCCEEDED SUCCESS:200`]);
   await reopened.close();
 });
@@ -388,10 +390,10 @@ test('files: reconciling at the start matches pending deliveries to their record
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
   const loaded: string[] = [];
   reopened.reconcile(
-    idsOf(pending),
-    (ids) => {
-      loaded.push(...ids);
-      return pending.filter((d) => ids.has(d.id));
+    fingerprintsOf(pending),
+    (refs) => {
+      loaded.push(...refs.map((d) => d.id));
+      return refs;
     },
     (id) => id === dead.id,
     NOW,

@@ -18,6 +18,15 @@ type Entry =
   | { t: 'try'; id: string; attempt: DeliveryAttempt; nextAttemptAt: string | null }
   | { t: 'status'; id: string; status: DeliveryStatus; at: string };
 
+/** A pending delivery as reconciling at the start takes it (see DeliveryRecords.reconcile): `ref` loads it. */
+export interface PendingFingerprint<T> {
+  /** hash32 and hash32b of its id. */
+  idHash: number;
+  check: number;
+  workspaceId: string;
+  ref: T;
+}
+
 /** What the index takes from a record. */
 type RecordHead = Pick<DeliveryRecord, 'id' | 'eventId' | 'eventKey' | 'workspaceId' | 'subscriptionId' | 'status' | 'createdAt'>;
 
@@ -430,31 +439,29 @@ export class DeliveryRecords {
    * before its status was journalled is DEAD if a dead letter holds it, else
    * SUCCEEDED.
    *
-   * `pending` names every delivery of the outbox (id and workspace, nothing
-   * more is held); `load` gives the deliveries of those that have no record
-   * (normally the few of the last FIRST_LINE_DELAY_MS before a crash). A
-   * pending delivery is matched to its record by two 32-bit fingerprints of
-   * its id, kept from the start until this call, without reading records.
+   * `pending` names every delivery of the outbox by two 32-bit fingerprints
+   * of its id and its workspace, matched against those the start kept of
+   * each PENDING and DEAD record, without reading records or the outbox;
+   * `load` gives the deliveries of those that have no record (normally the
+   * few of the last FIRST_LINE_DELAY_MS before a crash). Once, at the start.
    */
-  reconcile(
-    pending: Iterable<{ id: string; workspaceId: string }>,
-    load: (ids: ReadonlySet<string>) => Iterable<Delivery>,
+  reconcile<T>(
+    pending: Iterable<PendingFingerprint<T>>,
+    load: (refs: T[]) => Iterable<Delivery>,
     isDead: (id: string) => boolean,
     now: number,
   ): void {
     const seen = new Uint8Array(this.tracked.capacity);
-    const missing = new Set<string>();
-    for (const { id, workspaceId } of pending) {
+    const missing: T[] = [];
+    for (const { idHash, check, workspaceId, ref } of pending) {
       const records = this.workspaces.get(workspaceId);
       let found = false;
-      for (const slot of records ? this.tracked.find(hash32(id)) : []) {
-        if (this.tracked.tag(slot) !== records!.ordinal) continue;
-        const check = this.tracked.check(slot);
-        if (check === undefined ? this.atSlot(slot)?.record.id !== id : check !== hash32b(id)) continue;
+      for (const slot of records ? this.tracked.find(idHash) : []) {
+        if (this.tracked.tag(slot) !== records!.ordinal || this.tracked.check(slot) !== check) continue;
         seen[slot] = 1;
         found = true;
       }
-      if (!found) missing.add(id);
+      if (!found) missing.push(ref);
     }
     for (const slot of this.tracked.slots()) {
       if (seen[slot]) continue;
@@ -462,7 +469,7 @@ export class DeliveryRecords {
       if (found?.record.status === 'PENDING') this.move(found, isDead(found.record.id) ? 'DEAD' : 'SUCCEEDED', now, false);
     }
     this.tracked.dropChecks();
-    if (missing.size === 0) return;
+    if (missing.length === 0) return;
     const deliveries = new Map<string, Delivery>();
     for (const delivery of load(missing)) deliveries.set(delivery.id, delivery);
     const eventHashes = new Map<string, Set<number>>();

@@ -62,22 +62,10 @@ export async function openDeliveryFiles(
   const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError);
   const letters = await DeadLetterFile.open(dataDir, reportError);
   const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries);
+  const pending = outbox.startFingerprints();
   // Without records (the bench's comparison) there is nothing to reconcile.
-  if (recordDeliveries) records.reconcile(outbox.pending(), (ids) => loadPending(outbox, ids), (id) => letters.holdsDelivery(id), Date.now());
+  if (recordDeliveries) records.reconcile(pending, (slots) => outbox.loadRuns(slots), (id) => letters.holdsDelivery(id), Date.now());
   return { outbox, letters, records };
-}
-
-/**
- * The pending deliveries with these ids, whole (their payloads read back):
- * reconciling the records asks for those without a record (after a crash:
- * their record was not yet written), normally none.
- */
-function* loadPending(outbox: Outbox, ids: ReadonlySet<string>): Generator<Delivery> {
-  for (const ref of outbox.pending()) {
-    if (!ids.has(ref.id)) continue;
-    const delivery = ref.load();
-    if (delivery) yield delivery;
-  }
 }
 
 /** Bytes of events a listing reads from the log in one synchronous step. */

@@ -3,8 +3,9 @@ import { open } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
-import { Column, hash32 } from '../line-index.js';
+import { Column, hash32, hash32b } from '../line-index.js';
 import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
+import type { PendingFingerprint } from './delivery-records.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
 
 /**
@@ -45,7 +46,7 @@ interface PayloadLine {
 type Line = PayloadLine | DeliveryLine | { t: 'x'; id: string; rc: number };
 
 /** What start-up takes from a `d` line (see runLineReader). */
-type ReplayedRun = Pick<DeliveryLine, 't' | 'id' | 'rc' | 'ev' | 'sub' | 'due' | 'enq' | 'dl'>;
+type ReplayedRun = Pick<DeliveryLine, 't' | 'id' | 'rc' | 'ev' | 'ws' | 'sub' | 'due' | 'enq' | 'dl'>;
 type ReplayedLine = ReplayedRun | Exclude<Line, DeliveryLine>;
 
 /** A delivery as the old format kept it: with its event whole. */
@@ -240,6 +241,8 @@ export class Outbox {
   private readonly replays = new Map<string, number>();
   /** Changes with each renumbering of the slots: a line written for an earlier numbering is ignored. */
   private epoch = 0;
+  /** From `open` until `startFingerprints` takes them: per slot, a second fingerprint of its run's id and its workspace's number. */
+  private started: { checks: Uint32Array; workspaces: Uint32Array; names: string[] } | null = null;
   /** When the oldest pending delivery was queued, read from its line while it stays the oldest. */
   private oldest = { epoch: -1, slot: -1, at: 0 };
   /** Lines in the journal. */
@@ -279,6 +282,10 @@ export class Outbox {
     const payloadSpans = { offsets: new Column(Float64Array), lengths: new Column(Uint32Array), length: 0 };
     const clear = new Set<number>();
     const replaying = new Map<string, number>();
+    /** For reconciling the records: each run's second fingerprint of its id, and its workspace (see startFingerprints). */
+    const checks = new Column(Uint32Array);
+    const workspaces = new Column(Uint32Array);
+    const workspaceNumbers = new Map<string, number>();
     // Most lines name one of a few subscriber URLs: each is looked at once.
     let lastUrl: string | null | undefined;
     let lastShows = false;
@@ -302,6 +309,12 @@ export class Outbox {
             const payloadSpan = { offset: payloadSpans.offsets.get(payload), length: payloadSpans.lengths.get(payload) };
             slot = outbox.newSlot(line, payloadSpan, span.offset, WAITING);
             runs.set(key, slot);
+            checks.reserve(slot + 1);
+            workspaces.reserve(slot + 1);
+            checks.set(slot, hash32b(line.id));
+            let workspace = workspaceNumbers.get(line.ws);
+            if (workspace === undefined) workspaceNumbers.set(line.ws, (workspace = workspaceNumbers.size));
+            workspaces.set(slot, workspace);
           } else {
             outbox.slots.due.set(slot, line.due);
             outbox.slots.lines.set(slot, span.offset);
@@ -334,6 +347,13 @@ export class Outbox {
     );
     for (const [letterId, slot] of replaying) if (outbox.slots.states.get(slot) !== DEAD) outbox.replays.set(letterId, slot);
     const mapping = outbox.renumber();
+    const started = { checks: new Uint32Array(outbox.slots.length), workspaces: new Uint32Array(outbox.slots.length), names: [...workspaceNumbers.keys()] };
+    for (let slot = 0; slot < mapping.length; slot += 1) {
+      if (mapping[slot]! < 0) continue;
+      started.checks[mapping[slot]!] = checks.get(slot);
+      started.workspaces[mapping[slot]!] = workspaces.get(slot);
+    }
+    outbox.started = started;
     for (const slot of outbox.liveSlots()) outbox.heaps[outbox.slots.groups.get(slot)]!.push(slot);
     if (clear.size > 0) {
       const remapped = new Set([...clear].map((slot) => mapping[slot]!).filter((slot) => slot >= 0));
@@ -591,6 +611,31 @@ export class Outbox {
     }
   }
 
+  /**
+   * Every pending run as found at `open`, by two fingerprints of its id and
+   * its workspace, without a read of the journal (for reconciling the
+   * records: see DeliveryRecords.reconcile); `ref` loads it (`loadRuns`).
+   * Once, before anything else changes the outbox.
+   */
+  startFingerprints(): Iterable<PendingFingerprint<number>> {
+    const { started } = this;
+    if (!started) throw new Error('the outbox gives its start fingerprints once, right after it is opened');
+    this.started = null;
+    return this.fingerprintsOf(started);
+  }
+
+  private *fingerprintsOf(started: NonNullable<Outbox['started']>): Generator<PendingFingerprint<number>> {
+    for (let slot = 0; slot < this.slots.length; slot += 1) {
+      if (this.slots.states.get(slot) === DEAD) continue;
+      yield { idHash: this.slots.idHashes.get(slot), check: started.checks[slot]!, workspaceId: started.names[started.workspaces[slot]!]!, ref: slot };
+    }
+  }
+
+  /** The runs `startFingerprints` named, whole (their payloads read back). */
+  loadRuns(slots: readonly number[]): Delivery[] {
+    return slots.flatMap((slot) => this.load(slot) ?? []);
+  }
+
   /** Every pending delivery, whole (read from the journal): for `platform db import` and tests. */
   *values(): Generator<Delivery> {
     for (const ref of this.pending()) {
@@ -843,7 +888,7 @@ function binarySearch(values: Float64Array, length: number, value: number): numb
 }
 
 /** `{"t":"d","id":…,"rc":…,"ev":…,"ws":…,["ek":…,]"depth":…,"sub":` as lineOf writes it (only the key may have escaped characters). */
-const RUN_LINE_HEAD = /^\{"t":"d","id":"([^"\\]*)","rc":(\d+),"ev":"([^"\\]*)","ws":"[^"\\]*",(?:"ek":"(?:[^"\\]|\\.)*",)?"depth":\d+,"sub":/;
+const RUN_LINE_HEAD = /^\{"t":"d","id":"([^"\\]*)","rc":(\d+),"ev":"([^"\\]*)","ws":"([^"\\]*)",(?:"ek":"(?:[^"\\]|\\.)*",)?"depth":\d+,"sub":/;
 /** What follows the subscriber: `,"attempts":` cannot occur unescaped inside a string, so its first occurrence ends it. */
 const AFTER_SUBSCRIBER = '},"attempts":';
 const RUN_LINE_TIMES = /(\d+),"due":(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),"enq":"([^"\\]*)",/y;
@@ -873,7 +918,7 @@ function runLineReader(): (line: Buffer) => ReplayedLine {
     const replay = text.lastIndexOf(REPLAY_FIELD);
     const dl = replay >= 0 && text.endsWith('"}') ? text.slice(replay + REPLAY_FIELD.length, -2) : undefined;
     if (dl !== undefined && /["\\]/.test(dl)) return JSON.parse(text) as Line;
-    return { t: 'd', id: head[1]!, rc: Number(head[2]), ev: head[3]!, sub, due: Number(times[2]), enq: times[3]!, ...(dl === undefined ? {} : { dl }) };
+    return { t: 'd', id: head[1]!, rc: Number(head[2]), ev: head[3]!, ws: head[4]!, sub, due: Number(times[2]), enq: times[3]!, ...(dl === undefined ? {} : { dl }) };
   };
 }
 
