@@ -158,6 +158,8 @@ class WorkspaceRecords {
 
   /** The index of the record created at `seq`, or -1. */
   indexOf(seq: number): number {
+    // A new record's sequence is past the last one (replay meets every record's first line so).
+    if (this.length === 0 || seq > this.seqs.get(this.length - 1)) return -1;
     const index = this.below(seq + 1);
     return index >= 0 && this.seqs.get(index) === seq ? index : -1;
   }

@@ -299,7 +299,9 @@ export class Outbox {
         outbox.journalLines += 1;
         if (line.t === 'd') {
           const key = `${line.id}:${line.rc}`;
-          let slot = runs.get(key);
+          // A run's key is looked up, and set when new: its fingerprints are taken once.
+          const [keyHash, keyCheck] = [hash32(key), secondHash(key)];
+          let slot = runs.getFingerprinted(keyHash, keyCheck);
           if (slot < 0 || outbox.slots.states.get(slot) === DEAD) {
             const payload = payloads.get(line.ev);
             if (payload < 0) {
@@ -308,7 +310,7 @@ export class Outbox {
             }
             const payloadSpan = { offset: payloadSpans.offsets.get(payload), length: payloadSpans.lengths.get(payload) };
             slot = outbox.newSlot(line, payloadSpan, span.offset, WAITING);
-            runs.set(key, slot);
+            runs.setFingerprinted(keyHash, keyCheck, slot);
             checks.reserve(slot + 1);
             workspaces.reserve(slot + 1);
             checks.set(slot, hash32b(line.id));
@@ -1020,13 +1022,20 @@ class FingerprintTable {
 
   /** The value of `key`, or -1. */
   get(key: string): number {
-    const entry = this.find(hash32(key), secondHash(key));
-    return entry < 0 ? -1 : this.values.get(entry);
+    return this.getFingerprinted(hash32(key), secondHash(key));
   }
 
   set(key: string, value: number): void {
-    const a = hash32(key);
-    const b = secondHash(key);
+    this.setFingerprinted(hash32(key), secondHash(key), value);
+  }
+
+  /** `get` by the key's two fingerprints (hash32 and secondHash), when the caller has them. */
+  getFingerprinted(a: number, b: number): number {
+    const entry = this.find(a, b);
+    return entry < 0 ? -1 : this.values.get(entry);
+  }
+
+  setFingerprinted(a: number, b: number, value: number): void {
     const found = this.find(a, b);
     if (found >= 0) return this.values.set(found, value);
     const entry = this.count++;
