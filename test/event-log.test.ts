@@ -29,7 +29,7 @@ function event(workspace: string, ageMs: number, key = 'a.b'): PlatformEvent {
   };
 }
 
-const segments = (dir: string) => readdirSync(dir).filter((name) => name.startsWith('segment-')).sort();
+const segments = (dir: string) => readdirSync(dir).filter((name) => name.startsWith('segment-') && name.endsWith('.log')).sort();
 const storedIds = (dir: string) =>
   segments(dir).flatMap((name) =>
     readFileSync(join(dir, name), 'utf8')
@@ -51,6 +51,63 @@ test('appends go to the newest segment, which rolls over at its size; a reopen s
   assert.is(reopened.storedCount, 25);
   const recent = (await listed(reopened, 'w', { limit: 3 }, { maxAgeMs: DAY, maxPerWorkspace: 100 }, NOW)).items;
   assert.equal(recent.map((e) => e.id), written.slice(-3).reverse().map((e) => e.id));
+  await reopened.close();
+});
+
+test('a reopen reads sealed segments from their index files, and reads a segment whose index does not hold for it', async () => {
+  const dir = join(await tempDir(), 'events');
+  const options = { segmentMaxEvents: 4, recent: { perWorkspace: 0, bytesPerWorkspace: 0, bytesTotal: 0 } };
+  const log = await EventLog.open(dir, options);
+  const written = Array.from({ length: 14 }, (_, n) => event(n % 3 === 0 ? 'quiet' : 'busy', (14 - n) * 1000, n % 2 === 0 ? 'a.b' : 'a.c'));
+  for (const e of written) await log.append(e);
+  await log.close();
+  const indexes = () => readdirSync(dir).filter((name) => name.endsWith('.idx')).sort();
+  assert.equal(indexes(), ['segment-000001.idx', 'segment-000002.idx', 'segment-000003.idx'], 'every sealed segment, not the one written');
+  const policy = { maxAgeMs: DAY, maxPerWorkspace: 100 };
+  const everything = async (opened: EventLog) =>
+    [
+      ...(await listed(opened, 'busy', { limit: 100 }, policy, NOW)).items,
+      ...(await listed(opened, 'quiet', { limit: 100, eventKey: 'a.c' }, policy, NOW)).items,
+      ...(await listed(opened, 'busy', { limit: 100, since: NOW - 6500 }, policy, NOW)).items,
+    ].map((e) => e.id);
+  const expected = [
+    ...written.filter((e) => e.tenantId === 'busy').reverse(),
+    ...written.filter((e) => e.tenantId === 'quiet' && e.eventKey === 'a.c').reverse(),
+    ...written.filter((e) => e.tenantId === 'busy' && Date.parse(e.occurredAt) >= NOW - 6500).reverse(),
+  ].map((e) => e.id);
+
+  // The index is read instead of the segment: a key changed in place (same length) goes unseen.
+  const first = join(dir, 'segment-000001.log');
+  const original = readFileSync(first, 'utf8');
+  writeFileSync(first, original.replace('"eventKey":"a.b"', '"eventKey":"a.x"'));
+  let reopened = await EventLog.open(dir, options);
+  assert.is(reopened.storedCount, 14);
+  assert.equal((await listed(reopened, 'quiet', { limit: 100, eventKey: 'a.x' }, policy, NOW)).items, [], 'indexed as a.b');
+  await reopened.close();
+  writeFileSync(first, original);
+  reopened = await EventLog.open(dir, options);
+  assert.equal(await everything(reopened), expected);
+  assert.is(reopened.find('quiet', written[0]!.id)?.id, written[0]!.id);
+  await reopened.close();
+
+  // A garbled index, or one of a segment of another size, is ignored and written anew.
+  const second = join(dir, 'segment-000002.idx');
+  const index = readFileSync(second);
+  const garbled = Buffer.from(index);
+  garbled[garbled.length - 3]! ^= 0xff;
+  writeFileSync(second, garbled);
+  writeFileSync(join(dir, 'segment-000003.idx'), 'not an index');
+  reopened = await EventLog.open(dir, options);
+  assert.equal(await everything(reopened), expected);
+  assert.ok(readFileSync(second).equals(index), 'written again as it was');
+  // Retention rewrites a sealed segment (the first, of the oldest events), and its index with it.
+  const { removedEvents } = await reopened.applyRetention({ maxAgeMs: 11_500, maxPerWorkspace: 100 }, NOW);
+  assert.is(removedEvents, 3);
+  const kept = await everything(reopened);
+  await reopened.close();
+  assert.equal(indexes(), ['segment-000001.idx', 'segment-000002.idx', 'segment-000003.idx']);
+  reopened = await EventLog.open(dir, options);
+  assert.equal(await everything(reopened), kept);
   await reopened.close();
 });
 

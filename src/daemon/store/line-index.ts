@@ -104,6 +104,11 @@ export class Swap {
     return values;
   }
 
+  /** Reads a stored region, or its first `into.length` bytes. */
+  read(offset: number, into: Values): void {
+    readAt(this.fd, new Uint8Array(into.buffer, into.byteOffset, into.byteLength), offset);
+  }
+
   /** Overwrites bytes of a stored region (its cached page, if any, is the caller's to change). */
   write(offset: number, values: Values): void {
     writeAt(this.fd, new Uint8Array(values.buffer, values.byteOffset, values.byteLength), offset);
@@ -194,6 +199,27 @@ export class Column {
     while (this.blocks.length * BLOCK_SIZE < length) {
       if (this.swap) this.spillBlock(this.blocks.length - 1);
       this.blocks.push(new this.kind(BLOCK_SIZE));
+    }
+  }
+
+  /** The first `length` values, as one array (read from the swap where spilled). */
+  copyOut(length: number): Values {
+    const out = new this.kind(length);
+    for (let start = 0; start < length; start += BLOCK_SIZE) {
+      const end = Math.min(length, start + BLOCK_SIZE);
+      const block = this.blocks[start >>> 16];
+      if (block) out.set(block.subarray(0, end - start), start);
+      else this.swap!.read(this.spilledAt[start >>> 16]!, out.subarray(start, end));
+    }
+    return out;
+  }
+
+  /** Fills an empty column with `values`, block by block (full ones go to the swap as they would growing). */
+  assign(values: Values): void {
+    for (let start = 0; start < values.length; start += BLOCK_SIZE) {
+      const end = Math.min(values.length, start + BLOCK_SIZE);
+      this.reserve(end);
+      this.blocks[start >>> 16]!.set(values.subarray(start, end));
     }
   }
 

@@ -1,4 +1,4 @@
-import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
@@ -8,6 +8,7 @@ import { Column, Swap, hash32, readBytes, SWAP_CACHE_BYTES } from '../line-index
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
+import { readSegmentIndex, removeSegmentIndex, writeSegmentIndex, type IndexedLines } from './segment-index.js';
 
 /** An event's place in the log: its segment, occurredAt (ms) and id. The file backend's event cursor says it (see dispatch.ts). */
 export interface EventPosition {
@@ -71,6 +72,33 @@ class WorkspaceLines {
     }
   }
 
+  /** A sealed segment's lines as its index file held them (see segment-index.ts), sealed. */
+  static indexed(swap: Swap, indexed: IndexedLines): WorkspaceLines {
+    const lines = new WorkspaceLines(swap);
+    lines.length = indexed.length;
+    lines.oldest = indexed.oldest;
+    lines.offsets.assign(indexed.offsets);
+    lines.lengths.assign(indexed.lengths);
+    lines.occurredAt.assign(indexed.occurredAt);
+    lines.idHashes.assign(indexed.idHashes);
+    lines.keyHashes.assign(indexed.keyHashes);
+    lines.seal();
+    return lines;
+  }
+
+  /** The lines as one array a column, for the segment's index file. */
+  toIndex(): IndexedLines {
+    return {
+      length: this.length,
+      oldest: this.oldest,
+      offsets: this.offsets.copyOut(this.length) as Float64Array,
+      lengths: this.lengths.copyOut(this.length) as Uint32Array,
+      occurredAt: this.occurredAt.copyOut(this.length) as Float64Array,
+      idHashes: this.idHashes.copyOut(this.length) as Uint32Array,
+      keyHashes: this.keyHashes.copyOut(this.length) as Uint32Array,
+    };
+  }
+
   /** The segment is gone: its swap space is free. */
   release(): void {
     for (const column of this.columns()) column.release();
@@ -88,6 +116,8 @@ interface Segment {
   /** Lines on disk and not yet committed or retracted (see EventLog.stage). */
   staged: number;
   workspaces: Map<string, WorkspaceLines>;
+  /** Whether its index file holds all it indexes (a sealed segment's, once nothing staged is left in it). */
+  indexed: boolean;
 }
 
 export interface EventLogOptions {
@@ -159,12 +189,22 @@ export class EventLog {
       const onRecord = (head: EventHead, span: LineSpan) => indexInto(segment, head, span, swap);
       if (index === files.length - 1) active = await AppendLog.open<PlatformEvent, EventHead>(segment.file, onRecord, { decode: headOf });
       else {
-        await replay(segment.file, onRecord, undefined, { decode: headOf });
-        for (const lines of segment.workspaces.values()) lines.seal();
+        // A sealed segment is read from its index file when that holds for it, else read and indexed anew.
+        const indexed = readSegmentIndex(segment.file, statSync(segment.file).size);
+        if (indexed) {
+          for (const [workspaceId, lines] of indexed) segment.workspaces.set(workspaceId, WorkspaceLines.indexed(swap, lines));
+          segment.count = [...indexed.values()].reduce((sum, lines) => sum + lines.length, 0);
+          segment.indexed = true;
+        } else {
+          await replay(segment.file, onRecord, undefined, { decode: headOf });
+          for (const lines of segment.workspaces.values()) lines.seal();
+        }
       }
       segments.push(segment);
     }
-    return new EventLog(dir, options, segments, active!, recent, swap);
+    const log = new EventLog(dir, options, segments, active!, recent, swap);
+    for (const segment of segments.slice(0, -1)) log.writeIndexWhenSettled(segment);
+    return log;
   }
 
   /** Resolves once the event is on disk; only then is it indexed and listed (a failed write leaves no trace). */
@@ -207,8 +247,13 @@ export class EventLog {
         // A segment is never rewritten while it is being appended to: every append has its span.
         indexInto(segment, event, span!, this.swap);
         this.recentEvents.push(event);
+        this.writeIndexWhenSettled(segment);
       },
-      () => log.retract([{ span: span!, record: event }]),
+      () => {
+        // The index file leaves the withdrawn line out, as memory does.
+        this.writeIndexWhenSettled(segment);
+        return log.retract([{ span: span!, record: event }]);
+      },
     );
   }
 
@@ -388,6 +433,24 @@ export class EventLog {
     this.segments.push(next);
     await sealed.close();
     for (const lines of last.workspaces.values()) lines.seal();
+    this.writeIndexWhenSettled(last);
+  }
+
+  /**
+   * Writes a sealed segment's index file once no staged line is left in it
+   * (a line committed later would be missing from it). The file only spares
+   * the next start a read of the segment: one that cannot be written is left
+   * out, and that start reads the segment.
+   */
+  private writeIndexWhenSettled(segment: Segment): void {
+    if (segment.indexed || segment.staged > 0 || segment === this.segments.at(-1)) return;
+    try {
+      const indexes = new Map([...segment.workspaces].map(([workspaceId, lines]) => [workspaceId, lines.toIndex()]));
+      writeSegmentIndex(segment.file, statSync(segment.file).size, indexes);
+      segment.indexed = true;
+    } catch {
+      // Left for the next start to read the segment (a full disk, say); nothing depends on the file.
+    }
   }
 
   /**
@@ -414,6 +477,8 @@ export class EventLog {
       this.recentEvents.forget(segment.workspaces.keys(), removed);
       for (const lines of segment.workspaces.values()) lines.release();
     };
+    // The old index goes first: a crash in between leaves a segment read at the next start, never a stale index.
+    removeSegmentIndex(segment.file);
     if (kept.length === 0) {
       unlinkSync(segment.file);
       replace();
@@ -432,6 +497,7 @@ export class EventLog {
       await writeSynced(temp, lines.join('\n') + '\n');
       renameSync(temp, segment.file);
       replace();
+      this.writeIndexWhenSettled(rebuilt);
     }
     await fsyncDir(this.dir);
     return removed.size;
@@ -487,7 +553,7 @@ function fieldOf(line: string | Buffer, field: 'id' | 'eventKey'): string {
 const HEAD_FIELDS = /^\{"id":"([0-9a-f-]{36})","eventKey":"((?:[^"\\]|\\.)*)",/;
 
 function emptySegment(dir: string, name: string): Segment {
-  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map() };
+  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map(), indexed: false };
 }
 
 /** `"tenantId":"…",` right after the id and key (see HEAD_FIELDS). */
