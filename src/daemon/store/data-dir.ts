@@ -30,7 +30,7 @@ const PLATFORM_FILES = new Set([
 /** The platform's own folders, and the files in them that are its own. */
 const PLATFORM_FOLDERS = new Map([
   ['catalog', /^[a-z0-9][a-z0-9._-]*\.json$/],
-  ["events", /^segment-\d{6,}\.(log|idx)$/],
+  ['events', /^segment-\d{6,}\.(log|idx)$/],
 ]);
 
 /** Whether `name`, at the top of a directory, is something the platform writes there. */
