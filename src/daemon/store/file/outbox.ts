@@ -904,6 +904,8 @@ const REPLAY_FIELD = ',"dl":"';
  */
 function runLineReader(): (line: Buffer) => ReplayedLine {
   const subscribers = new Map<string, SubscriberRef>();
+  let lastText = '';
+  let last: SubscriberRef | undefined;
   return (bytes) => {
     const text = bytes.toString('utf8');
     const head = RUN_LINE_HEAD.exec(text);
@@ -912,13 +914,16 @@ function runLineReader(): (line: Buffer) => ReplayedLine {
     const times = subscriberEnd > 0 ? RUN_LINE_TIMES.exec(text) : null;
     if (!head || !times || !text.endsWith('}')) return JSON.parse(text) as Line;
     const subscriberText = text.slice(head[0].length, subscriberEnd);
-    let sub = subscribers.get(subscriberText);
+    // Runs of one subscriber follow one another: the last one is compared before the map is hashed.
+    let sub = subscriberText === lastText ? last : subscribers.get(subscriberText);
     if (!sub) {
       if (subscribers.size >= 10_000) subscribers.clear();
       subscribers.set(subscriberText, (sub = JSON.parse(subscriberText) as SubscriberRef));
     }
-    const replay = text.lastIndexOf(REPLAY_FIELD);
-    const dl = replay >= 0 && text.endsWith('"}') ? text.slice(replay + REPLAY_FIELD.length, -2) : undefined;
+    [lastText, last] = [subscriberText, sub];
+    // Only a line that ends in a string field, `"dl":"…"}`, replays a dead letter (an error ends in `}}`, none in `l}`).
+    const replay = text.endsWith('"}') ? text.lastIndexOf(REPLAY_FIELD) : -1;
+    const dl = replay >= 0 ? text.slice(replay + REPLAY_FIELD.length, -2) : undefined;
     if (dl !== undefined && /["\\]/.test(dl)) return JSON.parse(text) as Line;
     return { t: 'd', id: head[1]!, rc: Number(head[2]), ev: head[3]!, ws: head[4]!, sub, due: Number(times[2]), enq: times[3]!, ...(dl === undefined ? {} : { dl }) };
   };
