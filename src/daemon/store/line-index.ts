@@ -20,7 +20,7 @@ export function hash32(text: string): number {
 type Values = Float64Array | Uint32Array | Uint8Array;
 
 /** Values a block holds: 512 KiB of Float64. */
-const BLOCK_SIZE = 1 << 16;
+export const BLOCK_SIZE = 1 << 16;
 const BLOCK_MASK = BLOCK_SIZE - 1;
 
 /**

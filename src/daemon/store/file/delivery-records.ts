@@ -1,7 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
-import { Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
+import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
@@ -168,6 +168,10 @@ class WorkspaceRecords {
   below(seq: number): number {
     let low = 0;
     let high = this.length;
+    // Most lookups are of recent records: when the sequence is past the newest block's first (in
+    // memory), the search stays in that block instead of reading pages of the swap.
+    const newestBlock = Math.max(0, this.length - 1) & ~(BLOCK_SIZE - 1);
+    if (newestBlock > 0 && this.seqs.get(newestBlock) < seq) low = newestBlock + 1;
     while (low < high) {
       const middle = (low + high) >> 1;
       if (this.seqs.get(middle) < seq) low = middle + 1;
