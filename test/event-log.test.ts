@@ -111,6 +111,27 @@ test('a reopen reads sealed segments from their index files, and reads a segment
   await reopened.close();
 });
 
+test("an event staged before its segment rolled over and committed after is listed, and in the segment's index file", async () => {
+  const dir = join(await tempDir(), 'events');
+  const options = { segmentMaxEvents: 2, recent: { perWorkspace: 0, bytesPerWorkspace: 0, bytesTotal: 0 } };
+  const log = await EventLog.open(dir, options);
+  const [late, second, third] = [event('w', 3000), event('w', 2000), event('w', 1000)];
+  const staged = await log.stage(late);
+  await log.append(second);
+  await log.append(third); // the first segment rolls over while `late` is staged in it
+  assert.equal(readdirSync(dir).filter((name) => name.endsWith('.idx')), [], 'no index while a line is staged');
+  staged.commit();
+  const policy = { maxAgeMs: DAY, maxPerWorkspace: 100 };
+  // The late one is listed where it was committed, after the others of its segment.
+  const ids = async (opened: EventLog) => (await listed(opened, 'w', { limit: 10 }, policy, NOW)).items.map((e) => e.id).sort();
+  assert.equal(await ids(log), [late.id, second.id, third.id].sort());
+  await log.close();
+  assert.equal(readdirSync(dir).filter((name) => name.endsWith('.idx')), ['segment-000001.idx']);
+  const reopened = await EventLog.open(dir, options);
+  assert.equal(await ids(reopened), [late.id, second.id, third.id].sort());
+  await reopened.close();
+});
+
 test('retention keeps per workspace only events within the age limit and among the newest N, whichever is fewer', async () => {
   const dir = join(await tempDir(), 'events');
   const log = await EventLog.open(dir, { segmentMaxEvents: 4, recent: { perWorkspace: 100, bytesPerWorkspace: 1 << 30, bytesTotal: 1 << 30 } });

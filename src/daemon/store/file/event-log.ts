@@ -116,7 +116,9 @@ interface Segment {
   /** Lines on disk and not yet committed or retracted (see EventLog.stage). */
   staged: number;
   workspaces: Map<string, WorkspaceLines>;
-  /** Whether its index file holds all it indexes (a sealed segment's, once nothing staged is left in it). */
+  /** Whether its columns went to the swap whole: no longer written to, and nothing staged left in it. */
+  sealed: boolean;
+  /** Whether its index file holds all it indexes (written once sealed). */
   indexed: boolean;
 }
 
@@ -194,16 +196,13 @@ export class EventLog {
         if (indexed) {
           for (const [workspaceId, lines] of indexed) segment.workspaces.set(workspaceId, WorkspaceLines.indexed(swap, lines));
           segment.count = [...indexed.values()].reduce((sum, lines) => sum + lines.length, 0);
-          segment.indexed = true;
-        } else {
-          await replay(segment.file, onRecord, undefined, { decode: headOf });
-          for (const lines of segment.workspaces.values()) lines.seal();
-        }
+          segment.sealed = segment.indexed = true;
+        } else await replay(segment.file, onRecord, undefined, { decode: headOf });
       }
       segments.push(segment);
     }
     const log = new EventLog(dir, options, segments, active!, recent, swap);
-    for (const segment of segments.slice(0, -1)) log.writeIndexWhenSettled(segment);
+    for (const segment of segments) log.sealWhenSettled(segment);
     return log;
   }
 
@@ -247,11 +246,11 @@ export class EventLog {
         // A segment is never rewritten while it is being appended to: every append has its span.
         indexInto(segment, event, span!, this.swap);
         this.recentEvents.push(event);
-        this.writeIndexWhenSettled(segment);
+        this.sealWhenSettled(segment);
       },
       () => {
         // The index file leaves the withdrawn line out, as memory does.
-        this.writeIndexWhenSettled(segment);
+        this.sealWhenSettled(segment);
         return log.retract([{ span: span!, record: event }]);
       },
     );
@@ -432,18 +431,23 @@ export class EventLog {
     this.active = await AppendLog.open(next.file, () => undefined);
     this.segments.push(next);
     await sealed.close();
-    for (const lines of last.workspaces.values()) lines.seal();
-    this.writeIndexWhenSettled(last);
+    this.sealWhenSettled(last);
   }
 
   /**
-   * Writes a sealed segment's index file once no staged line is left in it
-   * (a line committed later would be missing from it). The file only spares
-   * the next start a read of the segment: one that cannot be written is left
-   * out, and that start reads the segment.
+   * Seals a segment that is no longer written to once no staged line is left
+   * in it (one committed later is indexed into it then): its columns go to
+   * the swap whole, and its index file is written. The file only spares the
+   * next start a read of the segment: one that cannot be written is left out,
+   * and that start reads the segment.
    */
-  private writeIndexWhenSettled(segment: Segment): void {
-    if (segment.indexed || segment.staged > 0 || segment === this.segments.at(-1)) return;
+  private sealWhenSettled(segment: Segment): void {
+    if (segment.staged > 0 || segment === this.segments.at(-1)) return;
+    if (!segment.sealed) {
+      for (const lines of segment.workspaces.values()) lines.seal();
+      segment.sealed = true;
+    }
+    if (segment.indexed) return;
     try {
       const indexes = new Map([...segment.workspaces].map(([workspaceId, lines]) => [workspaceId, lines.toIndex()]));
       writeSegmentIndex(segment.file, statSync(segment.file).size, indexes);
@@ -493,11 +497,12 @@ export class EventLog {
         lines.push(line);
       }
       for (const workspaceLines of rebuilt.workspaces.values()) workspaceLines.seal();
+      rebuilt.sealed = true;
       const temp = `${segment.file}.tmp`;
       await writeSynced(temp, lines.join('\n') + '\n');
       renameSync(temp, segment.file);
       replace();
-      this.writeIndexWhenSettled(rebuilt);
+      this.sealWhenSettled(rebuilt);
     }
     await fsyncDir(this.dir);
     return removed.size;
@@ -553,7 +558,7 @@ function fieldOf(line: string | Buffer, field: 'id' | 'eventKey'): string {
 const HEAD_FIELDS = /^\{"id":"([0-9a-f-]{36})","eventKey":"((?:[^"\\]|\\.)*)",/;
 
 function emptySegment(dir: string, name: string): Segment {
-  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map(), indexed: false };
+  return { sequence: Number(SEGMENT_NAME.exec(name)![1]), file: join(dir, name), count: 0, staged: 0, workspaces: new Map(), sealed: false, indexed: false };
 }
 
 /** `"tenantId":"…",` right after the id and key (see HEAD_FIELDS). */
