@@ -197,8 +197,9 @@ export class Column {
       this.blocks[last] = grown;
     }
     while (this.blocks.length * BLOCK_SIZE < length) {
-      if (this.swap) this.spillBlock(this.blocks.length - 1);
-      this.blocks.push(new this.kind(BLOCK_SIZE));
+      // A block written to the swap is the next one's memory: a column that grows allocates one block, not one each.
+      const spilled = this.swap ? this.spillBlock(this.blocks.length - 1) : null;
+      this.blocks.push(spilled?.length === BLOCK_SIZE ? spilled.fill(0) : new this.kind(BLOCK_SIZE));
     }
   }
 
@@ -292,12 +293,14 @@ export class Column {
     return this.pageRead;
   }
 
-  private spillBlock(block: number): void {
+  /** Returns the block's values, now in the swap (null if there were none to spill). */
+  private spillBlock(block: number): Values | null {
     const values = this.blocks[block];
-    if (!values || values.length === 0) return;
+    if (!values || values.length === 0) return null;
     this.spilledAt[block] = this.swap!.store(values);
     this.spilledLengths[block] = values.length;
     this.blocks[block] = null;
+    return values;
   }
 
   private releaseBlock(block: number): void {
