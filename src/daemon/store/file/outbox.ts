@@ -1,4 +1,3 @@
-import { closeSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
@@ -76,8 +75,6 @@ const fairnessKeyOf = (subscriber: SubscriberRef) => subscriber.subscriptionId ?
 const COMPACT_SLACK = 50_000;
 /** Drop ended deliveries from the index once they are this many more than a quarter of the pending ones. */
 const INDEX_SLACK = 4_096;
-/** What the start-up pass over pending deliveries reads at once (their `d` lines lie among payloads). */
-const SCAN_WINDOW = 64 * 1024;
 /** What a migration from the old format writes at once. */
 const WRITE_CHUNK = 1024 * 1024;
 
@@ -187,15 +184,6 @@ class SlotHeap {
   renumber(mapping: Int32Array): void {
     for (let index = 0; index < this.length; index += 1) this.items.set(index, mapping[this.items.get(index)]!);
   }
-}
-
-/** A pending delivery as start-up and `platform db import` go over them: the run and its workspace, the rest loaded on demand. */
-export interface PendingRef {
-  id: string;
-  replayCount: number;
-  workspaceId: string;
-  /** Null when it could not be read back (reported; the run is dropped). */
-  load(): Delivery | null;
 }
 
 /** Deliveries staged with their event: pending once committed, which answers those this daemon holds now. */
@@ -561,14 +549,12 @@ export class Outbox {
   }
 
   /**
-   * Every pending run, its event read only if `load` is called: a pass over
-   * the `d` lines in the order of the file, read a window at a time.
-   * Synchronous between two steps of the iteration: no compaction runs.
+   * The live slots in the order of their latest `d` lines in the journal
+   * (those not yet written first), so that reading them all is one pass.
+   * Each live slot's line offset is distinct: the offsets are sorted
+   * natively and each slot put at its offset's rank.
    */
-  *pending(): Generator<PendingRef> {
-    // The latest state of each run lies where its last attempt appended it: read them in the order of the
-    // file. Each live slot's line offset is distinct (those not yet written come first, by slot): the
-    // offsets are sorted natively and each slot put at its offset's rank.
+  private slotsInJournalOrder(): Uint32Array {
     const offsets = new Float64Array(this.live);
     let count = 0;
     for (let slot = 0; slot < this.slots.length; slot += 1) {
@@ -579,38 +565,7 @@ export class Outbox {
     for (let slot = 0, index = 0; slot < this.slots.length; slot += 1) {
       if (this.slots.states.get(slot) !== DEAD) order[binarySearch(sorted, count, offsets[index++]!)] = slot;
     }
-    const fd = openSync(this.log.file, 'r');
-    try {
-      let window = Buffer.alloc(0);
-      let windowStart = 0;
-      for (const slot of order.subarray(0, count)) {
-        let line: Pick<DeliveryLine, 'id' | 'rc' | 'ws'>;
-        const unwritten = this.unwritten.get(slot);
-        if (unwritten) line = unwritten.line;
-        else {
-          const offset = this.slots.lines.get(slot);
-          let end = offset >= windowStart ? window.indexOf(0x0a, offset - windowStart) : -1;
-          for (let size = SCAN_WINDOW; end === -1; size *= 2) {
-            window = Buffer.allocUnsafe(size);
-            const bytes = readFully(fd, window, offset);
-            window = window.subarray(0, bytes);
-            windowStart = offset;
-            end = window.indexOf(0x0a);
-            if (end === -1 && bytes < size) throw new Error(`${this.log.file} ends within the line at byte ${offset}`);
-          }
-          line = runOf(window.toString('utf8', offset - windowStart, Math.min(end, offset - windowStart + HEAD_BYTES)), () => window.toString('utf8', offset - windowStart, end));
-        }
-        const held = this.held.get(`${line.id}:${line.rc}`) ?? this.finishing.get(`${line.id}:${line.rc}`);
-        yield {
-          id: line.id,
-          replayCount: line.rc,
-          workspaceId: line.ws,
-          load: () => held?.delivery ?? this.load(slot),
-        };
-      }
-    } finally {
-      closeSync(fd);
-    }
+    return order;
   }
 
   /**
@@ -638,11 +593,15 @@ export class Outbox {
     return slots.flatMap((slot) => this.load(slot) ?? []);
   }
 
-  /** Every pending delivery, whole (read from the journal): for `platform db import` and tests. */
+  /**
+   * Every pending delivery, whole: read back from the journal in its order
+   * (as this daemon holds it, when it does). For `platform db import` and tests.
+   * Synchronous between two steps of the iteration: no compaction runs.
+   */
   *values(): Generator<Delivery> {
-    for (const ref of this.pending()) {
-      const delivery = ref.load();
-      if (delivery) yield delivery;
+    for (const slot of this.slotsInJournalOrder()) {
+      const read = this.load(slot);
+      if (read) yield (this.held.get(keyOf(read)) ?? this.finishing.get(keyOf(read)))?.delivery ?? read;
     }
   }
 
@@ -929,20 +888,6 @@ function runLineReader(): (line: Buffer) => ReplayedLine {
   };
 }
 
-/** How far into a `d` line its run's id, replay count and workspace are looked for. */
-const HEAD_BYTES = 512;
-
-/** `{"t":"d","id":"…","rc":N,"ev":"…","ws":"…",` as lineOf writes it, with no escaped character. */
-const RUN_HEAD = /^\{"t":"d","id":"([^"\\]*)","rc":(\d+),"ev":"[^"\\]*","ws":"([^"\\]*)",/;
-
-/** A `d` line's run and workspace, from its head (`whole` gives the line, parsed where the head is in another shape). */
-function runOf(head: string, whole: () => string): Pick<DeliveryLine, 'id' | 'rc' | 'ws'> {
-  const match = RUN_HEAD.exec(head);
-  if (match) return { id: match[1]!, rc: Number(match[2]), ws: match[3]! };
-  const line = JSON.parse(whole()) as DeliveryLine;
-  return { id: line.id, rc: line.rc, ws: line.ws };
-}
-
 /** The event id at the start of a `p` line, read without parsing the event. */
 function payloadEventId(line: Buffer): string {
   const end = line.indexOf(0x22, PAYLOAD_PREFIX.length);
@@ -1000,16 +945,6 @@ function deliveryOf(line: DeliveryLine, event: CarriedEvent): Delivery {
     replayCount: line.rc,
     ...(line.dl === undefined ? {} : { deadLetterId: line.dl }),
   };
-}
-
-function readFully(fd: number, buffer: Buffer, position: number): number {
-  let filled = 0;
-  while (filled < buffer.length) {
-    const bytes = readSync(fd, buffer, filled, buffer.length - filled, position + filled);
-    if (bytes === 0) break;
-    filled += bytes;
-  }
-  return filled;
 }
 
 /**
