@@ -316,7 +316,9 @@ export class DeliveryRecords {
     if (!this.recording) return;
     for (const delivery of deliveries) {
       const seq = this.nextSeq++;
-      this.add(seq, recordOf(delivery), null);
+      const record = recordOf(delivery);
+      this.add(seq, record, null);
+      this.held.set(seq, { record, version: ++this.version });
       const waiting = (this.waiting ??= this.waitForFirstLines());
       waiting.ids.set(delivery.id, seq);
       this.unsynced.set(delivery.id, waiting);
@@ -637,10 +639,8 @@ export class DeliveryRecords {
 
   // The index
 
-  /** A new record; held whole until it has a line (`span`: at replay, only its head is read). */
-  private add(seq: number, record: DeliveryRecord, span: null): void;
-  private add(seq: number, record: RecordHead, span: LineSpan): void;
-  private add(seq: number, record: DeliveryRecord | RecordHead, span: LineSpan | null): void {
+  /** Indexes a record (at replay, only its head is read); without a line yet (`span` null), the caller holds it whole. */
+  private add(seq: number, record: RecordHead, span: LineSpan | null): void {
     let records = this.workspaces.get(record.workspaceId);
     if (!records) {
       records = new WorkspaceRecords(this.byOrdinal.length, this.swap);
@@ -650,7 +650,6 @@ export class DeliveryRecords {
     records.push(seq, record, span);
     this.count += 1;
     if (isTracked(record.status)) this.tracked.add(hash32(record.id), seq, records.ordinal, hash32b(record.id));
-    if (!span) this.held.set(seq, { record: record as DeliveryRecord, version: ++this.version });
   }
 
   private dropWorkspace(workspaceId: string, records: WorkspaceRecords): void {
