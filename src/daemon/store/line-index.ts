@@ -319,7 +319,7 @@ function writeAt(fd: number, bytes: Uint8Array, offset: number): void {
 function readAt(fd: number, into: Uint8Array, offset: number): void {
   for (let read = 0; read < into.length; ) {
     const bytes = readSync(fd, into, read, into.length - read, offset + read);
-    if (bytes === 0) throw new Error(`the swap ends before byte ${offset + into.length}`);
+    if (bytes === 0) throw new Error(`the file ends before byte ${offset + into.length}`);
     read += bytes;
   }
 }
@@ -332,11 +332,7 @@ export function readSpan(fd: number, offset: number, length: number): string {
 /** The `length` bytes at `offset` of an open file, at the start of a buffer of `capacity` bytes. */
 export function readBytes(fd: number, offset: number, length: number, capacity = length): Buffer {
   const buffer = Buffer.allocUnsafe(capacity);
-  for (let read = 0; read < length; ) {
-    const bytes = readSync(fd, buffer, read, length - read, offset + read);
-    if (bytes === 0) throw new Error(`the file ends before the line at byte ${offset}`);
-    read += bytes;
-  }
+  readAt(fd, buffer.subarray(0, length), offset);
   return buffer;
 }
 
