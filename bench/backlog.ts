@@ -435,12 +435,12 @@ async function measureBullBacklog(kit: BenchKit, events: number): Promise<BullBa
 const REST_MS = 30_000;
 const EARLY_MS = 5_000;
 
-async function atRest(child: ChildProcess): Promise<{ rss: number; early: number }> {
-  const rssOf = () => (gone(child) ? NaN : Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) / 1024);
+/** `rssMb` read EARLY_MS and REST_MS into a rest. */
+async function atRest(rssMb: () => number): Promise<{ rss: number; early: number }> {
   await sleep(EARLY_MS);
-  const early = Math.round(rssOf());
+  const early = rssMb();
   await sleep(REST_MS - EARLY_MS);
-  return { rss: Math.round(rssOf()), early };
+  return { rss: rssMb(), early };
 }
 
 /**
@@ -465,7 +465,7 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
   const dataDir = daemon.dataDir;
   try {
     const token = await subscribe(kit, daemon, subscriber.url);
-    const { rss: emptyRss } = await atRest(daemon.child);
+    const { rss: emptyRss } = await atRest(() => rssOf(daemon.child));
     kit.record({
       scenario: '16a. RSS at rest, the empty daemon (16b-16d count from it)',
       value: emptyRss,
@@ -517,7 +517,7 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
       });
       return;
     }
-    const { rss: backlogRss, early: backlogEarly } = await atRest(daemon.child);
+    const { rss: backlogRss, early: backlogEarly } = await atRest(() => rssOf(daemon.child));
     kit.record({
       scenario: `16b. RSS at rest with ${count} pending deliveries of 1 KB (subscriber down), over 16a`,
       value: backlogRss - emptyRss,
@@ -549,7 +549,7 @@ async function measureOurBacklog(kit: BenchKit, base: Load, events: number, scen
       note: ready === null ? `not ready within 120 s${gone(daemon.child) ? ` (ended: ${howItEnded(daemon.child)})` : ''}` : undefined,
     });
     if (ready === null) return;
-    const { rss: restartedRss, early: restartedEarly } = await atRest(daemon.child);
+    const { rss: restartedRss, early: restartedEarly } = await atRest(() => rssOf(daemon.child));
     const healthy = (await firstOk(daemon.url, '/api/health/ready', 5_000, daemon.child)) !== null;
     kit.record({
       scenario: '16d. RSS at rest after that restart, over 16a',
