@@ -75,7 +75,9 @@ function redisCommand(port: number, ...words: string[]): Promise<string> {
 /**
  * redis-server on a free port with a private folder: an append-only file
  * synced every second (`--appendonly yes --appendfsync everysec`), no
- * snapshots. Like the PostgreSQL of group 14, it may use both cores. Null
+ * snapshots. It is the queue the peer stands on, as the data directory is
+ * the daemon's: on the daemon's core, the one the peer uses too (with both
+ * cores it would have the load's and the subscriber's core besides). Null
  * where redis-server is not installed.
  */
 async function startRedis(kit: BenchKit): Promise<Redis | null> {
@@ -83,7 +85,7 @@ async function startRedis(kit: BenchKit): Promise<Redis | null> {
   const dir = mkdtempSync(join(tmpdir(), 'platform-bench-redis-'));
   const port = await freePort();
   const command = [REDIS_SERVER, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--daemonize', 'no', '--logfile', ''];
-  const argv = kit.PINNED ? ['taskset', '-c', '0,1', ...command] : command;
+  const argv = kit.PINNED ? ['taskset', '-c', '0', ...command] : command;
   const logFile = benchLogFile('redis.log');
   const out = openSync(logFile, 'w');
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', out, out] });
