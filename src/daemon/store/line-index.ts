@@ -18,6 +18,7 @@ export function hash32(text: string): number {
 }
 
 type Values = Float64Array | Uint32Array | Uint8Array;
+type ValuesKind = typeof Float64Array | typeof Uint32Array | typeof Uint8Array;
 
 /** Values a block holds: 512 KiB of Float64. */
 export const BLOCK_SIZE = 1 << 16;
@@ -49,16 +50,22 @@ export class Swap {
    */
   private readonly released = new Map<number, number[]>();
   /** Cached pages by their offset in the file, least recently used first. */
-  private readonly pages = new Map<number, { values: Values; owner: Column }>();
-  private cachedBytes = 0;
+  private readonly pages = new Map<number, { values: Values; owner: Column; slot: number }>();
+  /**
+   * The cache's memory, taken once: a cached page is a view of one of its
+   * slots. Pages allocated one by one and freed as they leave the cache
+   * left the allocator's heap holding tens of megabytes it never gave back.
+   */
+  private readonly slab: ArrayBuffer;
+  private readonly freeSlots: number[];
 
-  constructor(
-    dir: string,
-    private readonly cacheBytes: number,
-  ) {
+  constructor(dir: string, cacheBytes: number) {
     const file = join(dir, `.swap-${process.pid}-${randomUUID()}`);
     this.fd = openSync(file, 'w+', 0o600);
     unlinkSync(file);
+    const slots = Math.max(1, Math.floor(cacheBytes / PAGE_BYTES));
+    this.slab = new ArrayBuffer(slots * PAGE_BYTES);
+    this.freeSlots = Array.from({ length: slots }, (_, slot) => slots - 1 - slot);
   }
 
   /** Stores `values`; answers where. */
@@ -84,7 +91,7 @@ export class Swap {
   }
 
   /** The page at `offset` (of a region `kind` stored), `length` values long, from the cache or the file. */
-  page(offset: number, kind: new (size: number) => Values, length: number, owner: Column): Values {
+  page(offset: number, kind: ValuesKind, length: number, owner: Column): Values {
     const cached = this.pages.get(offset);
     if (cached) {
       // Most recently used: to the end of the map's order.
@@ -93,14 +100,11 @@ export class Swap {
       cached.owner = owner;
       return cached.values;
     }
-    const values = new kind(length);
-    readAt(this.fd, new Uint8Array(values.buffer), offset);
-    this.pages.set(offset, { values, owner });
-    this.cachedBytes += values.byteLength;
-    for (const [oldest] of this.pages) {
-      if (this.cachedBytes <= this.cacheBytes || oldest === offset) break;
-      this.forget(oldest);
-    }
+    if (this.freeSlots.length === 0) this.forget(this.pages.keys().next().value!);
+    const slot = this.freeSlots.pop()!;
+    const values = new kind(this.slab, slot * PAGE_BYTES, length);
+    readAt(this.fd, new Uint8Array(this.slab, slot * PAGE_BYTES, values.byteLength), offset);
+    this.pages.set(offset, { values, owner, slot });
     return values;
   }
 
@@ -128,7 +132,7 @@ export class Swap {
     const cached = this.pages.get(offset);
     if (!cached) return;
     this.pages.delete(offset);
-    this.cachedBytes -= cached.values.byteLength;
+    this.freeSlots.push(cached.slot);
     cached.owner.dropPage(offset);
   }
 }
@@ -153,7 +157,7 @@ export class Column {
   private pageRead: Values | null = null;
 
   constructor(
-    private readonly kind: (new (size: number) => Values) & { BYTES_PER_ELEMENT: number },
+    private readonly kind: ValuesKind,
     private readonly swap: Swap | null = null,
   ) {
     this.blocks = [new kind(0)];
