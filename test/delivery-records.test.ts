@@ -383,10 +383,14 @@ test('files: reconciling at the start matches pending deliveries to their record
   const many = Array.from({ length: 2000 }, (_, n) => delivery(event(5000 + n, 0)));
   records.created(many);
   await recorded(records, many.at(-1)!.id);
+  // A dead letter's record: in no outbox, and DEAD it stays.
+  const letter = many[1500]!;
+  records.attempted(letter.id, attempt(1, 'FAILED', 500), null, 'DEAD');
   await records.close();
-  const [gone, dead] = [many[10]!, many[20]!];
+  // Settled in the order of their records, whatever the order of the index's slots.
+  const [gone, dead] = [many[1999]!, many[20]!];
   const unrecorded = delivery(event(9999, 0));
-  const pending = [...many.filter((d) => d !== gone && d !== dead), unrecorded];
+  const pending = [...many.filter((d) => d !== gone && d !== dead && d !== letter), unrecorded];
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
   const loaded: string[] = [];
   reopened.reconcile(
@@ -403,7 +407,9 @@ test('files: reconciling at the start matches pending deliveries to their record
   assert.is(reopened.ofEvent('w', gone.event.id)[0]?.status, 'SUCCEEDED');
   assert.is(reopened.get(dead.id)?.status, 'DEAD');
   assert.is(reopened.get(unrecorded.id)?.status, 'PENDING');
-  assert.is(reopened.list('w', { limit: 5000, status: 'PENDING' }).items.length, 1999);
+  assert.is(reopened.get(letter.id)?.status, 'DEAD');
+  assert.equal(reopened.list('w', { limit: 5000, status: 'DEAD' }).items.map((record) => record.id), [letter.id, dead.id]);
+  assert.is(reopened.list('w', { limit: 5000, status: 'PENDING' }).items.length, 1998);
   await reopened.close();
 });
 

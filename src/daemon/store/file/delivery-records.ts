@@ -471,10 +471,31 @@ export class DeliveryRecords {
       }
       if (!found) missing.push(ref);
     }
+    // The PENDING and DEAD records no pending delivery named, by workspace in creation order: one
+    // forward pass over each workspace's sequences finds them all, reading the swap's pages in order
+    // and once, where a search each would read pages all over it (a start with 10,000 dead letters
+    // read 450 MB of pages so, and left the allocator holding 80 MB of freed ones).
+    const unseen = new Map<number, number[]>();
     for (const slot of this.tracked.slots()) {
       if (seen[slot]) continue;
-      const found = this.atSlot(slot);
-      if (found?.record.status === 'PENDING') this.move(found, isDead(found.record.id) ? 'DEAD' : 'SUCCEEDED', now, false);
+      const ordinal = this.tracked.tag(slot);
+      const slots = unseen.get(ordinal);
+      if (slots) slots.push(slot);
+      else unseen.set(ordinal, [slot]);
+    }
+    for (const [ordinal, slots] of unseen) {
+      const records = this.byOrdinal[ordinal];
+      if (!records) continue;
+      slots.sort((a, b) => this.tracked.value(a) - this.tracked.value(b));
+      let index = 0;
+      for (const slot of slots) {
+        const seq = this.tracked.value(slot);
+        while (index < records.length && records.seqs.get(index) < seq) index += 1;
+        if (index === records.length) break;
+        if (records.seqs.get(index) !== seq || records.statuses.get(index) !== STATUS_CODES.PENDING) continue;
+        const record = this.recordAt(records, index);
+        this.move({ records, index, seq, slot, record }, isDead(record.id) ? 'DEAD' : 'SUCCEEDED', now, false);
+      }
     }
     this.tracked.dropChecks();
     if (missing.length === 0) return;
