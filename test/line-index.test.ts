@@ -77,6 +77,13 @@ test('a column with a swap holds one block in memory and reads and writes the sp
     }
     check(Math.ceil(count / 3), (index) => valueAt(index * 3));
     for (let index = 0; index < count; index += 1) if (other.get(index) !== -index) assert.unreachable(`other value ${index}`);
+    // The cache's four slots are reused: a column whose remembered page was evicted by another's reads reads it again.
+    for (let round = 0; round < 50; round += 1) {
+      const index = (round * 7919) % Math.ceil(count / 3);
+      assert.is(wide.get(index), valueAt(index * 3));
+      for (let page = 0; page < 5; page += 1) other.get((round * 5 + page) * 2048 % count);
+      assert.is(wide.get(index + 1), valueAt((index + 1) * 3));
+    }
     // A column spilled whole (a sealed segment's) reads back its short last block too.
     const sealed = new Column(Uint32Array, swap);
     sealed.reserve(70_001);
