@@ -64,6 +64,8 @@ export interface DaemonConfig {
   jobs: JobIntervals;
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
   streamHeartbeatMs: number;
+  /** PLATFORM_SETTLE_AFTER_START (ms): when the one full garbage collection after start-up runs (see settle.ts). */
+  settleAfterStartMs: number;
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
   /** Host names requests may name besides loopback ones (`--allowed-hosts`); checked on any address once given. */
@@ -321,6 +323,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     eventSegmentEvents: 100_000,
     jobs: parseJobIntervals(env),
     streamHeartbeatMs: 10_000,
+    settleAfterStartMs: parseSetting('PLATFORM_SETTLE_AFTER_START', Count(100, 3_600_000), env.PLATFORM_SETTLE_AFTER_START, 10_000),
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
     connections: connectionLimits(env),

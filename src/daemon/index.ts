@@ -12,6 +12,7 @@ import { takeTornTails } from './store/append-log.js';
 import { openDataDir, tightenPlatformFiles } from './store/data-dir.js';
 import { lockDataDir } from './store/lock.js';
 import { redactUrl } from './store/postgres/settings.js';
+import { settleAfterStart } from './settle.js';
 import { keepTickShapeAlive } from './tick-shape.js';
 
 export interface Daemon {
@@ -57,6 +58,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
     http.started();
+    const cancelSettling = settleAfterStart(config.settleAfterStartMs);
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);
@@ -90,6 +92,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
         stopping ??= (async () => {
           // Live streams never finish by themselves: end them so that closing waits only for real requests.
           services.activity.close();
+          cancelSettling();
           await server.close(config.shutdownGraceMs);
           await ready.stop();
           await jobs.stop();
