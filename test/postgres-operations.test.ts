@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,7 +8,9 @@ import * as assert from 'uvu/assert';
 import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { ChangeFeed } from '../src/daemon/store/postgres/change-feed.js';
+import { openMigratedDatabase } from '../src/daemon/store/postgres/connect.js';
 import { Database } from '../src/daemon/store/postgres/database.js';
+import { inOneTransaction } from '../src/daemon/store/postgres/in-transaction.js';
 import { openFileStores, postgresStores, type Stores } from '../src/daemon/store/stores.js';
 import { signGithub } from '../src/handlers/webhooks/sign.js';
 import { runCli, spawnDaemon } from './helpers/cli.js';
@@ -480,6 +483,33 @@ test('db import that fails part-way leaves the database empty', async () => {
   delete counts.schema_migrations;
   assert.ok(Object.keys(counts).length >= 10, Object.keys(counts).join(', '));
   assert.equal(Object.values(counts).filter((count) => count > 0), [], JSON.stringify(counts));
+});
+
+test('a store-wide transaction (db import, keys rotate) stops what its stores started: no recurring timer outlives it', async () => {
+  const { database } = await openMigratedDatabase({ url: await freshDatabase(), schema: SCHEMA }, ignore);
+  // Intervals created meanwhile (the stores' lease renewal among them) that nothing cleared.
+  const running = new Set<number>();
+  const hook = createHook({
+    init(asyncId, type, _trigger, resource) {
+      if (type === 'Timeout' && (resource as { _repeat?: number | null })._repeat) running.add(asyncId);
+    },
+    destroy: (asyncId) => running.delete(asyncId),
+  });
+  try {
+    hook.enable();
+    const users = await inOneTransaction(database, async (stores) => stores.users.count());
+    assert.is(users, 0);
+    const failed = await inOneTransaction(database, async () => {
+      throw new Error('rolled back');
+    }).catch((error: Error) => error.message);
+    assert.is(failed, 'rolled back', 'the error of the work, not one from closing the stores');
+    // A cleared timer's destroy hook runs on a later turn of the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is(running.size, 0, `${running.size} intervals still running`);
+  } finally {
+    hook.disable();
+    await database.close();
+  }
 });
 
 test('keys rotate on PostgreSQL with the key file: every sealed value opens with the new key and not with the old', async () => {

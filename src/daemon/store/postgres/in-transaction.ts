@@ -44,7 +44,17 @@ export function inOneTransaction<T>(database: Database, work: (stores: Stores, t
     const bound = new TransactionDatabase(database.settings, tx);
     const stores = postgresStores(bound, new ChangeFeed(bound, () => undefined));
     try {
-      return await work(stores, tx);
+      let result: T;
+      try {
+        result = await work(stores, tx);
+      } catch (error) {
+        // The transaction is aborted: what closing would still write fails, and must not hide why.
+        await stores.close().catch(() => undefined);
+        throw error;
+      }
+      // What the stores still write goes into the transaction; their timers (lease renewal) stop.
+      await stores.close();
+      return result;
     } finally {
       await bound.close();
     }
