@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { NonEmptyString, jsonObject } from '../validation.js';
+import { jsonObject, NonEmptyString } from '../../contract/schemas.js';
 
 export const ROLES = ['ADMIN', 'USER'] as const;
 export type Role = (typeof ROLES)[number];

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { CursorParam, NonEmptyString, QueryInt, Slug, jsonObject } from '../validation.js';
+import { CursorParam, jsonObject, NonEmptyString, QueryInt, Slug } from '../../contract/schemas.js';
 import { isStrictSemver } from './versions.js';
 
 export const ExtensionKey = Slug;
@@ -133,5 +133,4 @@ export type CreateExtensionInput = v.InferOutput<typeof CreateExtensionBody>;
 export type UpdateExtensionInput = v.InferOutput<typeof UpdateExtensionBody>;
 export type PublishVersionInput = v.InferOutput<typeof PublishVersionBody>;
 export type BrowseInput = v.InferOutput<typeof BrowseQuery>;
-export type AuditInput = v.InferOutput<typeof AuditQuery>;
 export type SeedInput = v.InferOutput<typeof SeedFile>;

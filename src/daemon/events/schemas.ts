@@ -1,15 +1,10 @@
 import * as v from 'valibot';
 import { DomainError } from '../errors.js';
-import { isPlainObject, jsonObject, parseOrThrow } from '../validation.js';
+import { parseOrThrow } from '../validation.js';
+import { EventKey, isPlainObject, jsonObject } from '../../contract/schemas.js';
 
 /** Nesting deeper than this is refused: nothing legitimate needs it, and deep values cost stack later. */
 const MAX_PAYLOAD_DEPTH = 32;
-
-export const EventKey = v.pipe(
-  v.string(),
-  v.maxLength(255, 'must be at most 255 characters'),
-  v.regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/, 'must be two or more dot-separated segments of letters, digits, _ and -'),
-);
 
 function deeperThan(value: unknown, limit: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
@@ -57,4 +52,3 @@ export const NotificationPayload = v.looseObject({
   message: NonEmpty(10_000),
   sender: v.optional(NonEmpty(200)),
 });
-export type Notification = v.InferOutput<typeof NotificationPayload>;

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { WEBHOOK_SCHEMES } from '../../handlers/webhooks/index.js';
 import { DomainError, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
-import { Slug } from '../validation.js';
+import { Slug } from '../../contract/schemas.js';
 import { isEventKeyTemplate } from '../webhooks/event-key.js';
 import type { ExtensionConfigStore, FieldType, FieldValue, StoredField } from './store.js';
 import { ReadBack } from '../read-back.js';

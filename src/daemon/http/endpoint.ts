@@ -56,9 +56,6 @@ export class TextReply {
   constructor(readonly text: string) {}
 }
 
-/** Returned by a handler that answered by itself and keeps the response open (a live stream). */
-export const ANSWERED_BY_HANDLER = Symbol('answered by the handler');
-
 export interface EndpointSpec<A extends Access, PS, QS, BS> {
   access: A;
   /** Runs after authentication and before validation: throw `forbidden` to refuse (403). */
@@ -72,7 +69,11 @@ export interface EndpointSpec<A extends Access, PS, QS, BS> {
   maxBodyBytes?: number;
   /** The handler reads the raw body itself, whatever its content type (the webhook endpoint). */
   readsOwnBody?: true;
-  /** The success answer is not the envelope (a stream, a file, metrics): what the API document says it is. */
+  /**
+   * The success answer is not the envelope (a stream, a file, metrics, the API
+   * document): the handler writes it itself, and this is what the API document
+   * says it is. Errors it throws are still answered with the envelope.
+   */
   answers?: { contentType: string; description: string };
   handle: (context: EndpointContext<A, Output<PS>, Output<QS>, Output<BS>>) => unknown;
 }
@@ -183,7 +184,7 @@ async function serve<
   }
 
   const result = await spec.handle({ params, query, body, caller, rawBody, event } as never);
-  if (result === ANSWERED_BY_HANDLER) return;
+  if (spec.answers) return;
   const status = spec.status ?? 200;
   if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
   else if (result instanceof PageReply) await sendPage(res, result.budget.json, result.budget.bytes, result.meta);

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { EventHandler, Plugin } from '../../handlers/sdk.js';
 import { StartupError } from '../errors.js';
 import { ensurePrivateDir } from '../files.js';
-import { isPlainObject } from '../validation.js';
+import { isPlainObject, SLUG_PATTERN } from '../../contract/schemas.js';
 
 /** A plugin shipped with the daemon, which may receive some events in every workspace. */
 export interface BuiltinPlugin extends Plugin {
@@ -14,7 +14,6 @@ export interface BuiltinPlugin extends Plugin {
 }
 
 const PLUGIN_FILE = /\.m?js$/;
-const EXTENSION_KEY = /^[a-z][a-z0-9-]{1,63}$/;
 
 /** In-process plugins by extension key: the built-ins, then every file of the plugins folder. */
 export class PluginRegistry {
@@ -91,7 +90,7 @@ async function importPlugin(file: string): Promise<Plugin> {
 function shapeProblem(candidate: unknown): string | null {
   if (!isPlainObject(candidate)) return 'the default export must be an object';
   const { extensionKey, events, webhook } = candidate;
-  if (typeof extensionKey !== 'string' || !EXTENSION_KEY.test(extensionKey)) {
+  if (typeof extensionKey !== 'string' || !SLUG_PATTERN.test(extensionKey)) {
     return 'extensionKey must be a lowercase extension key';
   }
   if (webhook !== undefined && typeof webhook !== 'function') return 'webhook must be a function';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { EventKey } from '../events/schemas.js';
+import { EventKey } from '../../contract/schemas.js';
 
 const TYPE_PLACEHOLDER = '{type}';
 /** What `{type}` becomes for a call that names no usable type. */

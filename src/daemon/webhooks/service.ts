@@ -8,7 +8,7 @@ import type { EventService } from '../events/service.js';
 import type { ExtensionConfigService } from '../extension-config/service.js';
 import type { Logger } from '../log.js';
 import type { PluginRegistry } from '../plugins/registry.js';
-import { Slug } from '../validation.js';
+import { Slug } from '../../contract/schemas.js';
 import { webhookEventKey } from './event-key.js';
 import { bodyExcerpt, maskHeaders } from './redact.js';
 import type { WebhookReplayStore } from './replays.js';

@@ -1,11 +1,11 @@
 import * as v from 'valibot';
-import { CursorParam, QueryInt, Slug } from '../../validation.js';
+import { CursorParam, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { ChatMessage } from '../../chat/store.js';
 import type { RouteModule } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { PageReply } from '../endpoint.js';
 import { PageBudget } from '../../paging.js';
-import { workspaceMember } from './access.js';
+import { workspaceMember } from '../access.js';
 
 const WorkspaceParams = v.object({ id: Slug });
 const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });

@@ -1,19 +1,11 @@
 import * as v from 'valibot';
 import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/types.js';
-import { EventKey } from '../../events/schemas.js';
-import { QueryInt, Slug } from '../../validation.js';
+import { EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor, isSequence } from '../cursor.js';
 import { PageReply } from '../endpoint.js';
 import { PageBudget } from '../../paging.js';
-import { workspaceMember } from './access.js';
-
-/** An ISO 8601 instant in a query string, as epoch milliseconds. */
-export const QueryInstant = v.pipe(
-  v.string(),
-  v.isoTimestamp('must be an ISO 8601 timestamp such as 2026-01-31T12:00:00Z'),
-  v.transform((text) => Date.parse(text)),
-);
+import { workspaceMember } from '../access.js';
 
 const DeliveriesQuery = v.object({
   status: v.optional(v.picklist(DELIVERY_STATUSES, `must be one of ${DELIVERY_STATUSES.join(', ')}`)),

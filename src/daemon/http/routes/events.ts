@@ -1,10 +1,9 @@
 import * as v from 'valibot';
-import { EventKey, PublishEventBody } from '../../events/schemas.js';
-import { QueryInt, Slug } from '../../validation.js';
+import { PublishEventBody } from '../../events/schemas.js';
+import { EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
-import { workspaceMember } from './access.js';
-import { QueryInstant } from './deliveries.js';
+import { workspaceMember } from '../access.js';
 import { PageReply, Reply } from '../endpoint.js';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { PageBudget } from '../../paging.js';

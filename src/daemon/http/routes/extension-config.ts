@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { FIELD_TYPES } from '../../extension-config/service.js';
-import { Slug, jsonObject } from '../../validation.js';
+import { jsonObject, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 
 const ConfigParams = v.object({ key: Slug });

@@ -1,6 +1,6 @@
 import { openApiDocument } from '../openapi.js';
 import type { RouteModule } from '../context.js';
-import { ANSWERED_BY_HANDLER, sessionCookieName } from '../endpoint.js';
+import { sessionCookieName } from '../endpoint.js';
 
 /** The API document, generated once on first request: every module has registered its routes by then. */
 export const openApiRoutes: RouteModule = (routes, { endpoint, config }) => {
@@ -19,7 +19,6 @@ export const openApiRoutes: RouteModule = (routes, { endpoint, config }) => {
           'x-content-type-options': 'nosniff',
         });
         event.node.res.end(json);
-        return ANSWERED_BY_HANDLER;
       },
     }),
   );

@@ -4,12 +4,12 @@ import type { AuthService, Caller } from '../../auth/service.js';
 import { isAdmin } from '../../auth/users.js';
 import { DomainError, RateLimitedError, forbidden, invalid, unavailable } from '../../errors.js';
 import type { ActivityFeed, ActivityItem } from '../../events/activity.js';
-import { Slug } from '../../validation.js';
+import { Slug } from '../../../contract/schemas.js';
 import type { WorkspaceService } from '../../workspaces/service.js';
 import type { RouteModule } from '../context.js';
-import { ANSWERED_BY_HANDLER, bearerToken, sessionCookieName } from '../endpoint.js';
+import { bearerToken, sessionCookieName } from '../endpoint.js';
 import { abandonAnswer, endsWhenClientLeaves } from '../observe.js';
-import { workspaceMember } from './access.js';
+import { workspaceMember } from '../access.js';
 
 /** Open streams in all, and per user: what clients can make the daemon hold is bounded. */
 const MAX_STREAMS = 1_000;
@@ -131,7 +131,7 @@ class LiveStreams {
     // The endpoint authenticated this token: it is there.
     const token = bearerToken(res.req, this.deps.sessionCookie)!;
     // The client left while it was being authenticated: its close has passed, nothing to count.
-    if (res.req.socket.destroyed) return ANSWERED_BY_HANDLER;
+    if (res.req.socket.destroyed) return;
 
     this.total += 1;
     this.perUser.set(userId, (this.perUser.get(userId) ?? 0) + 1);
@@ -225,7 +225,6 @@ class LiveStreams {
       if (left > 0) this.perUser.set(userId, left);
       else this.perUser.delete(userId);
     });
-    return ANSWERED_BY_HANDLER;
   }
 }
 

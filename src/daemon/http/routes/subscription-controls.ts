@@ -1,7 +1,6 @@
 import * as v from 'valibot';
-import { isPlainObject, jsonObject, Slug } from '../../validation.js';
+import { HttpUrl, isPlainObject, jsonObject, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
-import { HttpUrl } from './workspaces.js';
 
 const SubscriptionParams = v.object({ id: Slug, subscriptionId: v.pipe(v.string(), v.uuid('must be a subscription id')) });
 const ChangeSubscriptionBody = v.pipe(

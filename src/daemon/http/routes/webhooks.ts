@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { DomainError } from '../../errors.js';
-import { QueryInt, isPlainObject } from '../../validation.js';
+import { isPlainObject, QueryInt } from '../../../contract/schemas.js';
 import { REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../../webhooks/request-log.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';

@@ -1,24 +1,17 @@
 import * as v from 'valibot';
-import { EventKey } from '../../events/schemas.js';
-import { NonEmptyString, Slug, jsonObject } from '../../validation.js';
+import { EventKey, HttpUrl, jsonObject, NonEmptyString, Slug } from '../../../contract/schemas.js';
 import { deleteWorkspace } from '../../workspaces/deletion.js';
 import { SUBSCRIBER_KINDS } from '../../workspaces/types.js';
 import { isVersionRequest } from '../../workspaces/versions.js';
 import type { RouteModule } from '../context.js';
 import { Reply } from '../endpoint.js';
-import { workspaceMember } from './access.js';
+import { workspaceMember } from '../access.js';
 
 const VersionRequest = v.pipe(
   v.string(),
   v.minLength(1, 'must not be empty'),
   v.maxLength(256),
   v.check(isVersionRequest, 'must be a version, "latest" or a semver range such as ^1.2, ~1.4 or 1.x'),
-);
-export const HttpUrl = v.pipe(
-  v.string(),
-  v.maxLength(2048),
-  v.url('must be an http(s) URL'),
-  v.regex(/^https?:\/\//i, 'must be an http(s) URL'),
 );
 
 const WorkspaceParams = v.object({ id: Slug });

@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ExtensionDocument, StoredExtension } from '../../catalog/types.js';
 import { StartupError } from '../../errors.js';
-import { isPlainObject } from '../../validation.js';
+import { isPlainObject, SLUG_PATTERN } from '../../../contract/schemas.js';
 import { Collection } from '../collection.js';
 
 /**
@@ -13,8 +13,11 @@ import { Collection } from '../collection.js';
 export type Shard = Collection<ExtensionDocument>;
 
 const SCHEMA_VERSION = 1;
-/** Only names an extension key can produce; anything else (a `.tmp` left by a crash) is not a shard. */
-const SHARD_FILE = /^([a-z][a-z0-9-]{1,63})\.json$/;
+/** The extension key of a shard's file name; null for any other name (a `.tmp` left by a crash is not a shard). */
+const keyOfShard = (name: string): string | null => {
+  const key = name.endsWith('.json') ? name.slice(0, -'.json'.length) : '';
+  return SLUG_PATTERN.test(key) ? key : null;
+};
 
 const shardFile = (dir: string, extensionKey: string) => join(dir, `${extensionKey}.json`);
 
@@ -22,7 +25,7 @@ const shardFile = (dir: string, extensionKey: string) => join(dir, `${extensionK
 export async function openShards(dir: string): Promise<Shard[]> {
   const shards: Shard[] = [];
   for (const name of (await readdir(dir)).sort()) {
-    const key = SHARD_FILE.exec(name)?.[1];
+    const key = keyOfShard(name);
     if (!key) continue;
     const file = join(dir, name);
     const shard = await Collection.open<ExtensionDocument>({
