@@ -27,8 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchLogFile } from './log-files.js';
 import { startPeerProcess, type PeerProcess } from './peer-process.js';
-import { subscribe, type BenchKit } from './postgres.js';
-import type { Load, Subscriber } from './run.js';
+import { subscribe, type BenchKit, type Load, type Subscriber } from './kit.js';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
 const PEER = fileURLToPath(new URL('bullmq-peer.mjs', import.meta.url));

@@ -15,7 +15,6 @@
  *  - publish-to-delivery latency at 2,000 events/s, and graphile-worker's
  *    add-to-delivery latency at 2,000 jobs/s.
  */
-import type autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,28 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../dev/embedded-postgres.js';
 import type { PeerCommand, Produced } from './graphile-peer.js';
 import { startPeerProcess, type PeerProcess } from './peer-process.js';
-import type { Load, Row, Started, Subscriber } from './run.js';
-
-// ---------- what bench/run.ts lends this group ----------
-
-export interface BenchKit {
-  QUICK: boolean;
-  SECONDS: number;
-  PUBLISH_SECONDS: number;
-  PINNED: boolean;
-  startDaemon(dataDir?: string, extraEnv?: Record<string, string>): Promise<Started>;
-  startSubscriber(): Promise<Subscriber>;
-  login(base: string): Promise<string>;
-  api(base: string, token: string | null, method: string, path: string, body?: unknown): Promise<unknown>;
-  load(options: autocannon.Options): Promise<Load>;
-  seedCatalog(base: string, token: string, from: number, count: number, versions: number): Promise<void>;
-  record(row: Row): void;
-  rssMb(pid: number): number;
-  /** CPU time the process has used so far (user and system), in ms. */
-  cpuMs(pid: number): number;
-  percentile(values: number[], p: number): number;
-  waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean>;
-}
+import { subscribe, type BenchKit, type Load, type Started, type Subscriber } from './kit.js';
 
 // ---------- the database server ----------
 
@@ -416,21 +394,6 @@ const ONE_DAEMON = '14d. publish + deliver on PostgreSQL, 1 daemon';
 const TWO_DAEMONS = '14e. publish + deliver on PostgreSQL, 2 daemons on one database';
 const OURS_PACED = '14g. paced 2,000 events/s on PostgreSQL: publish-to-delivery latency';
 
-/** Scenario 4's workspace: one subscription of `bench.tick` to `url`, made through `daemon`; answers the admin's token. */
-export async function subscribe(kit: BenchKit, daemon: Started, url: string): Promise<string> {
-  const token = await kit.login(daemon.url);
-  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
-  await kit.api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/sink/versions', { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
-  await kit.api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'bench', name: 'Bench' });
-  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/extensions', { extensionKey: 'sink' });
-  await kit.api(daemon.url, token, 'POST', '/api/workspaces/bench/subscriptions', {
-    eventKey: 'bench.tick',
-    extensionKey: 'sink',
-    kind: 'EXTERNAL_SERVICE',
-    serviceBaseUrl: url,
-  });
-  return token;
-}
 
 /** Scenario 4's publish request against `daemon`, signed in there. */
 async function publishOptions(kit: BenchKit, daemon: Started, connections: number) {

@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measureBacklog } from './backlog.js';
-import { measurePostgres, type BenchKit } from './postgres.js';
+import type { BenchKit, Load, Row, Started, Subscriber } from './kit.js';
+import { measurePostgres } from './postgres.js';
 import { benchLogFile } from './log-files.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -35,30 +36,12 @@ function hasTaskset(): boolean {
 const PINNED = hasTaskset();
 if (PINNED) execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
 
-export interface Row {
-  scenario: string;
-  value: number;
-  unit: string;
-  p50: number | null;
-  p99: number | null;
-  ratio: number | null;
-  rssMb: number | null;
-  target: string;
-  met: boolean;
-  note?: string;
-}
 const rows: Row[] = [];
 const benchStarted = performance.now();
 const clock = () => `${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(3)} s`;
 
 // ---------- processes ----------
 
-export interface Started {
-  url: string;
-  child: ChildProcess;
-  dataDir: string;
-  stop(): Promise<void>;
-}
 
 async function startProcess(command: string[], marker: RegExp, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; logFile: string }> {
   const logFile = benchLogFile('out.log');
@@ -167,13 +150,6 @@ async function seedCatalog(base: string, token: string, from: number, count: num
 
 // ---------- load ----------
 
-export interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  errors: number;
-}
 
 function load(options: autocannon.Options): Promise<Load> {
   return new Promise((resolve, reject) => {
@@ -193,13 +169,6 @@ function load(options: autocannon.Options): Promise<Load> {
 
 // ---------- the subscriber ----------
 
-export interface Subscriber {
-  url: string;
-  server: Server;
-  received: number;
-  latencies: number[];
-  lastAt: number;
-}
 
 async function startSubscriber(): Promise<Subscriber> {
   const subscriber: Subscriber = { url: '', server: undefined as unknown as Server, received: 0, latencies: [], lastAt: 0 };

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import * as v from 'valibot';
 import { DEFAULT_CHAT_LIMITS, type ChatLimits } from './chat/store.js';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
-import { redactUrl, type DatabaseSettings } from './store/postgres/settings.js';
+import { redactUrl, type DatabaseSettings } from './database-settings.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 export interface DaemonConfig {

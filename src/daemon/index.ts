@@ -11,7 +11,7 @@ import { openServices, type Services } from './services.js';
 import { takeTornTails } from './store/append-log.js';
 import { openDataDir, tightenPlatformFiles } from './store/data-dir.js';
 import { lockDataDir } from './store/lock.js';
-import { redactUrl } from './store/postgres/settings.js';
+import { redactUrl } from './database-settings.js';
 import { settleAfterStart } from './settle.js';
 import { keepTickShapeAlive } from './tick-shape.js';
 

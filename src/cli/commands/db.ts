@@ -48,7 +48,7 @@ export function registerDb(program: Command): void {
       const config = await daemonConfig(flags);
       if (!config.database) throw usageError('give the database with --database-url or PLATFORM_DATABASE_URL');
       const { importDataDir } = await import('../../daemon/store/import.js');
-      const { redactUrl } = await import('../../daemon/store/postgres/settings.js');
+      const { redactUrl } = await import('../../daemon/database-settings.js');
       const copied = await importDataDir(config.dataDir, config.database);
       printLine(`copied ${config.dataDir} into schema ${config.database.schema} of ${redactUrl(config.database.url)}:`);
       printTable(copied, [

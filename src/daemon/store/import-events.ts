@@ -3,7 +3,7 @@ import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { Delivery, DeliveryRecord, StoredDeadLetter } from '../dispatch/types.js';
 import { replayEventLog } from './file/event-log.js';
 import { openDeliveryFiles } from './file/dispatch.js';
-import type { Copied, ImportTarget } from './import.js';
+import type { Copied, ImportTarget } from './import-step.js';
 import { continueDeliverySequence, insertDeliveries, insertEvents, insertEventsOfDeliveries } from './postgres/import-rows.js';
 import type { ImportedDeliveryRow } from './postgres/rows.js';
 

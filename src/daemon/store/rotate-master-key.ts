@@ -5,7 +5,7 @@ import type { DaemonConfig } from '../config.js';
 import { describeFault, DomainError, StartupError } from '../errors.js';
 import { isMissing, writeFileDurably } from '../files.js';
 import { assertPlatformDataDir, lockDataDir } from './lock.js';
-import type { DatabaseSettings } from './postgres/settings.js';
+import type { DatabaseSettings } from '../database-settings.js';
 import type { Stores } from './stores.js';
 import { MASTER_KEY_FILE, SecretBox } from '../secrets/box.js';
 

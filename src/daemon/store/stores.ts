@@ -41,7 +41,7 @@ import { PostgresUserStore } from './postgres/users.js';
 import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
 import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
 import { PostgresWorkspaceStore } from './postgres/workspaces.js';
-import { redactUrl, type DatabaseSettings } from './postgres/settings.js';
+import { redactUrl, type DatabaseSettings } from '../database-settings.js';
 import { StartupError } from '../errors.js';
 
 /**

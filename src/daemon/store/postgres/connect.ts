@@ -2,7 +2,7 @@ import { DomainError, StartupError } from '../../errors.js';
 import { Database } from './database.js';
 import { migrate } from './migrate.js';
 import type { Migration } from './migrations/index.js';
-import { redactUrl, type DatabaseSettings } from './settings.js';
+import { redactUrl, type DatabaseSettings } from '../../database-settings.js';
 
 /**
  * Connects and brings the schema up to date, as a daemon start and

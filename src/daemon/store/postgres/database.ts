@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { invalid, unavailable } from '../../errors.js';
-import type { DatabaseSettings } from './settings.js';
+import type { DatabaseSettings } from '../../database-settings.js';
 
 /** How long getting a connection may take (a new one, or a free one from the pool) before the request is answered 503. */
 const CONNECT_TIMEOUT_MS = 5_000;

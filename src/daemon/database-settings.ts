@@ -1,4 +1,4 @@
-/** Kept apart from database.ts so that reading the configuration does not load pg. */
+/** How the daemon reaches PostgreSQL: kept apart from store/postgres so that reading the configuration loads no backend (nor pg). */
 
 export interface DatabaseSettings {
   /** postgres:// URL; may hold a password, so it is never logged or shown as is (see redactUrl). */
