@@ -3,11 +3,12 @@ import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { FAST_DISPATCH, pluginsDirWith, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
+import { openStream } from './helpers/streams.js';
 import { hasValidSignature, subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
 let t: TestDaemon;
-let admin: Api;
+let admin: Api & { token: string };
 const subscribers = subscriberPool();
 const subscriber = subscribers.start;
 
@@ -84,20 +85,38 @@ test('after rotate-secret every delivery verifies under the old and the new secr
   assert.not.match(JSON.stringify((await admin.get('/api/workspaces/rotated/subscriptions')).body), fresh.slice(6));
 });
 
-test('test sends a platform.test event to that subscription only, and answers 202 {deliveryId}', async () => {
+/** platform_events_published_total, read from /metrics. */
+async function eventsPublished(): Promise<number> {
+  const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
+  return Number(/^platform_events_published_total (\d+)$/m.exec(text)?.[1]);
+}
+
+test('test sends a platform.test event to that subscription only, and answers 202 {deliveryId}; the event is recorded, counted and streamed like a published one', async () => {
   const target = await subscriber();
   const other = await subscriber();
   await workspaceWith(admin, 'tested', 'crm');
   const { id } = await subscribeExternal(admin, 'tested', 'crm.deal.closed', 'crm', target.url);
   await subscribeExternal(admin, 'tested', 'platform.test', 'crm', other.url);
-  const sent = await admin.post(`/api/workspaces/tested/subscriptions/${id}/test`, { payload: { hello: 'world' } });
-  assert.is(sent.status, 202, sent.text);
-  const [received] = await target.waitForCount(1);
-  assert.is(received!.headers['webhook-id'], sent.body.data.deliveryId);
-  assert.equal([received!.json.eventKey, received!.json.publishedBy, received!.json.payload], ['platform.test', 'platform', { hello: 'world' }]);
-  const listed = (await admin.get(`/api/workspaces/tested/deliveries?eventKey=platform.test`)).body.data as any[];
-  assert.equal(listed.map((d) => d.id), [sent.body.data.deliveryId]);
-  assert.is(other.received.length, 0, 'no other subscriber gets it');
+  const stream = await openStream(t.url, '/api/workspaces/tested/stream', admin.token);
+  const countedBefore = await eventsPublished();
+  try {
+    const sent = await admin.post(`/api/workspaces/tested/subscriptions/${id}/test`, { payload: { hello: 'world' } });
+    assert.is(sent.status, 202, sent.text);
+    const [received] = await target.waitForCount(1);
+    assert.is(received!.headers['webhook-id'], sent.body.data.deliveryId);
+    assert.equal([received!.json.eventKey, received!.json.publishedBy, received!.json.payload], ['platform.test', 'platform', { hello: 'world' }]);
+    const listed = (await admin.get(`/api/workspaces/tested/deliveries?eventKey=platform.test`)).body.data as any[];
+    assert.equal(listed.map((d) => d.id), [sent.body.data.deliveryId]);
+    assert.is(other.received.length, 0, 'no other subscriber gets it');
+
+    const events = (await admin.get('/api/workspaces/tested/events')).body.data as any[];
+    assert.equal(events.map((event) => event.id), [received!.json.id], 'in the event log');
+    assert.is(await eventsPublished(), countedBefore + 1, 'counted as published');
+    const shown = await waitFor('the event on the live stream', () => stream.items.find((item) => item.event === 'event.published'));
+    assert.is(shown.data.id, received!.json.id);
+  } finally {
+    stream.close();
+  }
 });
 
 test('failing without one success for PLATFORM_DISABLE_AFTER disables with a reason and publishes platform.subscription.disabled', async () => {

@@ -40,6 +40,9 @@ export interface EventServiceDependencies {
   now?: () => number;
 }
 
+/** An event before it is recorded: what the publisher decides; `record` adds its id and time. */
+type EventDraft = Omit<PlatformEvent, 'id' | 'occurredAt'>;
+
 /** The daemon itself, publishing what it noticed. */
 const PLATFORM_ORIGIN: Origin = { actor: 'platform', publishedBy: 'platform', depth: 1 };
 
@@ -97,28 +100,16 @@ export class EventService {
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
     await this.deps.plugins.admit(workspaceId, input.eventKey, payload);
 
-    const now = this.now();
-    const event: PlatformEvent = {
-      id: randomUUID(),
+    const draft: EventDraft = {
       eventKey: input.eventKey,
       tenantId: workspaceId,
       actor: input.actor ?? origin.actor,
       publishedBy: origin.publishedBy,
       payload,
       schemaVersion: input.schemaVersion ?? null,
-      occurredAt: new Date(now).toISOString(),
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const carried = CarriedEvent.of(event);
-    const deliveries = this.subscribersOf(event, active).map((subscriber) => newDelivery(carried, origin.depth, subscriber, now));
-    const held = await this.deps.events.publish(event, deliveries);
-    this.deps.metrics.eventPublished();
-    this.deps.activity.eventPublished(event);
-
-    // In-process deliveries are always held: synchronous handlers run before the publisher is answered.
-    const synchronous = held.filter((delivery) => this.isSynchronous(delivery));
-    this.dispatcher.enqueue(held.filter((delivery) => !synchronous.includes(delivery)));
-    for (const delivery of synchronous) await this.dispatcher.runNow(delivery);
+    const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active));
     return { eventId: event.id };
   }
 
@@ -135,23 +126,10 @@ export class EventService {
   async sendTest(workspaceId: string, subscriptionId: string, payload: Record<string, unknown>, actor: string): Promise<{ deliveryId: string }> {
     const subscription = await this.deps.workspaces.subscription(workspaceId, subscriptionId);
     const checked = checkPayload(payload, this.deps.maxPayloadBytes);
-    const now = this.now();
-    const event: PlatformEvent = {
-      id: randomUUID(),
-      eventKey: 'platform.test',
-      tenantId: workspaceId,
-      actor,
-      publishedBy: PLATFORM_ORIGIN.publishedBy,
-      payload: checked,
-      schemaVersion: null,
-      occurredAt: new Date(now).toISOString(),
-    };
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
-    const delivery = newDelivery(CarriedEvent.of(event), 1, { subscriptionId: id, extensionKey, kind, serviceBaseUrl }, now);
-    const held = await this.deps.events.publish(event, [delivery]);
-    if (this.isSynchronous(delivery)) await this.dispatcher.runNow(delivery);
-    else this.dispatcher.enqueue(held);
-    return { deliveryId: delivery.id };
+    const draft: EventDraft = { eventKey: 'platform.test', tenantId: workspaceId, actor, publishedBy: PLATFORM_ORIGIN.publishedBy, payload: checked, schemaVersion: null };
+    const { deliveries } = await this.record(draft, PLATFORM_ORIGIN.depth, () => [{ subscriptionId: id, extensionKey, kind, serviceBaseUrl }]);
+    return { deliveryId: deliveries[0]!.id };
   }
 
   /** The event with the record of every delivery it caused. */
@@ -191,6 +169,43 @@ export class EventService {
 
   storedEvents(): Promise<number> {
     return this.deps.events.storedCount();
+  }
+
+  /**
+   * Makes the event (id, time) and a delivery to each of its subscribers,
+   * records them durably, counts and shows the event, and hands the
+   * deliveries over: synchronous in-process handlers run before this
+   * resolves, everything else is the dispatcher's. Every event the daemon
+   * records, published or sent as a test, passes here.
+   */
+  private async record(
+    draft: EventDraft,
+    depth: number,
+    subscribers: (event: PlatformEvent) => SubscriberRef[],
+  ): Promise<{ event: PlatformEvent; deliveries: Delivery[] }> {
+    const now = this.now();
+    const event: PlatformEvent = {
+      id: randomUUID(),
+      eventKey: draft.eventKey,
+      tenantId: draft.tenantId,
+      actor: draft.actor,
+      publishedBy: draft.publishedBy,
+      payload: draft.payload,
+      schemaVersion: draft.schemaVersion,
+      occurredAt: new Date(now).toISOString(),
+      ...(draft.sourceId === undefined ? {} : { sourceId: draft.sourceId }),
+    };
+    const carried = CarriedEvent.of(event);
+    const deliveries = subscribers(event).map((subscriber) => newDelivery(carried, depth, subscriber, now));
+    const held = await this.deps.events.publish(event, deliveries);
+    this.deps.metrics.eventPublished();
+    this.deps.activity.eventPublished(event);
+
+    // In-process deliveries are always held: synchronous handlers run before the publisher is answered.
+    const synchronous = held.filter((delivery) => this.isSynchronous(delivery));
+    this.dispatcher.enqueue(held.filter((delivery) => !synchronous.includes(delivery)));
+    for (const delivery of synchronous) await this.dispatcher.runNow(delivery);
+    return { event, deliveries };
   }
 
   /** The workspace's active subscriptions to the event, plus built-ins that receive it everywhere (once per extension). */
