@@ -15,7 +15,10 @@ import { ExtensionConfigService } from './extension-config/service.js';
 import type { JobLock, ScheduledJob } from './jobs.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { LiveStreams } from './http/live-streams.js';
+import { sessionCookieName } from './http/endpoint.js';
 import { PluginRegistry } from './plugins/registry.js';
+import { Readiness } from './readiness.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
 import { openDatabaseStores, openFileStores, type Stores } from './store/stores.js';
@@ -37,10 +40,12 @@ export interface Services {
   metrics: Metrics;
   /** Published events and delivery outcomes as they happen, for live streams. */
   activity: ActivityFeed;
+  /** The open live streams (built once: each listens to changes of access). */
+  streams: LiveStreams;
+  /** Whether storage takes writes and the dispatcher runs, for /api/health/ready. */
+  readiness: Readiness;
   /** The master keyring: it seals secrets at rest and signs backup manifests. */
   box: SecretBox;
-  /** On PostgreSQL: why the database cannot serve now (null: it can), for readiness; null on files. */
-  databaseFault: (() => Promise<string | null>) | null;
   /** On files: bytes of event JSON the event log keeps in memory for listing (tests check its budget); null on PostgreSQL, which keeps none. */
   recentEventBytes: (() => number) | null;
   startedAt: number;
@@ -68,7 +73,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const box = await SecretBox.open(config.dataDir, config.masterKey);
     // The one place the backend is chosen.
     let stores: Stores;
-    let databaseFault: Services['databaseFault'] = null;
+    /** On PostgreSQL: why the database cannot serve now (null: it can), for readiness; null on files. */
+    let databaseFault: (() => Promise<string | null>) | null = null;
     let recentEventBytes: Services['recentEventBytes'] = null;
     const storeOptions = {
       logError: (message: string) => logger.error(message),
@@ -174,8 +180,9 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         webhooks,
         metrics,
         activity,
+        streams: new LiveStreams({ auth, workspaces, activity, heartbeatMs: config.streamHeartbeatMs, sessionCookie: sessionCookieName(config.secureCookies) }),
+        readiness: new Readiness(config.dataDir, events.dispatcher, databaseFault),
         box,
-        databaseFault,
         recentEventBytes,
         startedAt: Date.now(),
       },

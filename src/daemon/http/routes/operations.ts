@@ -4,7 +4,6 @@ import * as v from 'valibot';
 import { isAdmin } from '../../auth/users.js';
 import { streamBackup } from '../../backup/snapshot.js';
 import { DomainError, unauthorized } from '../../errors.js';
-import { Readiness } from '../../readiness.js';
 import { asStorageError } from '../../files.js';
 import type { RouteModule } from '../context.js';
 import { bearerToken, sessionCookieName } from '../endpoint.js';
@@ -14,8 +13,7 @@ const BackupQuery = v.object({ includeKeys: v.optional(v.picklist(['true', 'fals
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** Readiness for load balancers and orchestrators, metrics for Prometheus, backups for the operator. */
-export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, events, metrics, databaseFault, box }, config }) => {
-  const readiness = new Readiness(config.dataDir, events.dispatcher, databaseFault);
+export const operationsRoutes: RouteModule = (routes, { endpoint, services: { auth, metrics, readiness, box }, config }) => {
   routes.get(
     '/api/health/ready',
     endpoint({
