@@ -161,6 +161,9 @@ export function deadLetterOf(delivery: Delivery, event: PlatformEvent, error: De
 
 export const toPublicDeadLetter = ({ depth: _depth, ...visible }: StoredDeadLetter): DeadLetter => visible;
 
+/** A delivery record as the API shows it: the event key is kept for filtering only. */
+export const toPublicDeliveryRecord = ({ eventKey: _eventKey, ...record }: DeliveryRecord) => record;
+
 /** The dead letters `filter` selects (every field it sets must match). */
 export const matchesDeadLetterFilter = (filter: DeadLetterFilter) => (letter: StoredDeadLetter) =>
   (filter.workspaceId === undefined || letter.event.tenantId === filter.workspaceId) &&

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { DELIVERY_STATUSES, type DeliveryRecord } from '../../dispatch/types.js';
+import { DELIVERY_STATUSES, toPublicDeliveryRecord, type DeliveryRecord } from '../../dispatch/types.js';
 import { EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor, isSequence } from '../cursor.js';
@@ -16,26 +16,10 @@ const DeliveriesQuery = v.object({
   limit: v.optional(QueryInt(1, 500), '50'),
   cursor: v.optional(v.pipe(v.string(), v.maxLength(200, 'is not a cursor of this listing'))),
 });
-const EventParams = v.object({ id: Slug, eventId: v.pipe(v.string(), v.uuid('must be an event id')) });
-
-/** The record as the contract shows it: the event key is kept for filtering only. */
-const toPublicRecord = ({ eventKey: _eventKey, ...record }: DeliveryRecord) => record;
 
 export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { workspaces, events }, config: { maxPageBytes } }) => {
   const member = workspaceMember(workspaces);
 
-  routes.get(
-    '/api/workspaces/:id/events/:eventId',
-    endpoint({
-      access: 'user',
-      authorize: member,
-      params: EventParams,
-      handle: async ({ params }) => {
-        const { deliveries, ...event } = await events.show(params.id, params.eventId);
-        return { ...event, deliveries: deliveries.map(toPublicRecord) };
-      },
-    }),
-  );
   routes.get(
     '/api/workspaces/:id/deliveries',
     endpoint({
@@ -46,7 +30,7 @@ export const deliveryRoutes: RouteModule = (routes, { endpoint, services: { work
       handle: async ({ params, query: { cursor, ...query } }) => {
         checkRange(query.since, query.until);
         const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
-        const budget = new PageBudget<DeliveryRecord>(maxPageBytes, (record) => JSON.stringify(toPublicRecord(events.withoutCredentials(record))));
+        const budget = new PageBudget<DeliveryRecord>(maxPageBytes, (record) => JSON.stringify(toPublicDeliveryRecord(events.withoutCredentials(record))));
         const { lastSeq, more } = await events.deliveries(params.id, { ...query, before }, budget);
         const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
         return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { toPublicDeliveryRecord } from '../../dispatch/types.js';
 import { PublishEventBody } from '../../events/schemas.js';
 import { EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
@@ -9,6 +10,7 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { PageBudget } from '../../paging.js';
 
 const WorkspaceParams = v.object({ id: Slug });
+const EventParams = v.object({ id: Slug, eventId: v.pipe(v.string(), v.uuid('must be an event id')) });
 const EventsQuery = v.object({
   eventKey: v.optional(EventKey),
   since: v.optional(QueryInstant),
@@ -54,6 +56,18 @@ export const eventRoutes: RouteModule = (routes, { endpoint, services: { workspa
         const { last } = await events.list(params.id, { ...query, before }, budget);
         const nextCursor = last ? encodeCursor('events', params.id, last) : undefined;
         return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+      },
+    }),
+  );
+  routes.get(
+    '/api/workspaces/:id/events/:eventId',
+    endpoint({
+      access: 'user',
+      authorize: member,
+      params: EventParams,
+      handle: async ({ params }) => {
+        const { deliveries, ...event } = await events.show(params.id, params.eventId);
+        return { ...event, deliveries: deliveries.map(toPublicDeliveryRecord) };
       },
     }),
   );
