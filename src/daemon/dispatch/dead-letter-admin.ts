@@ -1,5 +1,5 @@
 import { DomainError } from '../errors.js';
-import type { Inactivity } from '../workspaces/service.js';
+import type { Inactivity } from '../workspaces/types.js';
 import type { DeadLetterStore, MatchingDeadLetters } from './store.js';
 import type { DeadLetterFilter, Delivery } from './types.js';
 

@@ -16,14 +16,16 @@ import {
 } from './store.js';
 import { resolveVersion } from './versions.js';
 import { ReadBack } from '../read-back.js';
-import type {
-  CatalogReader,
-  HandlerDirectory,
-  Installation,
-  PublicSubscription,
-  StoredSubscription,
-  SubscriberKind,
-  Workspace,
+import {
+  inactivityOf,
+  type CatalogReader,
+  type HandlerDirectory,
+  type Inactivity,
+  type Installation,
+  type PublicSubscription,
+  type StoredSubscription,
+  type SubscriberKind,
+  type Workspace,
 } from './types.js';
 
 export interface NewSubscription {
@@ -32,9 +34,6 @@ export interface NewSubscription {
   kind: SubscriberKind;
   serviceBaseUrl?: string | undefined;
 }
-
-/** Why a subscriber gets no delivery right now, or null when it is active. */
-export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
 
 export interface DisabledSubscription {
   subscriptionId: string;
@@ -344,11 +343,7 @@ export class WorkspaceService {
   /** Checked again before every delivery attempt and replay, from memory. */
   inactivity(subscriptionId: string): Inactivity {
     const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription) return 'subscription deleted';
-    if (subscription.enabled === false) return 'subscription disabled';
-    const installation = this.held.get(subscription.workspaceId)?.installations.get(subscription.extensionKey);
-    if (!installation) return 'extension not installed';
-    return installation.enabled ? null : 'extension disabled';
+    return inactivityOf(subscription, subscription && this.held.get(subscription.workspaceId)?.installations.get(subscription.extensionKey));
   }
 
   /**

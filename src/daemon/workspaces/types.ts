@@ -36,6 +36,22 @@ export interface StoredSubscription extends Subscription {
   failingSince?: number;
 }
 
+/** Why a subscriber gets no delivery right now, or null when it is active. */
+export type Inactivity = 'subscription deleted' | 'subscription disabled' | 'extension not installed' | 'extension disabled' | null;
+
+/**
+ * The one rule of who receives deliveries: the subscription exists and is
+ * enabled, and its extension is installed in the workspace and enabled.
+ * Publishing picks receivers by it (in each store), and each attempt and
+ * replay checks it again.
+ */
+export function inactivityOf(subscription: Pick<Subscription, 'enabled'> | undefined, installation: { enabled: boolean } | undefined): Inactivity {
+  if (!subscription) return 'subscription deleted';
+  if (subscription.enabled === false) return 'subscription disabled';
+  if (!installation) return 'extension not installed';
+  return installation.enabled ? null : 'extension disabled';
+}
+
 /** What a catalog version must tell an installation. */
 export interface InstallableVersion {
   version: string;

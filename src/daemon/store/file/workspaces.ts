@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Installation, StoredSubscription, Workspace } from '../../workspaces/types.js';
+import { inactivityOf, type Installation, type StoredSubscription, type Workspace } from '../../workspaces/types.js';
 import {
   alreadyInstalled,
   alreadySubscribed,
@@ -176,8 +176,7 @@ export class FileWorkspaceStore implements WorkspaceStore {
 
   async activeSubscriptions(workspaceId: string, eventKey: string): Promise<StoredSubscription[]> {
     return (this.byTopic.get(topic(workspaceId, eventKey)) ?? []).filter(
-      (subscription) =>
-        subscription.enabled !== false && this.installations.get(installationKey(workspaceId, subscription.extensionKey))?.enabled === true,
+      (subscription) => inactivityOf(subscription, this.installations.get(installationKey(workspaceId, subscription.extensionKey))) === null,
     );
   }
 

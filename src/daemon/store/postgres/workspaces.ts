@@ -1,4 +1,4 @@
-import type { Installation, StoredSubscription, SubscriberKind, Workspace } from '../../workspaces/types.js';
+import { inactivityOf, type Installation, type StoredSubscription, type SubscriberKind, type Workspace } from '../../workspaces/types.js';
 import {
   alreadyInstalled,
   alreadySubscribed,
@@ -97,9 +97,10 @@ const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
 const EXISTING_WORKSPACES = { name: 'existing-workspaces', text: 'SELECT id FROM workspaces WHERE id = ANY($1::text[])' };
 const ACTIVE_SUBSCRIPTIONS = {
   name: 'active-subscriptions',
-  text: `SELECT ${qualified(SUBSCRIPTION_COLUMNS, 's')} FROM subscriptions s
-         JOIN installations i ON i.workspace_id = s.workspace_id AND i.extension_key = s.extension_key
-         WHERE (s.workspace_id, s.event_key) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND s.enabled AND i.enabled
+  // Every subscription of the pairs with its installation's flag: which are active is inactivityOf's to say.
+  text: `SELECT ${qualified(SUBSCRIPTION_COLUMNS, 's')}, i.enabled AS installation_enabled FROM subscriptions s
+         LEFT JOIN installations i ON i.workspace_id = s.workspace_id AND i.extension_key = s.extension_key
+         WHERE (s.workspace_id, s.event_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
          ORDER BY s.seq`,
 };
 
@@ -135,13 +136,18 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     this.active = new BatchedRead(
       (key) => JSON.stringify(key),
       async (keys) => {
-        const { rows } = await this.database.query<SubscriptionRow>(ACTIVE_SUBSCRIPTIONS, [keys.map(([workspaceId]) => workspaceId), keys.map(([, eventKey]) => eventKey)]);
+        const { rows } = await this.database.query<SubscriptionRow & { installation_enabled: boolean | null }>(ACTIVE_SUBSCRIPTIONS, [
+          keys.map(([workspaceId]) => workspaceId),
+          keys.map(([, eventKey]) => eventKey),
+        ]);
         const found = new Map<string, StoredSubscription[]>();
         for (const row of rows) {
+          const subscription = toSubscription(row);
+          if (inactivityOf(subscription, row.installation_enabled === null ? undefined : { enabled: row.installation_enabled }) !== null) continue;
           const key = JSON.stringify([row.workspace_id, row.event_key]);
           const list = found.get(key);
-          if (list) list.push(toSubscription(row));
-          else found.set(key, [toSubscription(row)]);
+          if (list) list.push(subscription);
+          else found.set(key, [subscription]);
         }
         return found;
       },
