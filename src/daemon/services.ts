@@ -129,6 +129,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     // Before the stores close (closers run last first): read-backs still to be retried stop.
     closers.push(async () => {
+      catalog.close();
       workspaces.close();
       extensionConfig.close();
     });

@@ -8,6 +8,7 @@ import {
   type PublishVersionInput,
   type UpdateExtensionInput,
 } from './schemas.js';
+import { ReadBack } from '../read-back.js';
 import { SearchIndex } from './search-index.js';
 import { extensionExists, type AuditFilter, type CatalogStore } from './store.js';
 import type {
@@ -77,14 +78,16 @@ const toVersionRecord = (stored: StoredVersion): VersionRecord => ({
  * summary and detail objects, and a small cache of recent listings. A change
  * validates against the store's current extension inside the store's update
  * (so concurrent changes, on any daemon, cannot both pass a check), then the
- * extension is read back into memory before the change returns. Changes other
- * daemons make are read back when the store reports them.
+ * extension is read back into memory before the change returns (ReadBack, as
+ * workspaces and extension configuration do). Changes other daemons make are
+ * read back when the store reports them.
  */
 export class CatalogService {
   private readonly entries: Entry[] = [];
   private readonly byKey = new Map<string, Entry>();
   /** Read-backs from the store, one at a time, in the order asked for. */
   private reloads: Promise<void> = Promise.resolve();
+  private readonly readBack = new ReadBack<string>((key) => this.reload(key));
   private readonly index = new SearchIndex();
   private readonly byCategory = new Map<string, Set<number>>();
   /** slot → the category it is filed under in byCategory. */
@@ -185,7 +188,7 @@ export class CatalogService {
     for (const field of ['name', 'description', 'category', 'permissions'] as const) {
       changes[field] = { from: null, to: extension[field] };
     }
-    await this.storing(key, this.store.create(extension, auditRecord(actor, 'create', key, now, { changes })));
+    await this.readBack.storing(key, this.store.create(extension, auditRecord(actor, 'create', key, now, { changes })));
     return this.detailOf(this.require(key));
   }
 
@@ -303,23 +306,13 @@ export class CatalogService {
   }
 
   /** A change through the store's read-modify-write, then read back into memory. */
-  private change(extensionKey: string, change: Parameters<CatalogStore['update']>[1]): Promise<void> {
-    return this.storing(extensionKey, this.store.update(extensionKey, change));
+  private async change(extensionKey: string, change: Parameters<CatalogStore['update']>[1]): Promise<void> {
+    await this.readBack.storing(extensionKey, this.store.update(extensionKey, change));
   }
 
-  /**
-   * Waits for a write, then reads the extension back from the store, failed or
-   * not: a write that failed may still have stored part of its change (a file
-   * written, its audit line not), and memory must show what the store holds.
-   */
-  private async storing(extensionKey: string, write: Promise<unknown>): Promise<void> {
-    try {
-      await write;
-    } catch (error) {
-      await this.reload(extensionKey).catch(() => undefined);
-      throw error;
-    }
-    await this.reload(extensionKey);
+  /** Stops read-backs still to be retried: the store is about to close. */
+  close(): void {
+    this.readBack.close();
   }
 
   /**
