@@ -179,7 +179,7 @@ needsSmallDisk(test)('/api/health/ready: 503 with the reason on a full disk or w
       unlinkSync(`${dir}/filler`);
       await waitFor('200 once there is room again', async () => (await d.anon.get('/api/health/ready')).status === 200);
 
-      await d.daemon.services.events.dispatcher.stop(100);
+      await d.daemon.services.dispatcher.stop(100);
       const stopped = await waitFor('503 without a dispatcher', async () => {
         const result = await d.anon.get('/api/health/ready');
         return result.status === 503 && result;

@@ -6,7 +6,7 @@ import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/type
 import type { NewAttempt } from '../src/daemon/dispatch/store.js';
 import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';
-import { DeadLetterAdmin } from '../src/daemon/dispatch/dead-letter-admin.js';
+import { DeadLetterService } from '../src/daemon/dispatch/dead-letter-service.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using, usingTwo } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 import { listed } from './helpers/pages.js';
@@ -162,8 +162,10 @@ conformance('bulk replay and discard of dead letters go in batches, oldest first
     assert.is(second.next, null);
 
     const queued: Delivery[] = [];
-    const admin = new DeadLetterAdmin({
+    const admin = new DeadLetterService({
       deadLetters,
+      assertWorkspaceExists: async () => undefined,
+      extensionExists: () => true,
       inactivity: (subscriptionId) => (subscriptionId === 'sub-gone' ? 'subscription deleted' : null),
       enqueue: (replayed) => queued.push(...replayed),
     });

@@ -8,7 +8,8 @@ import { TokenService } from './auth/tokens.js';
 import { UserNames } from './auth/names.js';
 import { CatalogService } from './catalog/service.js';
 import { admitChatMessage, ChatService, postChatMessage } from './chat/service.js';
-import type { DeadLetterStore } from './dispatch/store.js';
+import { DeadLetterService } from './dispatch/dead-letter-service.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
 import { ActivityFeed } from './events/activity.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
@@ -32,7 +33,9 @@ export interface Services {
   catalog: CatalogService;
   workspaces: WorkspaceService;
   events: EventService;
-  deadLetters: DeadLetterStore;
+  /** Runs deliveries; publishing hands them over, the daemon starts and stops it. */
+  dispatcher: Dispatcher;
+  deadLetters: DeadLetterService;
   chat: ChatService;
   plugins: PluginRegistry;
   extensionConfig: ExtensionConfigService;
@@ -136,19 +139,38 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const metrics = createMetrics({ pendingDeliveries: async () => (await stores.deliveries.pending()).count, deadLetters: () => deadLetters.count() });
     const activity = await ActivityFeed.open(stores.activity);
     workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
+    // The dispatcher and publishing are siblings: publishing hands deliveries to the dispatcher,
+    // the dispatcher runs handlers whose publishes, and its notices of disabled subscriptions, are events.
+    const dispatcher: Dispatcher = new Dispatcher({
+      deliveries: stores.deliveries,
+      subscribers: workspaces,
+      handlerFor: (extensionKey, eventKey) => plugins.handlerFor(extensionKey, eventKey),
+      onSubscriptionDisabled: (disabled) => events.subscriptionDisabled(disabled),
+      startHandlerRun: (delivery) => events.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
+      settings: { ...config.dispatch, disableAfterMs: config.subscriptions.disableAfterMs },
+      logger,
+      metrics,
+      activity,
+    });
     const events = new EventService({
       events: stores.events,
       deliveries: stores.deliveries,
-      deadLetters,
       workspaces,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
-      dispatch: { ...config.dispatch, disableAfterMs: config.subscriptions.disableAfterMs },
+      dispatch: dispatcher,
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,
       logger,
       metrics,
       activity,
+    });
+    const deadLetterService = new DeadLetterService({
+      deadLetters,
+      assertWorkspaceExists: (workspaceId) => workspaces.assertExists(workspaceId),
+      extensionExists: (extensionKey) => catalog.has(extensionKey) || plugins.get(extensionKey) !== undefined,
+      inactivity: (subscriptionId) => dispatcher.inactivity(subscriptionId),
+      enqueue: (deliveries) => dispatcher.enqueue(deliveries),
     });
     const webhooks = new WebhookService({
       plugins,
@@ -174,7 +196,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         catalog,
         workspaces,
         events,
-        deadLetters,
+        dispatcher,
+        deadLetters: deadLetterService,
         chat: new ChatService(stores.chat, workspaces),
         plugins,
         extensionConfig,
@@ -182,7 +205,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         metrics,
         activity,
         streams: new LiveStreams({ auth, workspaces, activity, heartbeatMs: config.streamHeartbeatMs, sessionCookie: sessionCookieName(config.secureCookies) }),
-        readiness: new Readiness(config.dataDir, events.dispatcher, databaseFault),
+        readiness: new Readiness(config.dataDir, dispatcher, databaseFault),
         box,
         recentEventBytes,
         startedAt: Date.now(),
@@ -190,10 +213,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       jobs,
       jobLock: stores.jobLock,
       start: async () => {
-        events.dispatcher.start();
+        dispatcher.start();
         return stores.deliveries.shared ? 0 : (await stores.deliveries.pending()).count;
       },
-      stop: () => events.dispatcher.stop(5_000),
+      stop: () => dispatcher.stop(5_000),
       close,
     };
   } catch (error) {

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
-import { DeadLetterAdmin } from '../dispatch/dead-letter-admin.js';
 import type { DeliveryQuery, DeliveryRecord } from '../dispatch/types.js';
 import { notFound } from '../errors.js';
-import { Dispatcher, type DispatchSettings, type HandlerRun } from '../dispatch/dispatcher.js';
-import type { DeadLetterStore, DeliveryPage, DeliveryStore } from '../dispatch/store.js';
+import type { HandlerRun } from '../dispatch/dispatcher.js';
+import type { DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import { CarriedEvent, type Delivery, type SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
+import type { DisabledSubscription } from '../workspaces/service.js';
 import type { PageBudget } from '../paging.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
@@ -21,15 +21,22 @@ import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventI
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
 const MAX_CHAIN_DEPTH = 8;
 
+/** What publishing needs of the dispatcher (built beside this service, in services.ts). */
+export interface DispatchPort {
+  /** Deliveries the store holds for this daemon, to run when a slot is free. */
+  enqueue(deliveries: readonly Delivery[]): void;
+  /** Runs one delivery at once (a synchronous in-process handler, before the publisher is answered). */
+  runNow(delivery: Delivery): Promise<void>;
+}
+
 export interface EventServiceDependencies {
   events: EventStore;
   deliveries: DeliveryStore;
-  deadLetters: DeadLetterStore;
   workspaces: WorkspaceService;
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
   configFor(extensionKey: string): Readonly<Record<string, unknown>>;
-  dispatch: DispatchSettings;
+  dispatch: DispatchPort;
   retention: RetentionPolicy;
   /** PLATFORM_MAX_PAYLOAD: bytes of JSON. */
   maxPayloadBytes: number;
@@ -62,34 +69,17 @@ export interface Origin {
  * in-process handlers ran; everything else is the dispatcher's.
  */
 export class EventService {
-  readonly dispatcher: Dispatcher;
-  readonly deadLetterAdmin: DeadLetterAdmin;
   private readonly now: () => number;
 
   constructor(private readonly deps: EventServiceDependencies) {
     this.now = deps.now ?? Date.now;
-    this.dispatcher = new Dispatcher({
-      deliveries: deps.deliveries,
-      subscribers: deps.workspaces,
-      handlerFor: (extensionKey, eventKey) => deps.plugins.handlerFor(extensionKey, eventKey),
-      onSubscriptionDisabled: async ({ workspaceId, subscriptionId, extensionKey, reason }) => {
-        deps.logger.info(`subscription ${subscriptionId} of ${extensionKey} in ${workspaceId} disabled: ${reason}`);
-        const payload = { subscriptionId, extensionKey, reason };
-        await this.publish(workspaceId, { eventKey: 'platform.subscription.disabled', payload }, PLATFORM_ORIGIN);
-      },
-      startHandlerRun: (delivery) => this.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
-      settings: deps.dispatch,
-      logger: deps.logger,
-      metrics: deps.metrics,
-      activity: deps.activity,
-      now: this.now,
-    });
-    this.deadLetterAdmin = new DeadLetterAdmin({
-      deadLetters: deps.deadLetters,
-      inactivity: (subscriptionId) => this.dispatcher.inactivity(subscriptionId),
-      enqueue: (deliveries) => this.dispatcher.enqueue(deliveries),
-      now: this.now,
-    });
+  }
+
+  /** The dispatcher disabled a subscription that kept failing: the daemon says so in its workspace. */
+  async subscriptionDisabled({ workspaceId, subscriptionId, extensionKey, reason }: DisabledSubscription): Promise<void> {
+    this.deps.logger.info(`subscription ${subscriptionId} of ${extensionKey} in ${workspaceId} disabled: ${reason}`);
+    const payload = { subscriptionId, extensionKey, reason };
+    await this.publish(workspaceId, { eventKey: 'platform.subscription.disabled', payload }, PLATFORM_ORIGIN);
   }
 
   async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
@@ -203,8 +193,8 @@ export class EventService {
 
     // In-process deliveries are always held: synchronous handlers run before the publisher is answered.
     const synchronous = held.filter((delivery) => this.isSynchronous(delivery));
-    this.dispatcher.enqueue(held.filter((delivery) => !synchronous.includes(delivery)));
-    for (const delivery of synchronous) await this.dispatcher.runNow(delivery);
+    this.deps.dispatch.enqueue(held.filter((delivery) => !synchronous.includes(delivery)));
+    for (const delivery of synchronous) await this.deps.dispatch.runNow(delivery);
     return { event, deliveries };
   }
 

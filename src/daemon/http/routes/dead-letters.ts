@@ -1,7 +1,5 @@
 import * as v from 'valibot';
 import { toPublicDeadLetter, type StoredDeadLetter } from '../../dispatch/types.js';
-import type { DeadLetterFilter } from '../../dispatch/types.js';
-import { notFound } from '../../errors.js';
 import { CursorParam, EventKey, jsonObject, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 import { offsetMeta, startOffset } from '../cursor.js';
@@ -20,15 +18,7 @@ const DeadLetterParams = v.object({ id: v.pipe(v.string(), v.uuid('must be a dea
 const ReplayMatchingBody = jsonObject({ ...Filter, limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000))) });
 const DiscardMatchingBody = jsonObject(Filter);
 
-export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters, events, workspaces, catalog, plugins }, config: { maxPageBytes } }) => {
-  /** A filter naming a workspace or extension that does not exist is a typo: 404, not an empty result. */
-  const known = async <T extends DeadLetterFilter>(filter: T): Promise<T> => {
-    if (filter.workspaceId !== undefined) await workspaces.assertExists(filter.workspaceId);
-    const key = filter.extensionKey;
-    if (key !== undefined && !catalog.has(key) && !plugins.get(key)) throw notFound(`extension ${key} not found`);
-    return filter;
-  };
-
+export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { deadLetters }, config: { maxPageBytes } }) => {
   routes.get(
     '/api/admin/dead-letters',
     endpoint({
@@ -38,7 +28,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
         const scope = filter.workspaceId ?? '';
         const offset = startOffset(cursor, given, 'dead-letters', scope, MAX_OFFSET);
         const budget = new PageBudget<StoredDeadLetter>(maxPageBytes, (letter) => JSON.stringify(toPublicDeadLetter(letter)));
-        const { items, total } = await deadLetters.list(await known(filter), { limit, offset }, budget);
+        const { items, total } = await deadLetters.list(filter, { limit, offset }, budget);
         const more = offset + items.length < total;
         return new PageReply(budget, { total, limit, offset, ...offsetMeta('dead-letters', scope, offset, items.length, more) });
       },
@@ -50,12 +40,12 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       access: 'admin',
       body: ReplayMatchingBody,
       status: 202,
-      handle: async ({ body: { limit, ...filter } }) => events.deadLetterAdmin.replayMatching(await known(filter), limit ?? Number.MAX_SAFE_INTEGER),
+      handle: async ({ body: { limit, ...filter } }) => deadLetters.replayMatching(filter, limit ?? Number.MAX_SAFE_INTEGER),
     }),
   );
   routes.post(
     '/api/admin/dead-letters/discard',
-    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: async ({ body }) => events.deadLetterAdmin.discardMatching(await known(body)) }),
+    endpoint({ access: 'admin', body: DiscardMatchingBody, handle: ({ body }) => deadLetters.discardMatching(body) }),
   );
   routes.get(
     '/api/admin/dead-letters/:id',
@@ -63,7 +53,7 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
   );
   routes.get(
     '/api/admin/dead-letters/:id/state',
-    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => events.deadLetterAdmin.state(params.id) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, handle: ({ params }) => deadLetters.state(params.id) }),
   );
   routes.post(
     '/api/admin/dead-letters/:id/replay',
@@ -72,13 +62,13 @@ export const deadLetterRoutes: RouteModule = (routes, { endpoint, services: { de
       params: DeadLetterParams,
       status: 202,
       handle: async ({ params }) => {
-        await events.deadLetterAdmin.replay(params.id);
+        await deadLetters.replay(params.id);
         return null;
       },
     }),
   );
   routes.delete(
     '/api/admin/dead-letters/:id',
-    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => events.deadLetterAdmin.discard(params.id) }),
+    endpoint({ access: 'admin', params: DeadLetterParams, status: 204, handle: ({ params }) => deadLetters.discard(params.id) }),
   );
 };

@@ -1,13 +1,13 @@
 import type { RouteModule } from '../context.js';
 import { PLATFORM_VERSION } from '../../version.js';
 
-export const statusRoutes: RouteModule = (routes, { endpoint, services: { events, deadLetters, startedAt } }) => {
+export const statusRoutes: RouteModule = (routes, { endpoint, services: { dispatcher, deadLetters, events, startedAt } }) => {
   routes.get(
     '/api/admin/status',
     endpoint({
       access: 'admin',
       handle: async () => {
-        const dispatch = await events.dispatcher.stats();
+        const dispatch = await dispatcher.stats();
         return {
           version: PLATFORM_VERSION,
           uptimeSeconds: Math.floor((Date.now() - startedAt) / 1000),

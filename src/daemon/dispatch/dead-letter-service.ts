@@ -1,7 +1,8 @@
-import { DomainError } from '../errors.js';
+import { DomainError, notFound } from '../errors.js';
+import type { PageBudget } from '../paging.js';
 import type { Inactivity } from '../workspaces/types.js';
 import type { DeadLetterStore, MatchingDeadLetters } from './store.js';
-import type { DeadLetterFilter, Delivery } from './types.js';
+import type { DeadLetterFilter, Delivery, StoredDeadLetter } from './types.js';
 
 /**
  * Dead letters a bulk replay or discard reads and moves at once: a replay
@@ -9,8 +10,12 @@ import type { DeadLetterFilter, Delivery } from './types.js';
  */
 const BATCH = 100;
 
-export interface DeadLetterAdminDependencies {
+export interface DeadLetterServiceDependencies {
   deadLetters: DeadLetterStore;
+  /** Throws NOT_FOUND for a workspace that does not exist. */
+  assertWorkspaceExists(workspaceId: string): Promise<void>;
+  /** In the catalog, or a plugin's. */
+  extensionExists(extensionKey: string): boolean;
   inactivity(subscriptionId: string | null): Inactivity;
   /** Hands deliveries the store queued (and holds for this daemon) to the dispatcher. */
   enqueue(deliveries: readonly Delivery[]): void;
@@ -18,14 +23,30 @@ export interface DeadLetterAdminDependencies {
 }
 
 /**
- * Replay and discard of dead letters: the administration beside the dispatcher's
- * loop. Each moves the delivery's record (PENDING again, or DISCARDED).
+ * Dead letters, and their administration beside the dispatcher's loop:
+ * listing, replay and discard. A replay or discard moves the delivery's
+ * record (PENDING again, or DISCARDED). A filter naming a workspace or
+ * extension that does not exist is a typo: 404, not an empty result.
  */
-export class DeadLetterAdmin {
+export class DeadLetterService {
   private readonly now: () => number;
 
-  constructor(private readonly deps: DeadLetterAdminDependencies) {
+  constructor(private readonly deps: DeadLetterServiceDependencies) {
     this.now = deps.now ?? Date.now;
+  }
+
+  count(): Promise<number> {
+    return this.deps.deadLetters.count();
+  }
+
+  /** Newest first, `page.limit` from `page.offset`, into `budget`; `total` counts every match. */
+  async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget: PageBudget<StoredDeadLetter>): Promise<{ items: StoredDeadLetter[]; total: number }> {
+    return this.deps.deadLetters.list(await this.known(filter), page, budget);
+  }
+
+  /** 404 when there is no such dead letter. */
+  get(deadLetterId: string): Promise<StoredDeadLetter> {
+    return this.deps.deadLetters.get(deadLetterId);
   }
 
   /** Re-queues one dead letter to its one subscriber, with a fresh attempt count. */
@@ -43,6 +64,7 @@ export class DeadLetterAdmin {
    * every match.
    */
   async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
+    await this.known(filter);
     let replayed = 0;
     let skipped = 0;
     let wanted = limit;
@@ -64,11 +86,19 @@ export class DeadLetterAdmin {
   }
 
   async discardMatching(filter: DeadLetterFilter): Promise<{ discarded: number }> {
+    await this.known(filter);
     let discarded = 0;
     await this.inBatches(filter, async (letters) => {
       discarded += await this.deps.deadLetters.discard(letters.map((letter) => letter.id), this.now());
     });
     return { discarded };
+  }
+
+  private async known<T extends DeadLetterFilter>(filter: T): Promise<T> {
+    if (filter.workspaceId !== undefined) await this.deps.assertWorkspaceExists(filter.workspaceId);
+    const key = filter.extensionKey;
+    if (key !== undefined && !this.deps.extensionExists(key)) throw notFound(`extension ${key} not found`);
+    return filter;
   }
 
   /** Every matching letter, oldest first, BATCH at a time (each batch handled before the next is read). */
