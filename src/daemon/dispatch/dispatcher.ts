@@ -243,12 +243,18 @@ export class Dispatcher {
   }
 
   private async attempt(delivery: Delivery): Promise<void> {
+    await this.act(delivery, await this.run(delivery));
+  }
+
+  /**
+   * Prepares and makes one attempt, and decides what comes of it; nothing is
+   * recorded here (see `act`). A subscriber that is no longer active gets no
+   * attempt: its delivery is a dead letter at once.
+   */
+  private async run(delivery: Delivery): Promise<Decision> {
     const now = this.now();
     const inactive = this.inactivity(delivery.subscriber.subscriptionId);
-    if (inactive) {
-      await this.deadLetter(delivery, { message: `not delivered: ${inactive}`, status: null });
-      return;
-    }
+    if (inactive) return { kind: 'dead', error: { message: `not delivered: ${inactive}`, status: null }, attempt: null };
     delivery.firstAttemptAt ??= new Date(now).toISOString();
     delivery.attempts += 1;
     const handler =
@@ -266,53 +272,69 @@ export class Dispatcher {
       this.deps.logger.error(`delivery ${delivery.id} failed unexpectedly: ${redactCredentials(describeFault(error))}`);
       outcome = { ok: false, retryable: true, error: { message: 'internal error while delivering', status: null } };
     }
-
     if ('aborted' in outcome) {
       delivery.attempts -= 1;
-      this.deps.deliveries.released(delivery);
-      return;
+      return { kind: 'released' };
     }
+
     const seconds = (performance.now() - attemptStarted) / 1000;
-    const finished = (result: DeliveryAttempt['outcome']): NewAttempt => {
-      if (delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
-        void this.trackHealth(delivery.subscriber.subscriptionId, result === 'SUCCESS');
-      }
-      return {
+    // Whatever failed may quote the URL it was sending to: never with its credentials.
+    const error = outcome.ok ? null : { ...outcome.error, message: redactCredentials(outcome.error.message) };
+    const made = (result: DeliveryAttempt['outcome']): MadeAttempt => ({
+      seconds,
+      record: {
         startedAt: new Date(now).toISOString(),
         durationMs: Math.max(0, this.now() - now),
         outcome: result,
         ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
-        ...(outcome.ok ? {} : { error: outcome.error.message }),
+        ...(error === null ? {} : { error: error.message }),
         ...(outcome.responseExcerpt === undefined
           ? {}
           : { responseExcerpt: this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, outcome.responseExcerpt) }),
-      };
-    };
-    if (outcome.ok) {
-      this.deps.metrics.deliveryAttempted('delivered', seconds);
-      this.deps.deliveries.succeeded(delivery, finished('SUCCESS'));
-      this.deps.activity.delivery('delivery.succeeded', delivery, outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus });
-      return;
-    }
-    // Whatever failed may quote the URL it was sending to: never with its credentials.
-    outcome.error.message = redactCredentials(outcome.error.message);
-    delivery.lastError = outcome.error;
+      },
+    });
+    if (outcome.ok || error === null) return { kind: 'succeeded', attempt: made('SUCCESS'), httpStatus: outcome.httpStatus };
     // A synchronous handler ran while the publisher waited: it is not retried.
     const retryable = outcome.retryable && (handler === undefined || handler.async === true);
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
-    if (!retryable || delay === undefined) {
-      this.deps.metrics.deliveryAttempted('dead_lettered', seconds);
-      await this.deadLetter(delivery, outcome.error, finished('FAILED'));
+    if (!retryable || delay === undefined) return { kind: 'dead', error, attempt: made('FAILED') };
+    return { kind: 'retry', at: this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random)), error, attempt: made('RETRY') };
+  }
+
+  /** The one place an attempt's decision is carried out: the store, metrics, the live streams, the subscription's health. */
+  private async act(delivery: Delivery, decision: Decision): Promise<void> {
+    if (decision.kind === 'released') {
+      this.deps.deliveries.released(delivery);
       return;
     }
-    this.deps.metrics.deliveryAttempted('retried', seconds);
-    delivery.nextAttemptAt = this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random));
-    this.deps.deliveries.retrying(delivery, finished('RETRY'));
-    this.armTimer();
-    this.deps.activity.delivery('delivery.retrying', delivery, {
-      ...errorSummary(outcome.error),
-      nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
-    });
+    const { attempt } = decision;
+    if (attempt && delivery.subscriber.kind === 'EXTERNAL_SERVICE' && delivery.subscriber.subscriptionId !== null) {
+      void this.trackHealth(delivery.subscriber.subscriptionId, decision.kind === 'succeeded');
+    }
+    switch (decision.kind) {
+      case 'succeeded':
+        this.deps.metrics.deliveryAttempted('delivered', decision.attempt.seconds);
+        this.deps.deliveries.succeeded(delivery, decision.attempt.record);
+        this.deps.activity.delivery('delivery.succeeded', delivery, decision.httpStatus === undefined ? {} : { httpStatus: decision.httpStatus });
+        return;
+      case 'retry':
+        delivery.lastError = decision.error;
+        this.deps.metrics.deliveryAttempted('retried', decision.attempt.seconds);
+        delivery.nextAttemptAt = decision.at;
+        this.deps.deliveries.retrying(delivery, decision.attempt.record);
+        this.armTimer();
+        this.deps.activity.delivery('delivery.retrying', delivery, {
+          ...errorSummary(decision.error),
+          nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
+        });
+        return;
+      case 'dead':
+        if (decision.attempt) {
+          delivery.lastError = decision.error;
+          this.deps.metrics.deliveryAttempted('dead_lettered', decision.attempt.seconds);
+        }
+        await this.deadLetter(delivery, decision.error, decision.attempt?.record ?? null);
+    }
   }
 
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
@@ -378,6 +400,21 @@ export class Dispatcher {
     this.deps.activity.delivery('delivery.dead', delivery, errorSummary(error));
   }
 }
+
+/** An attempt that was made: its record, and how long it took (for the metrics). */
+interface MadeAttempt {
+  record: NewAttempt;
+  seconds: number;
+}
+
+/** What an attempt comes to (`run` decides, `act` carries it out). */
+type Decision =
+  /** The daemon is stopping: the delivery stays pending, the attempt uncounted. */
+  | { kind: 'released' }
+  | { kind: 'succeeded'; attempt: MadeAttempt; httpStatus: number | undefined }
+  | { kind: 'retry'; at: number; error: DeliveryError; attempt: MadeAttempt }
+  /** Without an attempt when its subscriber is no longer active. */
+  | { kind: 'dead'; error: DeliveryError; attempt: MadeAttempt | null };
 
 const errorSummary = (error: DeliveryError) => ({ error: error.message, ...(error.status === null ? {} : { httpStatus: error.status }) });
 
