@@ -398,11 +398,11 @@ conformance(
       // The other daemon does not listen: only what publishing reads tells it of the change.
       await first.install('acme', { extensionKey: 'crm' });
       const { subscription: made } = await first.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
-      assert.is(second.inactivity(made.id), 'subscription deleted', 'not heard of yet');
+      assert.is(second.subscribers.inactivity(made.id), 'subscription deleted', 'not heard of yet');
       assert.equal((await second.activeSubscriptions('acme', 'deal.closed')).map((stored) => stored.id), [made.id]);
-      assert.is(second.inactivity(made.id), null, 'memory caught up before the delivery is queued');
-      assert.is(second.deliveryUrl(made.id), HOOK);
-      assert.is(second.signingKeys(made.id, Date.now()).length, 1);
+      assert.is(second.subscribers.inactivity(made.id), null, 'memory caught up before the delivery is queued');
+      assert.is(second.subscribers.deliveryUrl(made.id), HOOK);
+      assert.is(second.subscribers.signingKeys(made.id, Date.now()).length, 1);
     }),
   { shared: true },
 );
@@ -414,24 +414,24 @@ conformance(
       await Promise.all(opened.map((one) => one.listen()));
       await first.install('acme', { extensionKey: 'crm' });
       const { subscription: made } = await first.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
-      await waitFor('the subscription active on the other daemon', () => second.inactivity(made.id) === null);
-      const before = second.signingKeys(made.id, Date.now())[0]!;
+      await waitFor('the subscription active on the other daemon', () => second.subscribers.inactivity(made.id) === null);
+      const before = second.subscribers.signingKeys(made.id, Date.now())[0]!;
       await first.rotateSecret('acme', made.id, 60_000, Date.now());
-      await waitFor('the rotation heard', () => second.signingKeys(made.id, Date.now()).length === 2);
-      assert.equal(second.signingKeys(made.id, Date.now())[1], before, 'the previous secret signs during the overlap');
+      await waitFor('the rotation heard', () => second.subscribers.signingKeys(made.id, Date.now()).length === 2);
+      assert.equal(second.subscribers.signingKeys(made.id, Date.now())[1], before, 'the previous secret signs during the overlap');
       await first.updateSubscription('acme', made.id, { serviceBaseUrl: 'https://user:pa55@hooks.example.test/moved' });
-      await waitFor('the new URL, credentials included', () => second.deliveryUrl(made.id) === 'https://user:pa55@hooks.example.test/moved');
+      await waitFor('the new URL, credentials included', () => second.subscribers.deliveryUrl(made.id) === 'https://user:pa55@hooks.example.test/moved');
       await first.updateInstallation('acme', 'crm', { enabled: false });
-      await waitFor('the extension disabled', () => second.inactivity(made.id) === 'extension disabled');
+      await waitFor('the extension disabled', () => second.subscribers.inactivity(made.id) === 'extension disabled');
 
       // Every LISTEN connection is cut; the feeds connect again a second later.
       await opened[0]!.database!.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`);
       await first.updateSubscription('acme', made.id, { enabled: false });
-      await waitFor('the change made meanwhile seen by the other daemon', () => second.inactivity(made.id) === 'subscription disabled');
+      await waitFor('the change made meanwhile seen by the other daemon', () => second.subscribers.inactivity(made.id) === 'subscription disabled');
       assert.ok(opened[1]!.feedErrors.length > 0, 'the other daemon did lose its connection');
       await first.delete('acme', true);
-      await waitFor('the deletion seen', () => second.inactivity(made.id) === 'subscription deleted');
-      assert.equal(second.signingKeys(made.id, Date.now()), []);
+      await waitFor('the deletion seen', () => second.subscribers.inactivity(made.id) === 'subscription deleted');
+      assert.equal(second.subscribers.signingKeys(made.id, Date.now()), []);
     }),
   { shared: true },
 );
@@ -446,7 +446,7 @@ conformance(
         const { subscription: made } = await first.subscribe('acme', { eventKey: `deal.${round}`, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
         await first.recordHealth(made.id, false, 1_000, 60_000);
         // Unknown to its memory, the other daemon would record nothing at all.
-        await waitFor('the subscription heard of', () => second.inactivity(made.id) === null);
+        await waitFor('the subscription heard of', () => second.subscribers.inactivity(made.id) === null);
         const outcomes = await Promise.all([first.recordHealth(made.id, false, 61_000, 60_000), second.recordHealth(made.id, false, 61_000, 60_000)]);
         assert.is(outcomes.filter((outcome) => outcome !== null).length, 1, `round ${round}: one daemon announces it`);
         assert.is(outcomes.find((outcome) => outcome !== null)!.reason, `every delivery failed since ${new Date(1_000).toISOString()}`);

@@ -143,7 +143,7 @@ export class EventService {
    */
   withoutCredentials(record: DeliveryRecord): DeliveryRecord {
     if (!record.attempts.some((attempt) => attempt.responseExcerpt !== undefined)) return record;
-    const mask = (text: string) => this.deps.workspaces.maskCredentialsIn(record.subscriptionId, text);
+    const mask = (text: string) => this.deps.workspaces.subscribers.maskCredentialsIn(record.subscriptionId, text);
     return {
       ...record,
       attempts: record.attempts.map((attempt) =>

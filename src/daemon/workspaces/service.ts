@@ -5,22 +5,20 @@ import type { SecretBox } from '../secrets/box.js';
 import { isAdmin, type UserRecord } from '../auth/users.js';
 import { eventsUrl } from '../dispatch/external.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
-import { credentialsOf, hasCredentials, maskCredentials, redactSecrets, showsCredentials } from '../dispatch/url-credentials.js';
+import { hasCredentials, maskCredentials, showsCredentials } from '../dispatch/url-credentials.js';
 import {
   alreadyInstalled,
   subscriptionNotFound,
   userNotFound,
   workspaceNotFound,
-  type WorkspaceContents,
   type WorkspaceStore,
 } from './store.js';
 import { resolveVersion } from './versions.js';
 import { ReadBack } from '../read-back.js';
+import { SubscriberRegistry } from './registry.js';
 import {
-  inactivityOf,
   type CatalogReader,
   type HandlerDirectory,
-  type Inactivity,
   type Installation,
   type PublicSubscription,
   type StoredSubscription,
@@ -47,13 +45,6 @@ export interface SubscriptionChange {
   serviceBaseUrl?: string | undefined;
 }
 
-/** What memory holds of one workspace for the dispatcher. */
-interface Held {
-  /** By extension key. */
-  installations: Map<string, Installation>;
-  subscriptions: StoredSubscription[];
-}
-
 /**
  * Workspaces, their members, installed extensions and event subscriptions.
  *
@@ -63,27 +54,16 @@ interface Held {
  * daemon holds for the next request to any other.
  *
  * The dispatcher asks at every attempt whether a subscriber is still active,
- * how to sign, and where to deliver; those answers come from memory (the
- * installations and subscriptions of every workspace), read back from the
+ * how to sign, and where to deliver; those answers come from memory, the
+ * SubscriberRegistry (registry.ts), which this service reads back from the
  * store after each change this daemon makes and, through the store's change
  * feed, after each change another daemon makes. When publishing finds a
  * subscription that memory does not know as active yet, memory is read back
  * before the event's deliveries are queued.
  */
 export class WorkspaceService {
-  private readonly held = new Map<string, Held>();
-  /** Every held subscription by id. */
-  private readonly subscriptions = new Map<string, StoredSubscription>();
-  /** Read-backs from the store, one at a time, in the order asked for. */
-  private reloads: Promise<void> = Promise.resolve();
   /** Every write goes through it, so that memory shows what the store holds. */
-  private readonly readBack = new ReadBack<string>((key) => this.reload(key));
-  /** Decrypted signing keys, so that signing a delivery never decrypts; valid while the sealed secrets are the ones decrypted. */
-  private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
-  /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
-  private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
-  /** What a subscriber could echo of its subscription's credentials, valid while its sealed values are the ones decrypted. */
-  private readonly credentialCache = new Map<string, { sealed: string[]; credentials: string[] }>();
+  private readonly readBack = new ReadBack<string>((key) => this.subscribers.reload(key));
   /** What else keeps records by workspace (dead letters) forgets a deleted one. */
   private readonly deletionListeners: Array<(workspaceId: string) => Promise<void>> = [];
   /** What holds on to a membership (live streams) checks it again at once. */
@@ -93,6 +73,8 @@ export class WorkspaceService {
 
   private constructor(
     private readonly store: WorkspaceStore,
+    /** What the dispatcher reads: this service keeps it in step with the store. */
+    readonly subscribers: SubscriberRegistry,
     private readonly catalog: CatalogReader,
     private readonly handlers: HandlerDirectory,
     private readonly box: SecretBox,
@@ -111,22 +93,23 @@ export class WorkspaceService {
     },
   ): Promise<WorkspaceService> {
     const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
-    const service = new WorkspaceService(store, catalog, handlers, box, users, denyPrivateTargets);
-    await service.reload(null);
-    store.onChange((workspaceId) => void service.reload(workspaceId).catch(() => undefined));
+    const subscribers = new SubscriberRegistry(store, box);
+    const service = new WorkspaceService(store, subscribers, catalog, handlers, box, users, denyPrivateTargets);
+    await subscribers.reload(null);
+    store.onChange((workspaceId) => void subscribers.reload(workspaceId).catch(() => undefined));
     await service.sealClearCredentials();
     return service;
   }
 
   /** Data written before URL credentials (user information, then query strings) were sealed: sealed at open, so they are in clear nowhere after a start. */
   private async sealClearCredentials(): Promise<void> {
-    const clear = [...this.subscriptions.values()].filter(hasClearCredentials);
+    const clear = [...this.subscribers.all()].filter(hasClearCredentials);
     await Promise.all(
       clear.map(({ workspaceId, id }) =>
         this.readBack.storing(
           workspaceId,
           this.store.updateSubscription(workspaceId, id, (current) =>
-            hasClearCredentials(current) ? { ...current, ...this.storedUrl(this.fullUrl(current)!) } : null,
+            hasClearCredentials(current) ? { ...current, ...this.storedUrl(this.subscribers.fullUrl(current)!) } : null,
           ),
         ),
       ),
@@ -319,7 +302,7 @@ export class WorkspaceService {
     };
     // The same subscriber once; URLs compare with their credentials.
     const isDuplicate = (other: StoredSubscription) =>
-      other.extensionKey === input.extensionKey && other.kind === input.kind && this.fullUrl(other) === serviceBaseUrl;
+      other.extensionKey === input.extensionKey && other.kind === input.kind && this.subscribers.fullUrl(other) === serviceBaseUrl;
     // Read before the write: once the subscription is stored, no failure may answer as if it were not.
     const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
       ? []
@@ -336,33 +319,8 @@ export class WorkspaceService {
   async activeSubscriptions(workspaceId: string, eventKey: string): Promise<readonly StoredSubscription[]> {
     const active = await this.store.activeSubscriptions(workspaceId, eventKey);
     // Their attempts ask memory, which may not have heard yet of a change another daemon made a moment ago.
-    if (active.some((subscription) => this.inactivity(subscription.id) !== null)) await this.reload(workspaceId);
+    if (active.some((subscription) => this.subscribers.inactivity(subscription.id) !== null)) await this.subscribers.reload(workspaceId);
     return active;
-  }
-
-  /** Checked again before every delivery attempt and replay, from memory. */
-  inactivity(subscriptionId: string): Inactivity {
-    const subscription = this.subscriptions.get(subscriptionId);
-    return inactivityOf(subscription, subscription && this.held.get(subscription.workspaceId)?.installations.get(subscription.extensionKey));
-  }
-
-  /**
-   * The HMAC keys a delivery is signed with (the base64-decoded part of the
-   * whsec_ secret): the current one, and the previous one during the overlap
-   * after a rotation. Empty for a deleted subscription.
-   */
-  signingKeys(subscriptionId: string, now: number): Buffer[] {
-    const subscription = this.subscriptions.get(subscriptionId);
-    if (!subscription) return [];
-    const { sealedSigningSecret: sealed, sealedPreviousSigningSecret: sealedPrevious } = subscription;
-    let cached = this.keyCache.get(subscriptionId);
-    if (!cached || cached.sealed !== sealed || cached.sealedPrevious !== sealedPrevious) {
-      const decode = (secret: string) => Buffer.from(this.box.open(secret).slice('whsec_'.length), 'base64');
-      cached = { sealed, sealedPrevious, current: decode(sealed), previous: sealedPrevious ? decode(sealedPrevious) : null };
-      this.keyCache.set(subscriptionId, cached);
-    }
-    const overlapping = cached.previous !== null && (subscription.previousSecretUntil ?? 0) > now;
-    return overlapping ? [cached.current, cached.previous!] : [cached.current];
   }
 
   /** A subscription of this workspace, read from the store, or 404. */
@@ -377,7 +335,7 @@ export class WorkspaceService {
   async subscription(workspaceId: string, subscriptionId: string): Promise<PublicSubscription> {
     const subscription = await this.subscriptionOf(workspaceId, subscriptionId);
     // A test delivery to it is attempted with what memory knows: one created a moment ago on another daemon is read back first.
-    if (!this.subscriptions.has(subscriptionId)) await this.reload(workspaceId);
+    if (!this.subscribers.get(subscriptionId)) await this.subscribers.reload(workspaceId);
     return toPublicSubscription(subscription);
   }
 
@@ -438,7 +396,7 @@ export class WorkspaceService {
    * disables it.
    */
   async recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null> {
-    const known = this.subscriptions.get(subscriptionId);
+    const known = this.subscribers.get(subscriptionId);
     if (!known || known.enabled === false) return null;
     if (succeeded ? known.failingSince === undefined : known.failingSince !== undefined && now - known.failingSince < disableAfterMs) return null;
     let disabled: DisabledSubscription | null = null;
@@ -471,88 +429,11 @@ export class WorkspaceService {
     for (const listener of this.toggleListeners) listener(subscription);
   }
 
-  /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
-  deliveryUrl(subscriptionId: string): string | null {
-    const subscription = this.subscriptions.get(subscriptionId);
-    return subscription ? this.fullUrl(subscription) : null;
-  }
-
-  private fullUrl(subscription: StoredSubscription): string | null {
-    const sealed = subscription.sealedServiceBaseUrl;
-    if (!sealed) return subscription.serviceBaseUrl;
-    const cached = this.deliveryUrls.get(subscription.id);
-    if (cached?.sealed === sealed) return cached.url;
-    const url = this.box.open(sealed);
-    if (this.subscriptions.get(subscription.id)?.sealedServiceBaseUrl === sealed) this.deliveryUrls.set(subscription.id, { sealed, url });
-    return url;
-  }
-
-  /**
-   * A text the subscriber sent (a response excerpt) with the credentials of its
-   * subscription masked: the user information and query string of its URL and
-   * its signing secrets, current and previous. A subscription this daemon does
-   * not hold (deleted) leaves the text as it is.
-   */
-  maskCredentialsIn(subscriptionId: string | null, text: string): string {
-    const subscription = subscriptionId === null ? undefined : this.subscriptions.get(subscriptionId);
-    if (!subscription) return text;
-    const { sealedServiceBaseUrl, sealedSigningSecret, sealedPreviousSigningSecret } = subscription;
-    const sealed = [sealedServiceBaseUrl ?? '', sealedSigningSecret, sealedPreviousSigningSecret ?? ''];
-    let cached = this.credentialCache.get(subscription.id);
-    if (!cached || cached.sealed.some((value, index) => value !== sealed[index])) {
-      const signingSecrets = [sealedSigningSecret, sealedPreviousSigningSecret].flatMap((secret) => (secret ? [this.box.open(secret)] : []));
-      cached = { sealed, credentials: credentialsOf(this.fullUrl(subscription), signingSecrets) };
-      this.credentialCache.set(subscription.id, cached);
-    }
-    return redactSecrets(text, cached.credentials);
-  }
-
   /** Stops read-backs still to be retried: the stores are about to close. */
   close(): void {
     this.readBack.close();
   }
 
-  /**
-   * Brings one workspace's installations and subscriptions (null: every
-   * workspace's) in memory up to the store. Read-backs run one after the
-   * other, each reading after the previous one finished, so the last one asked
-   * for leaves the latest state.
-   */
-  private reload(workspaceId: string | null): Promise<void> {
-    const next = this.reloads.then(async () => this.hold(workspaceId, await this.store.contents(workspaceId)));
-    // One failed read (the database away) must not stop the read-backs after it.
-    this.reloads = next.catch(() => undefined);
-    return next;
-  }
-
-  /** Replaces what memory holds of one workspace (null: of every workspace) with `contents`. */
-  private hold(workspaceId: string | null, contents: WorkspaceContents): void {
-    const replaced: string[] = [];
-    for (const id of workspaceId === null ? [...this.held.keys()] : [workspaceId]) {
-      for (const subscription of this.held.get(id)?.subscriptions ?? []) {
-        this.subscriptions.delete(subscription.id);
-        replaced.push(subscription.id);
-      }
-      this.held.delete(id);
-    }
-    const heldOf = (id: string) => {
-      let held = this.held.get(id);
-      if (!held) this.held.set(id, (held = { installations: new Map(), subscriptions: [] }));
-      return held;
-    };
-    for (const installation of contents.installations) heldOf(installation.workspaceId).installations.set(installation.extensionKey, installation);
-    for (const subscription of contents.subscriptions) {
-      heldOf(subscription.workspaceId).subscriptions.push(subscription);
-      this.subscriptions.set(subscription.id, subscription);
-    }
-    // Decrypted values of subscriptions that are gone go with them.
-    for (const id of replaced) {
-      if (this.subscriptions.has(id)) continue;
-      this.keyCache.delete(id);
-      this.deliveryUrls.delete(id);
-      this.credentialCache.delete(id);
-    }
-  }
 }
 
 /** Shown with credentials: written before they were sealed, or (a query string) before they were masked. */
