@@ -60,9 +60,8 @@ export class DeadLetterService {
   /**
    * Replays the oldest `limit` matching dead letters whose subscriber is still
    * active; `skipped` counts the matching ones whose subscriber is gone or
-   * disabled among those read. A batch of BATCH letters at a time: memory
-   * holds one batch, not every match, and reading stops with the batch that
-   * reached `limit`.
+   * disabled. A batch of BATCH letters at a time: memory holds one batch, not
+   * every match.
    */
   async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
     await this.known(filter);
@@ -77,7 +76,6 @@ export class DeadLetterService {
       }
       wanted -= replayable.length;
       replayed += await this.requeue(replayable);
-      return wanted > 0;
     });
     return { replayed, skipped };
   }
@@ -92,7 +90,6 @@ export class DeadLetterService {
     let discarded = 0;
     await this.inBatches(filter, async (letters) => {
       discarded += await this.deps.deadLetters.discard(letters.map((letter) => letter.id), this.now());
-      return true;
     });
     return { discarded };
   }
@@ -104,12 +101,12 @@ export class DeadLetterService {
     return filter;
   }
 
-  /** Every matching letter, oldest first, BATCH at a time (each batch handled before the next is read), until `handle` answers false. */
-  private async inBatches(filter: DeadLetterFilter, handle: (letters: MatchingDeadLetters['letters']) => Promise<boolean>): Promise<void> {
+  /** Every matching letter, oldest first, BATCH at a time (each batch handled before the next is read). */
+  private async inBatches(filter: DeadLetterFilter, handle: (letters: MatchingDeadLetters['letters']) => Promise<void>): Promise<void> {
     let after: string | null = null;
     do {
       const batch: MatchingDeadLetters = await this.deps.deadLetters.matchingIds(filter, after, BATCH);
-      if (!(await handle(batch.letters))) return;
+      await handle(batch.letters);
       after = batch.next;
     } while (after !== null);
   }
