@@ -56,6 +56,8 @@ test('a hanging, a slow, a disconnecting and a 10 MB subscriber do not hold up a
   const disconnecting = await misbehaving('close-mid-answer');
   const huge = await misbehaving('ten-megabytes');
   const healthy = await startSubscriber();
+  // The daemon runs in this process, after every test file before this one: its growth is what counts.
+  const baselineMb = process.memoryUsage().rss / 1048576;
   const t = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [60_000], deliveryTimeoutMs: 30_000 } });
   try {
     const admin = await setUp(t);
@@ -70,8 +72,9 @@ test('a hanging, a slow, a disconnecting and a 10 MB subscriber do not hold up a
     assert.ok(status.inFlightDeliveries > 0, 'the hanging and slow deliveries are still in flight meanwhile');
     assert.ok(hanging.received.length <= 8, `the hanging subscriber holds ${hanging.received.length} slots, at most a quarter`);
     assert.ok(huge.requests() > 0 && disconnecting.requests() > 0);
-    const rss = process.memoryUsage().rss / 1048576;
-    assert.ok(rss < 1024, `the 10 MB answers were not buffered (test process RSS ${rss.toFixed(0)} MB)`);
+    const grownMb = process.memoryUsage().rss / 1048576 - baselineMb;
+    console.log(`  (test process RSS ${baselineMb.toFixed(0)} MB before, ${grownMb.toFixed(0)} MB more after)`);
+    assert.ok(grownMb < 512, `the 10 MB answers were not buffered (test process RSS grew by ${grownMb.toFixed(0)} MB from ${baselineMb.toFixed(0)} MB)`);
   } finally {
     await t.destroy();
     await hanging.close();
