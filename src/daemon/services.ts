@@ -139,8 +139,9 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const metrics = createMetrics({ pendingDeliveries: async () => (await stores.deliveries.pending()).count, deadLetters: () => deadLetters.count() });
     const activity = await ActivityFeed.open(stores.activity);
     workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
-    // The dispatcher and publishing are siblings: publishing hands deliveries to the dispatcher,
-    // the dispatcher runs handlers whose publishes, and its notices of disabled subscriptions, are events.
+    // The dispatcher and publishing are siblings: publishing hands deliveries to the dispatcher, and
+    // the dispatcher publishes through the events service (what handlers publish, and the notice of
+    // a subscription it disabled).
     const dispatcher: Dispatcher = new Dispatcher({
       deliveries: stores.deliveries,
       // What it reads at every attempt comes from memory; the health of a subscription is written.
