@@ -62,6 +62,29 @@ test('the document has exactly the routes the router serves, each with its path 
   }
 });
 
+test('building the routes adds no listener to the services: live streams and readiness are built once, with them', () => {
+  const { auth, workspaces } = t.daemon.services;
+  let added = 0;
+  /** Counts what is added, and still adds it; answers how to stop counting. */
+  const counting = <L>(service: { onAccessChanged(listener: L): void }) => {
+    const original = service.onAccessChanged;
+    service.onAccessChanged = (listener: L) => {
+      added += 1;
+      original.call(service, listener);
+    };
+    return () => {
+      service.onAccessChanged = original;
+    };
+  };
+  const restores = [counting(auth), counting(workspaces)];
+  try {
+    buildRoutes(t.daemon.services, t.daemon.config);
+  } finally {
+    for (const restore of restores) restore();
+  }
+  assert.is(added, 0);
+});
+
 test('the contract has a path builder for every route the router serves, and none for another', () => {
   const shapeOf = (path: string) => path.replace(/:\w+/g, '{}');
   const built = Object.values(paths).map((entry) =>
