@@ -64,7 +64,7 @@ export interface DaemonConfig {
   jobs: JobIntervals;
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
   streamHeartbeatMs: number;
-  /** PLATFORM_SETTLE_AFTER_START (ms): when the one full garbage collection after start-up runs (see settle.ts). */
+  /** PLATFORM_SETTLE_AFTER_START (ms): when the full garbage collections after start-up begin (see settle.ts). */
   settleAfterStartMs: number;
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];

@@ -144,14 +144,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     // a subscription it disabled).
     const dispatcher: Dispatcher = new Dispatcher({
       deliveries: stores.deliveries,
-      // What it reads at every attempt comes from memory; the health of a subscription is written.
-      subscribers: {
-        inactivity: (subscriptionId) => workspaces.subscribers.inactivity(subscriptionId),
-        signingKeys: (subscriptionId, now) => workspaces.subscribers.signingKeys(subscriptionId, now),
-        deliveryUrl: (subscriptionId) => workspaces.subscribers.deliveryUrl(subscriptionId),
-        maskCredentialsIn: (subscriptionId, text) => workspaces.subscribers.maskCredentialsIn(subscriptionId, text),
-        recordHealth: (subscriptionId, succeeded, now, disableAfterMs) => workspaces.recordHealth(subscriptionId, succeeded, now, disableAfterMs),
-      },
+      subscribers: workspaces.subscribers,
+      recordHealth: (subscriptionId, succeeded, now, disableAfterMs) => workspaces.recordHealth(subscriptionId, succeeded, now, disableAfterMs),
       handlerFor: (extensionKey, eventKey) => plugins.handlerFor(extensionKey, eventKey),
       onSubscriptionDisabled: (disabled) => events.subscriptionDisabled(disabled),
       startHandlerRun: (delivery) => events.pluginContext(delivery.subscriber.extensionKey, delivery.depth),

@@ -41,7 +41,8 @@ export class DeadLetterService {
 
   /** Newest first, `page.limit` from `page.offset`, into `budget`; `total` counts every match. */
   async list(filter: DeadLetterFilter, page: { limit: number; offset: number }, budget: PageBudget<StoredDeadLetter>): Promise<{ items: StoredDeadLetter[]; total: number }> {
-    return this.deps.deadLetters.list(await this.known(filter), page, budget);
+    await this.assertKnown(filter);
+    return this.deps.deadLetters.list(filter, page, budget);
   }
 
   /** 404 when there is no such dead letter. */
@@ -64,7 +65,7 @@ export class DeadLetterService {
    * every match.
    */
   async replayMatching(filter: DeadLetterFilter, limit: number): Promise<{ replayed: number; skipped: number }> {
-    await this.known(filter);
+    await this.assertKnown(filter);
     let replayed = 0;
     let skipped = 0;
     let wanted = limit;
@@ -86,7 +87,7 @@ export class DeadLetterService {
   }
 
   async discardMatching(filter: DeadLetterFilter): Promise<{ discarded: number }> {
-    await this.known(filter);
+    await this.assertKnown(filter);
     let discarded = 0;
     await this.inBatches(filter, async (letters) => {
       discarded += await this.deps.deadLetters.discard(letters.map((letter) => letter.id), this.now());
@@ -94,11 +95,10 @@ export class DeadLetterService {
     return { discarded };
   }
 
-  private async known<T extends DeadLetterFilter>(filter: T): Promise<T> {
+  private async assertKnown(filter: DeadLetterFilter): Promise<void> {
     if (filter.workspaceId !== undefined) await this.deps.assertWorkspaceExists(filter.workspaceId);
     const key = filter.extensionKey;
     if (key !== undefined && !this.deps.extensionExists(key)) throw notFound(`extension ${key} not found`);
-    return filter;
   }
 
   /** Every matching letter, oldest first, BATCH at a time (each batch handled before the next is read). */

@@ -35,16 +35,17 @@ export interface HandlerRun {
 
 export interface DispatcherDependencies {
   deliveries: DeliveryStore;
+  /** What every attempt reads, from memory (the SubscriberRegistry). */
   subscribers: {
     inactivity(subscriptionId: string): Inactivity;
     signingKeys(subscriptionId: string, now: number): Buffer[];
-    /** Returns the reason when this result disabled the subscription. */
-    recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
     /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
     deliveryUrl(subscriptionId: string): string | null;
     /** A subscriber's answer with its subscription's credentials masked: excerpts are recorded without them. */
     maskCredentialsIn(subscriptionId: string | null, text: string): string;
   };
+  /** An attempt's result, written for automatic disabling; returns the reason when this result disabled the subscription. */
+  recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
   /** A subscription was disabled automatically: the daemon announces it in its workspace. */
   onSubscriptionDisabled(disabled: DisabledSubscription): Promise<void>;
   handlerFor(extensionKey: string, eventKey: string): EventHandler | undefined;
@@ -278,9 +279,7 @@ export class Dispatcher {
     }
 
     const seconds = (performance.now() - attemptStarted) / 1000;
-    // Whatever failed may quote the URL it was sending to: never with its credentials.
-    const error = outcome.ok ? null : { ...outcome.error, message: redactCredentials(outcome.error.message) };
-    const made = (result: DeliveryAttempt['outcome']): MadeAttempt => ({
+    const made = (result: DeliveryAttempt['outcome'], error: DeliveryError | null): MadeAttempt => ({
       seconds,
       record: {
         startedAt: new Date(now).toISOString(),
@@ -293,12 +292,14 @@ export class Dispatcher {
           : { responseExcerpt: this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, outcome.responseExcerpt) }),
       },
     });
-    if (outcome.ok || error === null) return { kind: 'succeeded', attempt: made('SUCCESS'), httpStatus: outcome.httpStatus };
+    if (outcome.ok) return { kind: 'succeeded', attempt: made('SUCCESS', null), httpStatus: outcome.httpStatus };
+    // Whatever failed may quote the URL it was sending to: never with its credentials.
+    const error = { ...outcome.error, message: redactCredentials(outcome.error.message) };
     // A synchronous handler ran while the publisher waited: it is not retried.
     const retryable = outcome.retryable && (handler === undefined || handler.async === true);
     const delay = this.deps.settings.retrySchedule[delivery.attempts - 1];
-    if (!retryable || delay === undefined) return { kind: 'dead', error, attempt: made('FAILED') };
-    return { kind: 'retry', at: this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random)), error, attempt: made('RETRY') };
+    if (!retryable || delay === undefined) return { kind: 'dead', error, attempt: made('FAILED', error) };
+    return { kind: 'retry', at: this.now() + (outcome.retryAfterMs ?? withJitter(delay, this.random)), error, attempt: made('RETRY', error) };
   }
 
   /** The one place an attempt's decision is carried out: the store, metrics, the live streams, the subscription's health. */
@@ -352,7 +353,7 @@ export class Dispatcher {
 
   private async trackHealth(subscriptionId: string, succeeded: boolean): Promise<void> {
     try {
-      const disabled = await this.deps.subscribers.recordHealth(subscriptionId, succeeded, this.now(), this.deps.settings.disableAfterMs);
+      const disabled = await this.deps.recordHealth(subscriptionId, succeeded, this.now(), this.deps.settings.disableAfterMs);
       if (disabled !== null) await this.deps.onSubscriptionDisabled(disabled);
     } catch (error) {
       this.deps.logger.error(`could not record the health of subscription ${subscriptionId}: ${describeFault(error)}`);

@@ -16,15 +16,7 @@ import {
 import { resolveVersion } from './versions.js';
 import { ReadBack } from '../read-back.js';
 import { SubscriberRegistry } from './registry.js';
-import {
-  type CatalogReader,
-  type HandlerDirectory,
-  type Installation,
-  type PublicSubscription,
-  type StoredSubscription,
-  type SubscriberKind,
-  type Workspace,
-} from './types.js';
+import type { CatalogReader, HandlerDirectory, Installation, PublicSubscription, StoredSubscription, SubscriberKind, Workspace } from './types.js';
 
 export interface NewSubscription {
   eventKey: string;

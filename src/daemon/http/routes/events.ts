@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { toPublicDeliveryRecord } from '../../dispatch/types.js';
 import { PublishEventBody } from '../../events/schemas.js';
-import { EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
+import { CursorParam, EventKey, QueryInstant, QueryInt, Slug } from '../../../contract/schemas.js';
 import type { RouteModule } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
 import { workspaceMember } from '../access.js';
@@ -16,7 +16,7 @@ const EventsQuery = v.object({
   since: v.optional(QueryInstant),
   until: v.optional(QueryInstant),
   limit: v.optional(QueryInt(1, 1000), '50'),
-  cursor: v.optional(v.pipe(v.string(), v.maxLength(300, 'is not a cursor of this listing'))),
+  cursor: CursorParam,
 });
 
 /** Where the page stopped, in the event store's own terms: the store reads it (and refuses one it cannot). */

@@ -44,17 +44,14 @@ export function inOneTransaction<T>(database: Database, work: (stores: Stores, t
     const bound = new TransactionDatabase(database.settings, tx);
     const stores = postgresStores(bound, new ChangeFeed(bound, () => undefined));
     try {
-      let result: T;
-      try {
-        result = await work(stores, tx);
-      } catch (error) {
-        // The transaction is aborted: what closing would still write fails, and must not hide why.
-        await stores.close().catch(() => undefined);
-        throw error;
-      }
+      const result = await work(stores, tx);
       // What the stores still write goes into the transaction; their timers (lease renewal) stop.
       await stores.close();
       return result;
+    } catch (error) {
+      // The transaction is aborted: what closing would still write fails, and must not hide why.
+      await stores.close().catch(() => undefined);
+      throw error;
     } finally {
       await bound.close();
     }
