@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
@@ -6,7 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnDaemon, type DaemonProcess } from './helpers/cli.js';
 import { ADMIN } from './helpers/daemon.js';
-import { subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { publishConcurrently, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { rssMb } from './helpers/memory.js';
 import { api, call, tokenOf, type Api } from './helpers/http.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
@@ -34,7 +34,6 @@ const GROWTH_LIMIT_MB = 100;
 /** While the subscriber is down each delivery is tried every 3 s (±20 %), for 3 minutes before it would be a dead letter. */
 const RETRY_SCHEDULE = Array(60).fill(3_000).join(',');
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -110,17 +109,7 @@ test(`a member publishing ${EVENTS} events of 200 KB to a subscriber that is dow
     baselineMb = Math.min(baselineMb, rssMb(daemon.child.pid!));
   }
   const text = 'm'.repeat(PAYLOAD_CHARS);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: PUBLISHERS }, async () => {
-      while (next < EVENTS) {
-        const n = next++;
-        const result = await member.post('/api/workspaces/attack/events/publish', { eventKey: 'big.item', payload: { n, text } });
-        assert.is(result.status, 200, result.text);
-        published.push(result.body.meta.eventId);
-      }
-    }),
-  );
+  published.push(...(await publishConcurrently(member, 'attack', EVENTS, PUBLISHERS, (n) => ({ eventKey: 'big.item', payload: { n, text } }))));
   const { mb: restingMb, afterMs } = await restingRssMb(daemon.child.pid!, baselineMb + GROWTH_LIMIT_MB);
   console.log(`  (RSS at rest ${baselineMb.toFixed(0)} MB before, ${restingMb.toFixed(0)} MB ${afterMs} ms after ${EVENTS} events of 200 KB: ${(restingMb - baselineMb).toFixed(0)} MB more)`);
   assert.ok(restingMb - baselineMb < GROWTH_LIMIT_MB, `RSS grew by ${(restingMb - baselineMb).toFixed(0)} MB at rest (from ${baselineMb.toFixed(0)} MB)`);

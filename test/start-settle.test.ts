@@ -1,11 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnDaemon, type DaemonProcess } from './helpers/cli.js';
 import { ADMIN } from './helpers/daemon.js';
-import { subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { publishConcurrently, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { rssMb } from './helpers/memory.js';
 import { api, call, tokenOf } from './helpers/http.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
@@ -24,7 +24,6 @@ const SETTLE_MS = 4_000;
 /** Less than what the collections give back on this backlog (9 MB measured on PostgreSQL, 19 on files), more than an idle RSS moves. */
 const DROP_MB = 5;
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function stop(daemon: DaemonProcess): Promise<void> {
@@ -52,16 +51,7 @@ test(`a daemon restarted on ${EVENTS} pending deliveries gives back its start-up
       await workspaceWith(admin, 'settle', 'sink');
       await subscribeExternal(admin, 'settle', 'bulk.item', 'sink', `http://127.0.0.1:${(subscriber.address() as { port: number }).port}`);
       const text = 's'.repeat(1_000);
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: PUBLISHERS }, async () => {
-          while (next < EVENTS) {
-            const n = next++;
-            const published = await admin.post('/api/workspaces/settle/events/publish', { eventKey: 'bulk.item', payload: { n, text } });
-            assert.is(published.status, 200, published.text);
-          }
-        }),
-      );
+      await publishConcurrently(admin, 'settle', EVENTS, PUBLISHERS, (n) => ({ eventKey: 'bulk.item', payload: { n, text } }));
       await waitFor('every delivery to fail once', () => failures >= EVENTS || undefined, 60_000);
     } finally {
       await stop(first);

@@ -72,6 +72,32 @@ export async function subscribeExternal(
   return result.body.data;
 }
 
+/**
+ * Publishes `count` events into `workspace` from `publishers` clients at once,
+ * each answered 200; answers the event ids in the order they were answered.
+ */
+export async function publishConcurrently(
+  client: Api,
+  workspace: string,
+  count: number,
+  publishers: number,
+  eventOf: (n: number) => { eventKey: string; payload: Record<string, unknown> },
+): Promise<string[]> {
+  const ids: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: publishers }, async () => {
+      while (next < count) {
+        const n = next++;
+        const result = await client.post(`/api/workspaces/${workspace}/events/publish`, eventOf(n));
+        expectStatus(result, 200, `publish ${n}`);
+        ids.push(result.body.meta.eventId);
+      }
+    }),
+  );
+  return ids;
+}
+
 /** Extension published, workspace created, extension installed. */
 export async function workspaceWith(admin: Api, workspace: string, extensionKey: string): Promise<void> {
   const existing = await admin.get(`/api/marketplace/extensions/${extensionKey}`);

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { test } from 'uvu';
@@ -7,10 +6,10 @@ import { ADMIN, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { createWorkspace } from '../helpers/fixtures.js';
 import { spawnDaemon } from '../helpers/cli.js';
 import { call } from '../helpers/http.js';
+import { rssMb } from '../helpers/memory.js';
 import { tempDir } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 /** Sends a raw HTTP request and collects whatever comes back until the server closes. */
 function rawExchange(url: string, text: string): Promise<string> {
