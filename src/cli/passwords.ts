@@ -1,11 +1,11 @@
 import * as v from 'valibot';
-import { Password } from '../daemon/auth/schemas.js';
+import { NewPassword } from '../contract/schemas.js';
 import { usageError } from './errors.js';
 import { askSecret } from './prompt.js';
 
 /** What is wrong with a new password by the daemon's own rule (8-72 bytes of UTF-8), or null. */
 function passwordProblem(password: string): string | null {
-  const result = v.safeParse(Password, password);
+  const result = v.safeParse(NewPassword, password);
   return result.success ? null : result.issues[0].message;
 }
 

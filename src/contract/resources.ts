@@ -301,6 +301,75 @@ export const WarningsMeta = v.strictObject({ warnings: v.array(v.string()) });
 export type WarningsMeta = v.InferOutput<typeof WarningsMeta>;
 
 /**
+ * `data` of an `event.published` item of a live stream: the event, with its
+ * payload when the payload's JSON is at most 16 KiB (16,384 bytes); a larger
+ * one is left out and `payloadBytes` gives its size (read the event itself,
+ * GET /api/workspaces/{id}/events/{eventId}, for the payload).
+ */
+const { payload: _payload, ...eventWithoutPayload } = eventEntries;
+export const StreamEvent = v.union([
+  v.strictObject({ ...eventEntries, payloadBytes: v.optional(v.never()) }),
+  v.strictObject({ ...eventWithoutPayload, payload: v.optional(v.never()), payloadBytes: Count }),
+]);
+export type StreamEvent = v.InferOutput<typeof StreamEvent>;
+
+/**
+ * `data` of a delivery item of a live stream (`delivery.succeeded`,
+ * `delivery.retrying`, `delivery.dead`): never the subscriber's URL or signing secret.
+ */
+export const StreamDelivery = v.strictObject({
+  deliveryId: v.string(),
+  eventId: v.string(),
+  eventKey: v.string(),
+  workspaceId: v.string(),
+  subscriptionId: v.nullable(v.string()),
+  extensionKey: v.string(),
+  kind: SubscriberKind,
+  attempts: Count,
+  httpStatus: v.optional(v.pipe(v.number(), v.integer())),
+  error: v.optional(v.string()),
+  nextAttemptAt: v.optional(Instant),
+});
+export type StreamDelivery = v.InferOutput<typeof StreamDelivery>;
+
+/** `data` of a `subscription.changed` item of a live stream: a subscription enabled or disabled. */
+export const StreamSubscription = v.strictObject({
+  subscriptionId: v.string(),
+  workspaceId: v.string(),
+  eventKey: v.string(),
+  extensionKey: v.string(),
+  kind: SubscriberKind,
+  enabled: v.boolean(),
+  disabledReason: v.nullable(v.string()),
+});
+export type StreamSubscription = v.InferOutput<typeof StreamSubscription>;
+
+/** One item of a live stream, as its `id:`, `event:` and `data:` lines carry it (`data` is JSON). */
+export const StreamItem = v.union([
+  v.strictObject({ id: v.string(), event: v.literal('event.published'), data: StreamEvent }),
+  v.strictObject({ id: v.string(), event: v.picklist(['delivery.succeeded', 'delivery.retrying', 'delivery.dead']), data: StreamDelivery }),
+  v.strictObject({ id: v.string(), event: v.literal('subscription.changed'), data: StreamSubscription }),
+]);
+export type StreamItem = v.InferOutput<typeof StreamItem>;
+
+/** One problem with a request's input: where (a field path; empty for the whole body) and what. */
+export const ValidationIssue = v.strictObject({ path: v.string(), message: v.string() });
+export type ValidationIssue = v.InferOutput<typeof ValidationIssue>;
+
+/**
+ * `meta` of an error answer: the request's id (its access line has it) and,
+ * by error, the problems with the input (400), the limit that was exceeded
+ * (413) or why the daemon is not ready (503).
+ */
+export const ErrorMeta = v.looseObject({
+  requestId: v.string(),
+  issues: v.optional(v.array(ValidationIssue)),
+  limit: v.optional(Count),
+  reasons: v.optional(v.array(v.string())),
+});
+export type ErrorMeta = v.InferOutput<typeof ErrorMeta>;
+
+/**
  * The resources the API document names (components.schemas), by name: a
  * route's schema refers to them rather than repeating them.
  */
@@ -339,4 +408,10 @@ export const namedResources = {
   CursorMeta,
   PublishedMeta,
   WarningsMeta,
+  ValidationIssue,
+  ErrorMeta,
+  StreamEvent,
+  StreamDelivery,
+  StreamSubscription,
+  StreamItem,
 };

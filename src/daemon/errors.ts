@@ -1,28 +1,11 @@
 /**
  * Errors are values with a code. Domain code throws them; the HTTP layer maps
- * each code to a status once (see http/envelope.ts). Messages must be safe to
+ * each code to a status once (src/contract/errors.ts). Messages must be safe to
  * show to the caller: no paths, no secrets.
  */
-export type ErrorCode =
-  | 'VALIDATION_ERROR'
-  | 'INVALID_JSON'
-  | 'UNAUTHORIZED'
-  | 'INVALID_CREDENTIALS'
-  | 'FORBIDDEN'
-  | 'ACCOUNT_DISABLED'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'CONFLICT'
-  | 'VERSION_YANKED'
-  | 'INCOMPATIBLE_VERSION'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'MISDIRECTED_REQUEST'
-  | 'RATE_LIMITED'
-  | 'WEBHOOK_REJECTED'
-  | 'WEBHOOK_FAILED'
-  | 'INTERNAL_ERROR'
-  | 'UNAVAILABLE';
+import type { ErrorCode } from '../contract/errors.js';
+
+export type { ErrorCode };
 
 export interface ValidationIssue {
   path: string;

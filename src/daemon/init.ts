@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { DaemonConfig } from './config.js';
-import { Password } from './auth/schemas.js';
+import { NewPassword } from '../contract/schemas.js';
 import { ensureFirstAdmin, type FirstAdmin } from './auth/bootstrap.js';
 import { PasswordHasher } from './auth/passwords.js';
 import { toPublicUser, type PublicUser } from './auth/users.js';
@@ -40,7 +40,7 @@ export async function initDataDir(
  * session of the user ends, as with any password change.
  */
 export async function resetPasswordOffline(config: DaemonConfig, email: string, password: string): Promise<PublicUser> {
-  const checked = v.safeParse(Password, password);
+  const checked = v.safeParse(NewPassword, password);
   if (!checked.success) throw new StartupError(`the password ${checked.issues[0].message}`);
   assertPlatformDataDir(config.dataDir);
   const lock = lockDataDir(config.dataDir);

@@ -16,7 +16,7 @@ export function registerInit(program: Command): void {
     .option('--password-stdin', 'read the password from stdin instead of prompting')
     .action(async (flags: { dataDir?: string; email?: string; passwordStdin?: boolean }) => {
       const config = await daemonConfig({ dataDir: flags.dataDir });
-      const { Email } = await import('../../daemon/auth/schemas.js');
+      const { Email } = await import('../../contract/schemas.js');
       const v = await import('valibot');
       const emailProblem = (value: string) => {
         const result = v.safeParse(Email, value);

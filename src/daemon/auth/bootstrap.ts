@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import { DomainError, StartupError } from '../errors.js';
 import { isMissing, writeFileDurably } from '../files.js';
 import type { AuthService } from './service.js';
-import { Email, Password } from './schemas.js';
+import { Email, NewPassword } from '../../contract/schemas.js';
 
 const INITIAL_PASSWORD_FILE = 'initial-admin-password';
 const GENERATED_ADMIN = 'admin@localhost';
@@ -31,7 +31,7 @@ export async function ensureFirstAdmin(
   if (credentials) {
     const email = v.safeParse(Email, credentials.email);
     if (!email.success) throw new StartupError(`PLATFORM_ADMIN_EMAIL ${email.issues[0].message}`);
-    const password = v.safeParse(Password, credentials.password);
+    const password = v.safeParse(NewPassword, credentials.password);
     if (!password.success) throw new StartupError(`PLATFORM_ADMIN_PASSWORD ${password.issues[0].message}`);
     if (!(await createdUnlessTaken(auth, email.output, password.output))) return null;
     return { email: email.output, generatedPassword: null, passwordFile: null };

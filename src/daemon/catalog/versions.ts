@@ -1,15 +1,7 @@
 import semver from 'semver';
 
-/**
- * SemVer 2.0.0 as the `semver` package reads it, strictly: no leading `v` or
- * `=`, no surrounding spaces, no leading zeros. Build metadata is allowed and kept.
- */
-export function isStrictSemver(text: string): boolean {
-  const parsed = semver.parse(text, { loose: false });
-  if (!parsed) return false;
-  const canonical = parsed.build.length > 0 ? `${parsed.version}+${parsed.build.join('.')}` : parsed.version;
-  return canonical === text;
-}
+/** Strict SemVer 2.0.0, as the API validates it. */
+export { isStrictSemver } from '../../contract/schemas.js';
 
 /** Newest first by precedence; build metadata only breaks ties (the catalog never stores precedence-equal versions). */
 export const newestFirst = (a: string, b: string): number => semver.compareBuild(b, a);

@@ -1,22 +1,7 @@
 import * as v from 'valibot';
 import { DomainError } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
-import { EventKey, isPlainObject, jsonObject } from '../../contract/schemas.js';
-
-/** Nesting deeper than this is refused: nothing legitimate needs it, and deep values cost stack later. */
-const MAX_PAYLOAD_DEPTH = 32;
-
-function deeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (limit === 0) return true;
-  for (const child of Object.values(value)) if (deeperThan(child, limit - 1)) return true;
-  return false;
-}
-
-export const Payload = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, 'Invalid type: Expected a JSON object'),
-  v.check((payload) => !deeperThan(payload, MAX_PAYLOAD_DEPTH), `must not nest deeper than ${MAX_PAYLOAD_DEPTH} levels`),
-);
+import { Payload, type PublishEventBody } from '../../contract/requests.js';
 
 /**
  * The checks every event payload passes, published or arriving through an
@@ -35,12 +20,6 @@ export function checkPayload(payload: unknown, maxBytes: number): Record<string,
   return checked;
 }
 
-export const PublishEventBody = jsonObject({
-  eventKey: EventKey,
-  schemaVersion: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
-  actor: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
-  payload: v.optional(Payload),
-});
 export type PublishEventInput = v.InferOutput<typeof PublishEventBody>;
 
 const NonEmpty = (max: number) =>

@@ -16,7 +16,8 @@ import type { StoredSubscription } from '../workspaces/types.js';
 import type { ActivityFeed } from './activity.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
 import type { EventPage, EventStore } from './store.js';
-import { checkPayload, NotificationPayload, PublishEventBody, type PublishEventInput } from './schemas.js';
+import { PublishEventBody } from '../../contract/requests.js';
+import { checkPayload, NotificationPayload, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
 const MAX_CHAIN_DEPTH = 8;

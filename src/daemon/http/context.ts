@@ -1,13 +1,12 @@
 import type { DaemonConfig } from '../config.js';
 import type { Services } from '../services.js';
-import type { EndpointFactory } from './endpoint.js';
-import type { RouteTable } from './routes.js';
 
+/**
+ * What a route module is built with. A module supplies the handlers of some
+ * operations of the endpoint table (src/contract/endpoints.ts), as an object
+ * that `satisfies Partial<Handlers>`; the table says everything else.
+ */
 export interface HttpContext {
-  endpoint: EndpointFactory;
   services: Services;
   config: DaemonConfig;
 }
-
-/** Each route module adds its routes to the table. */
-export type RouteModule = (routes: RouteTable, context: HttpContext) => void;

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { DomainError, RateLimitedError, type ErrorCode } from '../errors.js';
+import { statusOf } from '../../contract/errors.js';
 import type { ObservedRequest } from './observe.js';
 
 export interface Envelope {
@@ -10,29 +11,6 @@ export interface Envelope {
   timestamp: string;
 }
 
-const STATUS: Record<ErrorCode, number> = {
-  VALIDATION_ERROR: 400,
-  INVALID_JSON: 400,
-  UNAUTHORIZED: 401,
-  INVALID_CREDENTIALS: 401,
-  FORBIDDEN: 403,
-  ACCOUNT_DISABLED: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
-  VERSION_YANKED: 409,
-  INCOMPATIBLE_VERSION: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  MISDIRECTED_REQUEST: 421,
-  RATE_LIMITED: 429,
-  WEBHOOK_REJECTED: 401,
-  WEBHOOK_FAILED: 500,
-  INTERNAL_ERROR: 500,
-  UNAVAILABLE: 503,
-};
-
-export const statusOf = (code: ErrorCode): number => STATUS[code];
 
 /** Headers every response carries. Cache-Control: API answers are per-caller and live. */
 function writeCommonHeaders(res: ServerResponse): void {

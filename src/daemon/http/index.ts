@@ -2,8 +2,9 @@ import type { DaemonConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Services } from '../services.js';
 import { createHttpApp } from './app.js';
-import type { RouteModule } from './context.js';
-import { createEndpointFactory, sessionCookieName } from './endpoint.js';
+import { endpoints, type EndpointDeclaration, type OperationId } from '../../contract/endpoints.js';
+import type { Caller } from '../auth/service.js';
+import { endpointHandler, sessionCookieName, type Handlers } from './endpoint.js';
 import { RouteTable } from './routes.js';
 import { authRoutes } from './routes/auth.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -22,34 +23,51 @@ import { userRoutes } from './routes/users.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 
-const MODULES: RouteModule[] = [
-  healthRoutes,
-  authRoutes,
-  userRoutes,
-  catalogRoutes,
-  workspaceRoutes,
-  eventRoutes,
-  deliveryRoutes,
-  subscriptionControlRoutes,
-  chatRoutes,
-  deadLetterRoutes,
-  statusRoutes,
-  extensionConfigRoutes,
-  webhookRoutes,
-  operationsRoutes,
-  streamRoutes,
-  openApiRoutes,
-];
+type Intersection<U> = (U extends unknown ? (part: U) => void : never) extends (part: infer I) => void ? I : never;
 
+/** The handlers of all modules in one object; an operation handled twice is a mistake. */
+function merged<T extends object[]>(...modules: T): Intersection<T[number]> {
+  const supplied = modules.flatMap((module) => Object.keys(module));
+  const twice = supplied.filter((operationId, index) => supplied.indexOf(operationId) !== index);
+  if (twice.length > 0) throw new Error(`operations with handlers in two route modules: ${twice.join(', ')}`);
+  return Object.assign({}, ...modules) as Intersection<T[number]>;
+}
+
+/**
+ * The router: each operation of the endpoint table with its module's handler.
+ * It does not compile while an operation has no handler.
+ */
 export function buildRoutes(services: Services, config: DaemonConfig): RouteTable {
-  const routes = new RouteTable();
-  const endpoint = createEndpointFactory({
+  const context = { services, config };
+  const handlers: Handlers = merged(
+    healthRoutes(context),
+    authRoutes(context),
+    userRoutes(context),
+    catalogRoutes(context),
+    workspaceRoutes(context),
+    eventRoutes(context),
+    deliveryRoutes(context),
+    subscriptionControlRoutes(context),
+    chatRoutes(context),
+    deadLetterRoutes(context),
+    statusRoutes(context),
+    extensionConfigRoutes(context),
+    webhookRoutes(context),
+    operationsRoutes(context),
+    streamRoutes(context),
+    openApiRoutes(context),
+  );
+  const deps = {
     auth: services.auth,
+    assertMember: (caller: Caller, workspaceId: string) => services.workspaces.assertMember(caller.user, workspaceId),
     maxBodyBytes: config.maxBodyBytes,
     crossSite: { corsOrigins: config.corsOrigins, secureCookies: config.secureCookies },
     sessionCookie: sessionCookieName(config.secureCookies),
-  });
-  for (const register of MODULES) register(routes, { endpoint, services, config });
+  };
+  const routes = new RouteTable();
+  for (const [operationId, declaration] of Object.entries(endpoints) as [OperationId, EndpointDeclaration][]) {
+    routes.add(declaration.method, declaration.path, endpointHandler(declaration, handlers[operationId] as (context: never) => unknown, deps));
+  }
   return routes;
 }
 

@@ -1,14 +1,15 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import { endpoints, errorCodesOf, TAGS, type EndpointDeclaration } from '../../contract/endpoints.js';
+import { statusOf, type ErrorCode } from '../../contract/errors.js';
 import { namedResources } from '../../contract/resources.js';
-import { successShapes } from '../../contract/responses.js';
-import type { ErrorCode } from '../errors.js';
 import { PLATFORM_VERSION } from '../version.js';
-import { statusOf } from './envelope.js';
-import { specOf, type AnyEndpointSpec } from './endpoint.js';
-import type { RouteTable } from './routes.js';
 
 type Json = Record<string, unknown>;
+
+/** How a schema says the document shows it (QueryInt: an integer with bounds, which a client sends as digits). */
+const documentedAs = (action: { type: string; metadata?: { documentedAs?: Json } }): Json | undefined =>
+  action.type === 'metadata' ? action.metadata?.documentedAs : undefined;
 
 /**
  * Request schemas as JSON Schema. The 'output' mode starts each pipeline at
@@ -17,7 +18,12 @@ type Json = Record<string, unknown>;
  * Transforms and custom checks have no JSON Schema form: they are left out
  * (errorMode 'ignore'), so the document is looser than the validation, never stricter.
  */
-const CONVERSION: ConversionConfig = { target: 'draft-2020-12', typeMode: 'output', errorMode: 'ignore' };
+const CONVERSION: ConversionConfig = {
+  target: 'draft-2020-12',
+  typeMode: 'output',
+  errorMode: 'ignore',
+  overrideAction: ({ valibotAction }) => documentedAs(valibotAction as never),
+};
 
 const schemaOf = (schema: v.GenericSchema): Json => {
   const { $schema: _, ...rest } = toJsonSchema(schema, CONVERSION) as JsonSchema & Json;
@@ -36,131 +42,158 @@ const answerSchemaOf = (schema: v.GenericSchema): Json => {
   return rest;
 };
 
-const ENVELOPE: Json = {
+const TIMESTAMP = { type: 'string', format: 'date-time' };
+
+/** The success envelope of an operation, with its `data` and `meta`. */
+const successEnvelopeOf = (declaration: EndpointDeclaration): Json => ({
   type: 'object',
   required: ['code', 'message', 'data', 'meta', 'timestamp'],
+  additionalProperties: false,
   properties: {
-    code: { type: 'string' },
-    message: { type: ['string', 'null'] },
-    data: {},
-    meta: { type: ['object', 'null'] },
-    timestamp: { type: 'string', format: 'date-time' },
+    code: { const: 'SUCCESS' },
+    message: { type: 'null' },
+    data: declaration.data ? answerSchemaOf(declaration.data) : { type: 'null' },
+    meta: declaration.meta ? answerSchemaOf(declaration.meta) : { type: 'null' },
+    timestamp: TIMESTAMP,
+  },
+});
+
+/** An error envelope with the codes it can carry, written out: generators drop keywords beside a $ref. */
+const errorAnswer = (codes: ErrorCode[]): Json => ({
+  description: codes.join(', '),
+  content: {
+    'application/json': {
+      schema: {
+        type: 'object',
+        required: ['code', 'message', 'data', 'meta', 'timestamp'],
+        additionalProperties: false,
+        properties: {
+          code: { type: 'string', enum: codes },
+          message: { type: 'string' },
+          data: { type: 'null' },
+          meta: { $ref: '#/components/schemas/ErrorMeta' },
+          timestamp: TIMESTAMP,
+        },
+      },
+    },
+  },
+});
+
+/** What a non-envelope answer's body is. */
+const NON_ENVELOPE_SCHEMAS: Record<string, Json> = {
+  'application/json': { type: 'object' },
+  'application/gzip': { type: 'string', format: 'binary' },
+  'text/event-stream': {
+    type: 'string',
+    description: 'Items of `id: <position>`, `event: <type>` and `data: <JSON>` lines, each ended by a blank line: each is a StreamItem (x-stream-item).',
+    'x-stream-item': { $ref: '#/components/schemas/StreamItem' },
   },
 };
 
-/** The shared envelope, with the codes this answer can carry (2020-12 allows keywords beside $ref). */
-const envelopeWith = (code: Json): Json => ({ $ref: '#/components/schemas/Envelope', properties: { code } });
-
-/**
- * The success envelope of a route, with its `data` and `meta` from the
- * contract (src/contract/responses.ts). Written out rather than as the shared
- * envelope plus keywords: references inside keywords beside a $ref trip some
- * OpenAPI tools (the validator of test/openapi.test.ts among them).
- */
-function successEnvelopeOf(method: string, path: string): Json {
-  const shape = successShapes[`${method.toUpperCase()} ${path}`];
-  if (!shape) throw new Error(`route ${method.toUpperCase()} ${path} has no success shape in src/contract/responses.ts: it cannot be documented`);
-  return {
-    type: 'object',
-    required: ['code', 'message', 'data', 'meta', 'timestamp'],
-    additionalProperties: false,
-    properties: {
-      code: { const: 'SUCCESS' },
-      message: { type: 'null' },
-      data: answerSchemaOf(shape.data),
-      meta: answerSchemaOf(shape.meta),
-      timestamp: { type: 'string', format: 'date-time' },
-    },
-  };
-}
-
-const errorAnswer = (codes: ErrorCode[]): Json => ({
-  description: codes.join(', '),
-  content: { 'application/json': { schema: envelopeWith({ enum: codes }) } },
+const SESSION_COOKIE_HEADER = (sets: boolean): Json => ({
+  'Set-Cookie': {
+    description: sets
+      ? 'The session: an HttpOnly, SameSite=Lax cookie that the browser sends with every request. Scripts may send its value as `Authorization: Bearer` instead.'
+      : 'Clears the session cookie.',
+    schema: { type: 'string' },
+  },
 });
 
-/** The error codes a route can answer with, from what its spec says it checks. */
-function errorCodesOf(spec: AnyEndpointSpec, method: string, path: string): ErrorCode[] {
-  const codes: ErrorCode[] = ['INTERNAL_ERROR', 'UNAVAILABLE', 'MISDIRECTED_REQUEST', 'METHOD_NOT_ALLOWED'];
-  if (spec.access !== 'public') codes.push('UNAUTHORIZED', 'ACCOUNT_DISABLED');
-  if (spec.access === 'admin' || spec.authorize || method !== 'get') codes.push('FORBIDDEN');
-  if (spec.params || spec.query || spec.body) codes.push('VALIDATION_ERROR');
-  if (spec.body) codes.push('INVALID_JSON', 'PAYLOAD_TOO_LARGE');
-  if (!spec.readsOwnBody) codes.push('UNSUPPORTED_MEDIA_TYPE');
-  if (path.includes('{')) codes.push('NOT_FOUND');
-  if (method !== 'get') codes.push('CONFLICT');
-  if (path.startsWith('/api/auth/')) codes.push('INVALID_CREDENTIALS', 'RATE_LIMITED');
-  if (path.startsWith('/api/webhooks/')) codes.push('PAYLOAD_TOO_LARGE', 'WEBHOOK_REJECTED', 'WEBHOOK_FAILED');
-  if (path.endsWith('/extensions') && path.startsWith('/api/workspaces/')) codes.push('VERSION_YANKED', 'INCOMPATIBLE_VERSION');
-  if (path.endsWith('/stream')) codes.push('RATE_LIMITED');
-  return [...new Set(codes)];
+function successOf(declaration: EndpointDeclaration): Json {
+  const status = declaration.status ?? 200;
+  if (status === 204) return { description: 'Done; no body.' };
+  let success: Json;
+  if (declaration.answers) {
+    const { contentType, description } = declaration.answers;
+    const schema = NON_ENVELOPE_SCHEMAS[contentType.split(';')[0]!] ?? { type: 'string' };
+    success = { description, content: { [contentType]: { schema } } };
+  } else {
+    success = { description: 'The envelope.', content: { 'application/json': { schema: successEnvelopeOf(declaration) } } };
+  }
+  if (declaration.readsOwnBody) {
+    // A provider's handshake (Slack's url_verification) is answered with the challenge as plain text.
+    (success.content as Json)['text/plain'] = { schema: { type: 'string' } };
+  }
+  if (declaration.session) success.headers = SESSION_COOKIE_HEADER(declaration.session === 'sets');
+  return success;
 }
 
-function parametersOf(spec: AnyEndpointSpec): Json[] {
+function parametersOf(declaration: EndpointDeclaration): Json[] {
   const parameters: Json[] = [];
-  for (const [where, schema] of [['path', spec.params], ['query', spec.query]] as const) {
+  for (const [where, schema] of [['path', declaration.params], ['query', declaration.query]] as const) {
     if (!schema) continue;
     const json = schemaOf(schema);
     const properties = (json.properties ?? {}) as Record<string, Json>;
     const required = new Set((json.required ?? []) as string[]);
     for (const [name, property] of Object.entries(properties)) {
+      // A default is written as the query string carries it ("50"); the document shows the integer.
+      if (property.type === 'integer' && typeof property.default === 'string') property.default = Number(property.default);
       parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: property });
     }
+  }
+  if (declaration.resumable) {
+    parameters.push({
+      name: 'Last-Event-ID',
+      in: 'header',
+      required: false,
+      description: 'The `id` of the last item received: the stream resumes after it (browsers send it when they reconnect).',
+      schema: { type: 'string' },
+    });
   }
   return parameters;
 }
 
-function operationOf(method: string, routePath: string, path: string, spec: AnyEndpointSpec): Json {
-  const status = String(spec.status ?? 200);
-  const success: Json =
-    status === '204'
-      ? { description: 'done; no body' }
-      : spec.answers
-        ? { description: spec.answers.description, content: { [spec.answers.contentType]: { schema: {} } } }
-        : { description: 'the envelope', content: { 'application/json': { schema: successEnvelopeOf(method, routePath) } } };
-  if (spec.readsOwnBody && success.content) {
-    // A provider's handshake (Slack's url_verification) is answered with the challenge as plain text.
-    (success.content as Json)['text/plain'] = { schema: { type: 'string' } };
-  }
-  const responses: Json = { [status]: success };
+const SECURITY: Record<EndpointDeclaration['access'], Json[]> = {
+  public: [],
+  user: [{ cookie: [] }, { bearer: [] }],
+  member: [{ cookie: [] }, { bearer: [] }],
+  admin: [{ cookie: [] }, { bearer: [] }],
+  scraper: [{ metricsToken: [] }, { cookie: [] }, { bearer: [] }],
+};
+
+const ACCESS_NOTE: Record<EndpointDeclaration['access'], string> = {
+  public: 'Anyone may call.',
+  user: 'Any logged-in user.',
+  member: 'Members of the workspace and ADMINs.',
+  admin: 'ADMIN only.',
+  scraper: 'The metrics token (`PLATFORM_METRICS_TOKEN`) or an ADMIN.',
+};
+
+function operationOf(operationId: string, declaration: EndpointDeclaration): Json {
+  const responses: Json = { [String(declaration.status ?? 200)]: successOf(declaration) };
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of errorCodesOf(spec, method, path).sort()) {
+  for (const code of errorCodesOf(declaration)) {
     const status = statusOf(code);
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) responses[String(status)] = errorAnswer(codes);
 
   const operation: Json = {
-    operationId: `${method}${path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
-    tags: [path.split('/')[path.startsWith('/api/admin/') ? 3 : 2] ?? 'api'],
-    parameters: parametersOf(spec),
+    operationId,
+    summary: declaration.summary,
+    description: ACCESS_NOTE[declaration.access],
+    tags: [declaration.tag],
+    security: SECURITY[declaration.access],
+    parameters: parametersOf(declaration),
     responses,
   };
-  if (spec.access === 'public') operation.security = [];
-  else if (spec.access === 'admin') operation.description = 'ADMIN only.';
-  if (spec.body) {
-    operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(spec.body) } } };
-  } else if (spec.readsOwnBody) {
+  if (declaration.body) {
+    operation.requestBody = { required: true, content: { 'application/json': { schema: schemaOf(declaration.body) } } };
+  } else if (declaration.readsOwnBody) {
     operation.requestBody = {
-      description: "the provider's request as sent: any content type, passed to the extension's webhook handler",
+      description: "The provider's request as sent: any content type, passed to the extension's webhook handler.",
       content: { '*/*': { schema: {} } },
     };
   }
   return operation;
 }
 
-/**
- * The OpenAPI 3.1 document of every route in the table, from the endpoint
- * specs that validate the requests; `sessionCookie` is the cookie's name as
- * this daemon sets it.
- */
-export function openApiDocument(routes: RouteTable, sessionCookie: string): Json {
+/** The OpenAPI 3.1 document of the endpoint table; `sessionCookie` is the cookie's name as this daemon sets it. */
+export function openApiDocument(sessionCookie: string): Json {
   const paths: Record<string, Json> = {};
-  for (const { method, path, handler } of routes.entries()) {
-    const spec = specOf(handler);
-    if (!spec) throw new Error(`route ${method.toUpperCase()} ${path} is not an endpoint(): it cannot be documented`);
-    const openApiPath = path.replace(/:(\w+)/g, '{$1}');
-    (paths[openApiPath] ??= {})[method] = operationOf(method, path, openApiPath, spec);
+  for (const [operationId, declaration] of Object.entries(endpoints) as [string, EndpointDeclaration][]) {
+    const path = declaration.path.replace(/:(\w+)/g, '{$1}');
+    (paths[path] ??= {})[declaration.method.toLowerCase()] = operationOf(operationId, declaration);
   }
   return {
     openapi: '3.1.0',
@@ -168,16 +201,18 @@ export function openApiDocument(routes: RouteTable, sessionCookie: string): Json
       title: 'platform',
       version: PLATFORM_VERSION,
       description:
-        'Every answer with a body is the envelope {code, message, data, meta, timestamp}. Request parameters and bodies are generated from the schemas that validate them, success `data` and `meta` from the API contract (src/contract); docs/api.md is the guide.',
+        'Every answer with a body is the envelope {code, message, data, meta, timestamp}, except the streams, the metrics, backups and this document. docs/api.md is the guide.',
     },
+    servers: [{ url: '/', description: 'This daemon.' }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
-      schemas: { Envelope: ENVELOPE, ...toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION) },
+      schemas: toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION),
       securitySchemes: {
-        cookie: { type: 'apiKey', in: 'cookie', name: sessionCookie },
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        cookie: { type: 'apiKey', in: 'cookie', name: sessionCookie, description: 'The session cookie that logging in sets.' },
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The session token, sent as `Authorization: Bearer`.' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'The metrics token (`PLATFORM_METRICS_TOKEN`), for `/metrics` only.' },
       },
     },
-    security: [{ cookie: [] }, { bearer: [] }],
     paths,
   };
 }

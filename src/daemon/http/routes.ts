@@ -1,45 +1,34 @@
 import { createRouter, defineEventHandler, type EventHandler, type Router } from 'h3';
+import type { HttpMethod } from '../../contract/endpoints.js';
 import { DomainError } from '../errors.js';
 import type { ObservedRequest } from './observe.js';
-
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /**
  * Collects the routes of every module, then builds the h3 router. A known path
  * called with another method answers 405 with an Allow header.
  */
 export class RouteTable {
-  private readonly paths = new Map<string, Map<Method, EventHandler>>();
+  private readonly paths = new Map<string, Map<HttpMethod, EventHandler>>();
 
-  add(method: Method, path: string, handler: EventHandler): this {
-    const methods = this.paths.get(path) ?? new Map<Method, EventHandler>();
-    if (methods.has(method)) throw new Error(`route ${method.toUpperCase()} ${path} is registered twice`);
+  add(method: HttpMethod, path: string, handler: EventHandler): this {
+    const methods = this.paths.get(path) ?? new Map<HttpMethod, EventHandler>();
+    if (methods.has(method)) throw new Error(`route ${method} ${path} is registered twice`);
     methods.set(method, handler);
     this.paths.set(path, methods);
     return this;
   }
 
-  get = (path: string, handler: EventHandler) => this.add('get', path, handler);
-  post = (path: string, handler: EventHandler) => this.add('post', path, handler);
-  put = (path: string, handler: EventHandler) => this.add('put', path, handler);
-  patch = (path: string, handler: EventHandler) => this.add('patch', path, handler);
-  delete = (path: string, handler: EventHandler) => this.add('delete', path, handler);
-
   /** Every registered "METHOD path", for documentation checks. */
   list(): string[] {
-    return [...this.paths].flatMap(([path, methods]) => [...methods.keys()].map((method) => `${method.toUpperCase()} ${path}`));
+    return [...this.paths].flatMap(([path, methods]) => [...methods.keys()].map((method) => `${method} ${path}`));
   }
 
   /** Every registered route with its handler, in registration order. */
-  entries(): { method: Method; path: string; handler: EventHandler }[] {
-    return [...this.paths].flatMap(([path, methods]) => [...methods].map(([method, handler]) => ({ method, path, handler })));
-  }
-
   toRouter(): Router {
     const router = createRouter({ preemptive: true });
     for (const [path, methods] of this.paths) {
-      for (const [method, handler] of methods) router.add(path, labelled(path, handler), method);
-      const allow = [...methods.keys()].map((method) => method.toUpperCase()).join(', ');
+      for (const [method, handler] of methods) router.add(path, labelled(path, handler), method.toLowerCase() as Lowercase<HttpMethod>);
+      const allow = [...methods.keys()].join(', ');
       // router.use registers for every method; the specific ones above take precedence.
       router.use(
         path,

@@ -1,3 +1,4 @@
+import { WEBHOOK_REQUESTS_KEPT } from '../../contract/requests.js';
 import { unbounded } from '../paging.js';
 
 export const REQUEST_OUTCOMES = ['ACCEPTED', 'REJECTED', 'FAILED', 'DUPLICATE'] as const;
@@ -15,7 +16,7 @@ export interface WebhookRequestEntry {
 }
 
 /** Each extension keeps its latest calls; older ones are dropped when a new one is recorded. */
-export const REQUESTS_PER_EXTENSION = 1000;
+export const REQUESTS_PER_EXTENSION = WEBHOOK_REQUESTS_KEPT;
 
 /** A kept call and its number: per extension, one more than the previous call's, so cursors page by it. */
 export interface NumberedRequest {

@@ -1,6 +1,7 @@
 import semver from 'semver';
 import { SDK_VERSION } from '../../handlers/sdk.js';
-import { DomainError } from '../errors.js';
+import { VERSION_REQUEST_RULE } from '../../contract/requests.js';
+import { DomainError, invalid } from '../errors.js';
 import { isStrictSemver } from '../catalog/versions.js';
 import { PLATFORM_VERSION } from '../version.js';
 import type { CatalogReader, InstallableVersion } from './types.js';
@@ -37,6 +38,7 @@ function assertInstallable(extensionKey: string, record: InstallableVersion): vo
  * prerelease as for latestVersion; none such is 409 INCOMPATIBLE_VERSION.
  */
 export function resolveVersion(catalog: CatalogReader, extensionKey: string, requested: string | undefined): string {
+  if (requested !== undefined && !isVersionRequest(requested)) throw invalid('version', VERSION_REQUEST_RULE);
   if (requested !== undefined && isStrictSemver(requested)) {
     assertInstallable(extensionKey, catalog.versionRecord(extensionKey, requested));
     return requested;

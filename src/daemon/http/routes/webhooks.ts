@@ -1,20 +1,11 @@
-import * as v from 'valibot';
 import { DomainError } from '../../errors.js';
-import { isPlainObject, QueryInt } from '../../../contract/schemas.js';
-import { REQUESTS_PER_EXTENSION, type WebhookRequestEntry } from '../../webhooks/request-log.js';
+import { isPlainObject } from '../../../contract/schemas.js';
+import type { WebhookRequestEntry } from '../../webhooks/request-log.js';
 import { headerMap } from '../../webhooks/service.js';
 import { parseJson, readRawBody } from '../body.js';
-import type { RouteModule } from '../context.js';
-import { PageReply, Reply, TextReply } from '../endpoint.js';
+import type { HttpContext } from '../context.js';
+import { PageReply, Reply, TextReply, type Handlers } from '../endpoint.js';
 import { PageBudget } from '../../paging.js';
-
-/**
- * POST /api/webhooks/{extensionKey}: no cookie, any content type. The handler
- * is found first (404), then the body is read as raw bytes (413) and must be a
- * JSON object (400); the handler verifies it over exactly those bytes.
- */
-const WebhookParams = v.object({ extensionKey: v.string() });
-const RequestsQuery = v.object({ limit: v.optional(QueryInt(1, REQUESTS_PER_EXTENSION), '50'), cursor: v.optional(v.string()) });
 
 function parseWebhookBody(rawBody: Buffer): Record<string, unknown> {
   const body = rawBody.length === 0 ? undefined : parseJson(rawBody);
@@ -26,35 +17,25 @@ function parseWebhookBody(rawBody: Buffer): Record<string, unknown> {
   return body;
 }
 
-export const webhookRoutes: RouteModule = (routes, { endpoint, services: { webhooks }, config }) => {
-  routes.post(
-    '/api/webhooks/:extensionKey',
-    endpoint({
-      access: 'public',
-      params: WebhookParams,
-      readsOwnBody: true,
-      handle: async ({ params, event }) => {
-        const { req, res } = event.node;
-        const outcome = await webhooks.receive(params.extensionKey, {
-          headers: headerMap(req.headers),
-          readBody: () => readRawBody(req, res, config.maxBodyBytes),
-          parseBody: parseWebhookBody,
-        });
-        return 'plainText' in outcome ? new TextReply(outcome.plainText) : new Reply(outcome.data, outcome.meta);
-      },
-    }),
-  );
-  routes.get(
-    '/api/admin/webhooks/:extensionKey/requests',
-    endpoint({
-      access: 'admin',
-      params: WebhookParams,
-      query: RequestsQuery,
-      handle: async ({ params, query }) => {
-        const budget = new PageBudget<WebhookRequestEntry>(config.maxPageBytes);
-        const { nextCursor } = await webhooks.requests(params.extensionKey, query, budget);
-        return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
-      },
-    }),
-  );
-};
+export const webhookRoutes = ({ services: { webhooks }, config }: HttpContext) =>
+  ({
+    /**
+     * No cookie, any content type. The handler is found first (404), then the
+     * body is read as raw bytes (413) and must be a JSON object (400); the
+     * handler verifies it over exactly those bytes.
+     */
+    receiveWebhook: async ({ params, event }) => {
+      const { req, res } = event.node;
+      const outcome = await webhooks.receive(params.extensionKey, {
+        headers: headerMap(req.headers),
+        readBody: () => readRawBody(req, res, config.maxBodyBytes),
+        parseBody: parseWebhookBody,
+      });
+      return 'plainText' in outcome ? new TextReply(outcome.plainText) : new Reply(outcome.data, outcome.meta);
+    },
+    listWebhookRequests: async ({ params, query }) => {
+      const budget = new PageBudget<WebhookRequestEntry>(config.maxPageBytes);
+      const { nextCursor } = await webhooks.requests(params.extensionKey, query, budget);
+      return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
+    },
+  }) satisfies Partial<Handlers>;

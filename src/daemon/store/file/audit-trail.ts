@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { MAX_AUDIT_PAGE } from '../../catalog/schemas.js';
+import { MAX_AUDIT_PAGE } from '../../../contract/requests.js';
 import type { AuditFilter } from '../../catalog/store.js';
 import type { AuditRecord } from '../../catalog/types.js';
 import { AppendLog } from '../append-log.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { emailTaken, isActiveAdmin, lastActiveAdmin, type NewUser, type UserRecord, type UserStore } from '../../auth/users.js';
-import type { Role } from '../../auth/schemas.js';
+import type { Role } from '../../../contract/resources.js';
 import { notFound } from '../../errors.js';
 import type { ChangeFeed } from './change-feed.js';
 import { BatchedRead } from './batched-read.js';

@@ -1,0 +1,108 @@
+import type * as v from 'valibot';
+import { endpoints, pathOf, type Endpoints, type HttpMethod, type OperationId } from './endpoints.js';
+import type { ErrorMeta } from './resources.js';
+
+/**
+ * The one typed client of the API, over the endpoint table: an operation's
+ * params, query and body are checked by the compiler, and its `data` and
+ * `meta` come typed. The CLI and the console each wrap it with their own
+ * transport (the CLI's token and timeout, the browser's session cookie).
+ * Node-free: the console bundles it.
+ */
+
+type Declared<O extends OperationId, K extends string> = Endpoints[O] extends { readonly [P in K]: infer S extends v.GenericSchema } ? S : undefined;
+
+/** Query parameters as a client gives them: what the query string carries, integers also as numbers. */
+type QueryInput<S extends v.GenericSchema> = {
+  [K in keyof v.InferInput<S>]: K extends keyof v.InferOutput<S> ? (v.InferOutput<S>[K] extends number | undefined ? v.InferInput<S>[K] | number : v.InferInput<S>[K]) : never;
+};
+
+type OperationInput<O extends OperationId> = (Declared<O, 'params'> extends v.GenericSchema ? { params: v.InferInput<Declared<O, 'params'>> } : { params?: never }) &
+  (Declared<O, 'query'> extends v.GenericSchema ? { query?: QueryInput<Declared<O, 'query'>> } : { query?: never }) &
+  (Declared<O, 'body'> extends v.GenericSchema ? { body: v.InferInput<Declared<O, 'body'>> } : { body?: never });
+
+/** The input of an operation; optional when it takes nothing required. */
+export type CallArgs<O extends OperationId> = Record<string, never> extends OperationInput<O> ? [input?: OperationInput<O>] : [input: OperationInput<O>];
+
+type Answered<O extends OperationId, K extends 'data' | 'meta'> = Declared<O, K> extends v.GenericSchema ? v.InferOutput<Declared<O, K>> : null;
+
+export interface Answer<O extends OperationId> {
+  data: Answered<O, 'data'>;
+  meta: Answered<O, 'meta'>;
+  status: number;
+  headers: Headers;
+}
+
+/** The operations answered with the envelope; the others (streams, archives, metrics, the document) are fetched by URL. */
+export type EnvelopeOperationId = { [O in OperationId]: Endpoints[O] extends { readonly answers: object } ? never : O }[OperationId];
+
+/** The daemon answered with an error envelope. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+    readonly meta: ErrorMeta | null = null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The answer was not the envelope: whatever answered is not a platform daemon. */
+export class NotAnEnvelopeError extends Error {
+  constructor(readonly status: number) {
+    super(`answered ${status} without the platform envelope`);
+    this.name = 'NotAnEnvelopeError';
+  }
+}
+
+export interface HttpRequest {
+  method: HttpMethod;
+  /** The path with its parameters and query string. */
+  url: string;
+  body?: unknown;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  /** The body as parsed JSON, or undefined when it is not JSON. */
+  body: unknown;
+}
+
+/** Sends a request as JSON and reads the answer; throws only when no answer came. */
+export type Transport = (request: HttpRequest) => Promise<HttpAnswer>;
+
+/** The path and query string of an operation; query values that are undefined or empty are left out. */
+export function urlOf<O extends OperationId>(operationId: O, ...[input]: CallArgs<O>): string {
+  const given = input as { params?: Record<string, string>; query?: Record<string, string | number | boolean | undefined> } | undefined;
+  const path = pathOf(endpoints[operationId].path, given?.params);
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(given?.query ?? {})) if (value !== undefined && value !== '') query.set(name, String(value));
+  const search = query.toString();
+  return search === '' ? path : `${path}?${search}`;
+}
+
+const isEnvelope = (body: unknown): body is { code: string; message: string | null; data: unknown; meta: Record<string, unknown> | null } =>
+  typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string';
+
+export interface ApiClient {
+  /** Calls an operation: its `data` and `meta` on success, else throws ApiError (or NotAnEnvelopeError). */
+  call<O extends EnvelopeOperationId>(operationId: O, ...input: CallArgs<O>): Promise<Answer<O>>;
+}
+
+export function createApiClient(transport: Transport): ApiClient {
+  return {
+    async call(operationId, ...args) {
+      const { method } = endpoints[operationId];
+      const body = (args[0] as { body?: unknown } | undefined)?.body;
+      const answer = await transport({ method, url: urlOf(operationId, ...args), body });
+      if (answer.status === 204) return { data: null, meta: null, status: 204, headers: answer.headers } as never;
+      if (!isEnvelope(answer.body)) throw new NotAnEnvelopeError(answer.status);
+      const envelope = answer.body;
+      if (envelope.code !== 'SUCCESS') throw new ApiError(envelope.message ?? envelope.code, envelope.code, answer.status, envelope.meta as ErrorMeta | null);
+      return { data: envelope.data, meta: envelope.meta, status: answer.status, headers: answer.headers } as never;
+    },
+  };
+}
