@@ -5,7 +5,7 @@ import { CatalogService } from '../src/daemon/catalog/service.js';
 import { ExtensionConfigService } from '../src/daemon/extension-config/service.js';
 import type { StoredField } from '../src/daemon/extension-config/store.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
-import { WorkspaceService } from '../src/daemon/workspaces/service.js';
+import { openWorkspaceServices } from '../src/daemon/workspaces/open.js';
 import { conformance, rejection, type OpenedStores, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -96,7 +96,7 @@ const PLAIN_SECRET = 'plain-webhook-secret-4711';
 
 async function configOf(opened: OpenedStores): Promise<ExtensionConfigService> {
   const catalog = await CatalogService.open(opened.stores.catalog, { fullNameOf: () => undefined });
-  const workspaces = await WorkspaceService.open(opened.stores.workspaces, {
+  const { workspaces } = await openWorkspaceServices(opened.stores.workspaces, {
     catalog,
     handlers: { declares: () => true },
     box: BOX,

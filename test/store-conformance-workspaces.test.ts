@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CatalogService } from '../src/daemon/catalog/service.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
-import { WorkspaceService } from '../src/daemon/workspaces/service.js';
+import { openWorkspaceServices, type WorkspaceServices } from '../src/daemon/workspaces/open.js';
 import type { Installation, StoredSubscription, Workspace } from '../src/daemon/workspaces/types.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
@@ -317,9 +317,9 @@ const BOX = SecretBox.fromKeys([randomBytes(32)]);
 const ACTOR = { id: 'admin', email: 'admin@example.test', fullName: 'Admin' };
 const HOOK = 'https://hooks.example.test/crm';
 
-async function serviceOf(opened: OpenedStores): Promise<WorkspaceService> {
+async function serviceOf(opened: OpenedStores): Promise<WorkspaceServices> {
   const catalog = await CatalogService.open(opened.stores.catalog, { fullNameOf: () => undefined });
-  return WorkspaceService.open(opened.stores.workspaces, {
+  return openWorkspaceServices(opened.stores.workspaces, {
     catalog,
     handlers: { declares: () => true },
     box: BOX,
@@ -329,14 +329,14 @@ async function serviceOf(opened: OpenedStores): Promise<WorkspaceService> {
 }
 
 /** Two daemons on one schema, with a workspace `acme` and a catalog extension `crm` to install. */
-async function twoDaemons(site: StoreSite, run: (first: WorkspaceService, second: WorkspaceService, opened: OpenedStores[]) => Promise<void>): Promise<void> {
+async function twoDaemons(site: StoreSite, run: (first: WorkspaceServices, second: WorkspaceServices, opened: OpenedStores[]) => Promise<void>): Promise<void> {
   const opened = [await site.open(), await site.open()];
   try {
     const catalog = await CatalogService.open(opened[0]!.stores.catalog, { fullNameOf: () => undefined });
     await catalog.create(ACTOR, { extensionKey: 'crm', name: 'CRM' });
     await catalog.publishVersion(ACTOR, 'crm', { version: '1.0.0', artifactUrl: 'https://artifacts.example.test/crm.jar' });
     const [first, second] = [await serviceOf(opened[0]!), await serviceOf(opened[1]!)];
-    await first.create({ id: 'acme', name: 'Acme' });
+    await first.workspaces.create({ id: 'acme', name: 'Acme' });
     await run(first, second, opened);
   } finally {
     for (const one of opened) await one.close();
@@ -348,12 +348,12 @@ conformance(
   (site) =>
     twoDaemons(site, async (first, second) => {
       for (let round = 0; round < 5; round += 1) {
-        const outcomes = await Promise.allSettled([first.install('acme', { extensionKey: 'crm' }), second.install('acme', { extensionKey: 'crm' })]);
+        const outcomes = await Promise.allSettled([first.installations.install('acme', { extensionKey: 'crm' }), second.installations.install('acme', { extensionKey: 'crm' })]);
         assert.is(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 1, `round ${round}`);
         const lost = outcomes.find((outcome) => outcome.status === 'rejected') as PromiseRejectedResult;
         assert.is(lost.reason.code, 'CONFLICT');
-        assert.equal((await second.listInstallations('acme')).length, 1);
-        await (round % 2 ? first : second).uninstall('acme', 'crm');
+        assert.equal((await second.installations.listInstallations('acme')).length, 1);
+        await (round % 2 ? first : second).installations.uninstall('acme', 'crm');
       }
     }),
   { shared: true },
@@ -366,10 +366,10 @@ conformance(
       const credentials = 'https://user:pa55@hooks.example.test/crm';
       for (const [round, url] of [HOOK, credentials, `${HOOK}/2`, `${credentials}/2`].entries()) {
         const input = { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE' as const, serviceBaseUrl: url };
-        const outcomes = await Promise.allSettled([first.subscribe('acme', input), second.subscribe('acme', input)]);
+        const outcomes = await Promise.allSettled([first.subscriptions.subscribe('acme', input), second.subscriptions.subscribe('acme', input)]);
         assert.is(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 1, `round ${round}: ${url}`);
       }
-      assert.is((await first.listSubscriptions('acme')).length, 4);
+      assert.is((await first.subscriptions.listSubscriptions('acme')).length, 4);
     }),
   { shared: true },
 );
@@ -379,14 +379,14 @@ conformance(
   (site) =>
     twoDaemons(site, async (first, second, [one]) => {
       const member = await one!.stores.users.insert({ email: 'm@example.test', fullName: 'M', roles: ['USER'], passwordHash: 'x' });
-      await first.addMember('acme', member.id);
-      await second.assertMember(member, 'acme');
-      assert.equal((await second.visibleTo(member)).map((stored) => stored.id), ['acme']);
-      await first.removeMember('acme', member.id);
-      assert.is((await rejection(second.assertMember(member, 'acme'))).code, 'FORBIDDEN');
-      assert.equal(await second.visibleTo(member), []);
-      await first.delete('acme', false);
-      assert.is((await rejection(second.get('acme'))).code, 'NOT_FOUND', 'a deleted workspace too');
+      await first.workspaces.addMember('acme', member.id);
+      await second.workspaces.assertMember(member, 'acme');
+      assert.equal((await second.workspaces.visibleTo(member)).map((stored) => stored.id), ['acme']);
+      await first.workspaces.removeMember('acme', member.id);
+      assert.is((await rejection(second.workspaces.assertMember(member, 'acme'))).code, 'FORBIDDEN');
+      assert.equal(await second.workspaces.visibleTo(member), []);
+      await first.workspaces.delete('acme', false);
+      assert.is((await rejection(second.workspaces.get('acme'))).code, 'NOT_FOUND', 'a deleted workspace too');
     }),
   { shared: true },
 );
@@ -396,10 +396,10 @@ conformance(
   (site) =>
     twoDaemons(site, async (first, second) => {
       // The other daemon does not listen: only what publishing reads tells it of the change.
-      await first.install('acme', { extensionKey: 'crm' });
-      const { subscription: made } = await first.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
+      await first.installations.install('acme', { extensionKey: 'crm' });
+      const { subscription: made } = await first.subscriptions.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
       assert.is(second.subscribers.inactivity(made.id), 'subscription deleted', 'not heard of yet');
-      assert.equal((await second.activeSubscriptions('acme', 'deal.closed')).map((stored) => stored.id), [made.id]);
+      assert.equal((await second.subscriptions.activeSubscriptions('acme', 'deal.closed')).map((stored) => stored.id), [made.id]);
       assert.is(second.subscribers.inactivity(made.id), null, 'memory caught up before the delivery is queued');
       assert.is(second.subscribers.deliveryUrl(made.id), HOOK);
       assert.is(second.subscribers.signingKeys(made.id, Date.now()).length, 1);
@@ -412,24 +412,24 @@ conformance(
   (site) =>
     twoDaemons(site, async (first, second, opened) => {
       await Promise.all(opened.map((one) => one.listen()));
-      await first.install('acme', { extensionKey: 'crm' });
-      const { subscription: made } = await first.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
+      await first.installations.install('acme', { extensionKey: 'crm' });
+      const { subscription: made } = await first.subscriptions.subscribe('acme', { eventKey: 'deal.closed', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
       await waitFor('the subscription active on the other daemon', () => second.subscribers.inactivity(made.id) === null);
       const before = second.subscribers.signingKeys(made.id, Date.now())[0]!;
-      await first.rotateSecret('acme', made.id, 60_000, Date.now());
+      await first.subscriptions.rotateSecret('acme', made.id, 60_000, Date.now());
       await waitFor('the rotation heard', () => second.subscribers.signingKeys(made.id, Date.now()).length === 2);
       assert.equal(second.subscribers.signingKeys(made.id, Date.now())[1], before, 'the previous secret signs during the overlap');
-      await first.updateSubscription('acme', made.id, { serviceBaseUrl: 'https://user:pa55@hooks.example.test/moved' });
+      await first.subscriptions.updateSubscription('acme', made.id, { serviceBaseUrl: 'https://user:pa55@hooks.example.test/moved' });
       await waitFor('the new URL, credentials included', () => second.subscribers.deliveryUrl(made.id) === 'https://user:pa55@hooks.example.test/moved');
-      await first.updateInstallation('acme', 'crm', { enabled: false });
+      await first.installations.updateInstallation('acme', 'crm', { enabled: false });
       await waitFor('the extension disabled', () => second.subscribers.inactivity(made.id) === 'extension disabled');
 
       // Every LISTEN connection is cut; the feeds connect again a second later.
       await opened[0]!.database!.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`);
-      await first.updateSubscription('acme', made.id, { enabled: false });
+      await first.subscriptions.updateSubscription('acme', made.id, { enabled: false });
       await waitFor('the change made meanwhile seen by the other daemon', () => second.subscribers.inactivity(made.id) === 'subscription disabled');
       assert.ok(opened[1]!.feedErrors.length > 0, 'the other daemon did lose its connection');
-      await first.delete('acme', true);
+      await first.workspaces.delete('acme', true);
       await waitFor('the deletion seen', () => second.subscribers.inactivity(made.id) === 'subscription deleted');
       assert.equal(second.subscribers.signingKeys(made.id, Date.now()), []);
     }),
@@ -441,16 +441,16 @@ conformance(
   (site) =>
     twoDaemons(site, async (first, second, opened) => {
       await Promise.all(opened.map((one) => one.listen()));
-      await first.install('acme', { extensionKey: 'crm' });
+      await first.installations.install('acme', { extensionKey: 'crm' });
       for (let round = 0; round < 5; round += 1) {
-        const { subscription: made } = await first.subscribe('acme', { eventKey: `deal.${round}`, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
-        await first.recordHealth(made.id, false, 1_000, 60_000);
+        const { subscription: made } = await first.subscriptions.subscribe('acme', { eventKey: `deal.${round}`, extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: HOOK });
+        await first.subscriptions.recordHealth(made.id, false, 1_000, 60_000);
         // Unknown to its memory, the other daemon would record nothing at all.
         await waitFor('the subscription heard of', () => second.subscribers.inactivity(made.id) === null);
-        const outcomes = await Promise.all([first.recordHealth(made.id, false, 61_000, 60_000), second.recordHealth(made.id, false, 61_000, 60_000)]);
+        const outcomes = await Promise.all([first.subscriptions.recordHealth(made.id, false, 61_000, 60_000), second.subscriptions.recordHealth(made.id, false, 61_000, 60_000)]);
         assert.is(outcomes.filter((outcome) => outcome !== null).length, 1, `round ${round}: one daemon announces it`);
         assert.is(outcomes.find((outcome) => outcome !== null)!.reason, `every delivery failed since ${new Date(1_000).toISOString()}`);
-        assert.is((await second.subscription('acme', made.id)).enabled, false);
+        assert.is((await second.subscriptions.subscription('acme', made.id)).enabled, false);
       }
     }),
   { shared: true },

@@ -24,7 +24,10 @@ import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
 import { openDatabaseStores, openFileStores, type Stores } from './store/stores.js';
 import { WebhookService } from './webhooks/service.js';
-import { WorkspaceService } from './workspaces/service.js';
+import type { InstallationService } from './workspaces/installations.js';
+import { openWorkspaceServices } from './workspaces/open.js';
+import type { WorkspaceService } from './workspaces/service.js';
+import type { SubscriptionService } from './workspaces/subscriptions.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
 
 /** Every domain service of a running daemon. Route modules take what they need. */
@@ -32,6 +35,8 @@ export interface Services {
   auth: AuthService;
   catalog: CatalogService;
   workspaces: WorkspaceService;
+  installations: InstallationService;
+  subscriptions: SubscriptionService;
   events: EventService;
   /** Runs deliveries; publishing hands them over, the daemon starts and stops it. */
   dispatcher: Dispatcher;
@@ -116,13 +121,14 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       admit: (workspaceId, channel) => admitChatMessage(stores.chat, workspaceId, channel, channelsPerWorkspace),
     });
     const plugins = await PluginRegistry.load(config.pluginsDir, [chatPlugin]);
-    const workspaces = await WorkspaceService.open(stores.workspaces, {
+    const workspaceServices = await openWorkspaceServices(stores.workspaces, {
       catalog,
       handlers: plugins,
       box,
       users,
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
     });
+    const { workspaces, installations, subscriptions } = workspaceServices;
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const { deadLetters } = stores;
     workspaces.onWorkspaceDeleted(async (workspaceId) => {
@@ -133,19 +139,19 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     // Before the stores close (closers run last first): read-backs still to be retried stop.
     closers.push(async () => {
       catalog.close();
-      workspaces.close();
+      workspaceServices.close();
       extensionConfig.close();
     });
     const metrics = createMetrics({ pendingDeliveries: async () => (await stores.deliveries.pending()).count, deadLetters: () => deadLetters.count() });
     const activity = await ActivityFeed.open(stores.activity);
-    workspaces.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
+    subscriptions.onSubscriptionToggled((subscription) => activity.subscriptionChanged(subscription));
     // The dispatcher and publishing are siblings: publishing hands deliveries to the dispatcher, and
     // the dispatcher publishes through the events service (what handlers publish, and the notice of
     // a subscription it disabled).
     const dispatcher: Dispatcher = new Dispatcher({
       deliveries: stores.deliveries,
-      subscribers: workspaces.subscribers,
-      recordHealth: (subscriptionId, succeeded, now, disableAfterMs) => workspaces.recordHealth(subscriptionId, succeeded, now, disableAfterMs),
+      subscribers: workspaceServices.subscribers,
+      recordHealth: (subscriptionId, succeeded, now, disableAfterMs) => subscriptions.recordHealth(subscriptionId, succeeded, now, disableAfterMs),
       handlerFor: (extensionKey, eventKey) => plugins.handlerFor(extensionKey, eventKey),
       onSubscriptionDisabled: (disabled) => events.subscriptionDisabled(disabled),
       startHandlerRun: (delivery) => events.pluginContext(delivery.subscriber.extensionKey, delivery.depth),
@@ -158,6 +164,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       events: stores.events,
       deliveries: stores.deliveries,
       workspaces,
+      subscriptions,
+      subscribers: workspaceServices.subscribers,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
       dispatch: dispatcher,
@@ -197,6 +205,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         auth,
         catalog,
         workspaces,
+        installations,
+        subscriptions,
         events,
         dispatcher,
         deadLetters: deadLetterService,

@@ -3,7 +3,7 @@ import { describeFault } from '../errors.js';
 import type { ActivityFeed } from '../events/activity.js';
 import type { Logger } from '../log.js';
 import type { DomainMetrics } from '../metrics.js';
-import type { DisabledSubscription } from '../workspaces/service.js';
+import type { DisabledSubscription } from '../workspaces/subscriptions.js';
 import type { Inactivity } from '../workspaces/types.js';
 import { postEvent, type AttemptOutcome } from './external.js';
 import type { DeliveryStore, NewAttempt } from './store.js';

@@ -6,7 +6,8 @@ import type { HandlerRun } from '../dispatch/dispatcher.js';
 import type { DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import { CarriedEvent, type Delivery, type SubscriberRef } from '../dispatch/types.js';
 import type { Logger } from '../log.js';
-import type { DisabledSubscription } from '../workspaces/service.js';
+import type { DisabledSubscription, SubscriptionService } from '../workspaces/subscriptions.js';
+import type { SubscriberRegistry } from '../workspaces/registry.js';
 import type { PageBudget } from '../paging.js';
 import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
@@ -34,6 +35,9 @@ export interface EventServiceDependencies {
   events: EventStore;
   deliveries: DeliveryStore;
   workspaces: WorkspaceService;
+  subscriptions: SubscriptionService;
+  /** Memory of the subscribers, for masking their credentials in what deliveries recorded. */
+  subscribers: SubscriberRegistry;
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
   configFor(extensionKey: string): Readonly<Record<string, unknown>>;
@@ -85,7 +89,7 @@ export class EventService {
 
   async publish(workspaceId: string, input: PublishEventInput, origin: Origin): Promise<{ eventId: string }> {
     // Both reads at once: on PostgreSQL each is a round trip that every publish waits for.
-    const [, active] = await Promise.all([this.deps.workspaces.assertExists(workspaceId), this.deps.workspaces.activeSubscriptions(workspaceId, input.eventKey)]);
+    const [, active] = await Promise.all([this.deps.workspaces.assertExists(workspaceId), this.deps.subscriptions.activeSubscriptions(workspaceId, input.eventKey)]);
     // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
     const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
     if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
@@ -115,7 +119,7 @@ export class EventService {
    * event key; the event is recorded like any other.
    */
   async sendTest(workspaceId: string, subscriptionId: string, payload: Record<string, unknown>, actor: string): Promise<{ deliveryId: string }> {
-    const subscription = await this.deps.workspaces.subscription(workspaceId, subscriptionId);
+    const subscription = await this.deps.subscriptions.subscription(workspaceId, subscriptionId);
     const checked = checkPayload(payload, this.deps.maxPayloadBytes);
     const { id, extensionKey, kind, serviceBaseUrl } = subscription;
     const draft: EventDraft = { eventKey: 'platform.test', tenantId: workspaceId, actor, publishedBy: PLATFORM_ORIGIN.publishedBy, payload: checked, schemaVersion: null };
@@ -144,7 +148,7 @@ export class EventService {
    */
   withoutCredentials(record: DeliveryRecord): DeliveryRecord {
     if (!record.attempts.some((attempt) => attempt.responseExcerpt !== undefined)) return record;
-    const mask = (text: string) => this.deps.workspaces.subscribers.maskCredentialsIn(record.subscriptionId, text);
+    const mask = (text: string) => this.deps.subscribers.maskCredentialsIn(record.subscriptionId, text);
     return {
       ...record,
       attempts: record.attempts.map((attempt) =>

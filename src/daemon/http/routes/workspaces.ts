@@ -2,7 +2,7 @@ import { deleteWorkspace } from '../../workspaces/deletion.js';
 import type { HttpContext } from '../context.js';
 import { Reply, type Handlers } from '../endpoint.js';
 
-export const workspaceRoutes = ({ services: { workspaces, extensionConfig } }: HttpContext) =>
+export const workspaceRoutes = ({ services: { workspaces, installations, subscriptions, extensionConfig } }: HttpContext) =>
   ({
     createWorkspace: ({ body }) => workspaces.create(body),
     listWorkspaces: ({ caller }) => workspaces.visibleTo(caller.user),
@@ -12,15 +12,15 @@ export const workspaceRoutes = ({ services: { workspaces, extensionConfig } }: H
     addMember: ({ params }) => workspaces.addMember(params.id, params.userId),
     removeMember: ({ params }) => workspaces.removeMember(params.id, params.userId),
 
-    installExtension: ({ params, body }) => workspaces.install(params.id, body),
-    listInstallations: ({ params }) => workspaces.listInstallations(params.id),
-    updateInstallation: ({ params, body }) => workspaces.updateInstallation(params.id, params.key, body),
-    uninstallExtension: ({ params }) => workspaces.uninstall(params.id, params.key),
+    installExtension: ({ params, body }) => installations.install(params.id, body),
+    listInstallations: ({ params }) => installations.listInstallations(params.id),
+    updateInstallation: ({ params, body }) => installations.updateInstallation(params.id, params.key, body),
+    uninstallExtension: ({ params }) => installations.uninstall(params.id, params.key),
 
     createSubscription: async ({ params, body }) => {
-      const { subscription, warnings } = await workspaces.subscribe(params.id, body);
+      const { subscription, warnings } = await subscriptions.subscribe(params.id, body);
       return new Reply(subscription, warnings.length > 0 ? { warnings } : null);
     },
-    listSubscriptions: ({ params }) => workspaces.listSubscriptions(params.id),
-    deleteSubscription: ({ params }) => workspaces.unsubscribe(params.id, params.subscriptionId),
+    listSubscriptions: ({ params }) => subscriptions.listSubscriptions(params.id),
+    deleteSubscription: ({ params }) => subscriptions.unsubscribe(params.id, params.subscriptionId),
   }) satisfies Partial<Handlers>;
