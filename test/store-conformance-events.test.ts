@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
 import { deadLetterOf, type StoredDeadLetter } from '../src/daemon/dispatch/types.js';
-import type { NewAttempt } from '../src/daemon/dispatch/store.js';
+import type { DeadLetterStore, NewAttempt } from '../src/daemon/dispatch/store.js';
 import { CarriedEvent, type Delivery } from '../src/daemon/dispatch/types.js';
 import { newDelivery } from '../src/daemon/events/service.js';
 import { DeadLetterService } from '../src/daemon/dispatch/dead-letter-service.js';
@@ -179,6 +179,43 @@ conformance('bulk replay and discard of dead letters go in batches, oldest first
     await deliveries.settled();
   });
 });
+
+conformance('a bulk replay reads only until its limit is queued; the skipped are counted by subscription in the store', (site) =>
+  using(site, async (opened) => {
+    const { events, deadLetters, deliveries } = opened.stores;
+    for (let n = 0; n < 300; n += 1) {
+      const event = eventIn('ws-limit', 'order.created', { n });
+      const delivery = deliveryOf(event, n % 3 === 0 ? 'sub-gone' : 'sub-1');
+      await events.publish(event, [delivery]);
+      await killed(opened, delivery);
+    }
+    await deliveries.settled();
+    assert.equal(await deadLetters.countBySubscription({ workspaceId: 'ws-limit' }), new Map([['sub-gone', 100], ['sub-1', 200]]));
+    assert.equal(await deadLetters.countBySubscription({ workspaceId: 'ws-limit', extensionKey: 'nothing' }), new Map());
+
+    let batchesRead = 0;
+    const counting = new Proxy(deadLetters, {
+      get(target, name: keyof DeadLetterStore) {
+        if (name === 'matchingIds') batchesRead += 1;
+        const member = target[name];
+        return typeof member === 'function' ? member.bind(target) : member;
+      },
+    });
+    const admin = new DeadLetterService({
+      deadLetters: counting,
+      assertWorkspaceExists: async () => undefined,
+      extensionExists: () => true,
+      inactivity: (subscriptionId) => (subscriptionId === 'sub-gone' ? 'subscription deleted' : null),
+      enqueue: () => undefined,
+    });
+    assert.equal(await admin.replayMatching({ workspaceId: 'ws-limit' }, 50), { replayed: 50, skipped: 100 });
+    assert.is(batchesRead, 1, 'one batch holds the first 50 replayable');
+    batchesRead = 0;
+    assert.equal(await admin.replayMatching({ workspaceId: 'ws-limit' }, 1_000), { replayed: 150, skipped: 100 });
+    assert.is(batchesRead, 3, 'the 250 letters left, a batch of 100 at a time');
+    await deliveries.settled();
+  }),
+);
 
 conformance('deliveries page newest first by cursor, filtered by status', (site) =>
   using(site, async (opened) => {

@@ -103,6 +103,8 @@ export interface DeadLetterStore {
    * letter replayed or discarded meanwhile does not move the cursor.
    */
   matchingIds(filter: DeadLetterFilter, after: string | null, limit: number): Promise<MatchingDeadLetters>;
+  /** How many letters match, by subscription (null: a built-in handler's), counted where they are stored. */
+  countBySubscription(filter: DeadLetterFilter): Promise<Map<string | null, number>>;
   /**
    * Moves these dead letters back to the queue with a fresh attempt count and
    * their replay count + 1, durably; answers the deliveries it queued, this

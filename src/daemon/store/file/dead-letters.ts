@@ -249,6 +249,16 @@ export class DeadLetterFile {
     return { letters, next: null };
   }
 
+  /** How many letters match, by subscription, from their keys. */
+  countBySubscription(filter: DeadLetterFilter): Map<string | null, number> {
+    const counts = new Map<string | null, number>();
+    for (const index of this.candidates(filter, 0, this.index.length)) {
+      const key = this.keyAt(index);
+      if (keyMatches(filter, key)) counts.set(key.subscriptionId, (counts.get(key.subscriptionId) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   /** Every letter, oldest first, read one at a time (for `platform db import`). */
   *all(): Generator<StoredDeadLetter> {
     for (let index = 0; index < this.index.length; index += 1) if (this.index.alive.get(index)) yield this.letterAt(index);

@@ -303,6 +303,10 @@ class FileDeadLetterStore implements DeadLetterStore {
     return this.letters.matchingIds(filter, after, limit);
   }
 
+  async countBySubscription(filter: DeadLetterFilter): Promise<Map<string | null, number>> {
+    return this.letters.countBySubscription(filter);
+  }
+
   async replay(ids: readonly string[], now: number): Promise<Delivery[]> {
     const letters = ids.filter((id) => this.letters.has(id) && !this.replaying.has(id)).map((id) => this.letters.get(id));
     if (letters.length === 0) return [];

@@ -11,7 +11,7 @@ import { DEAD_LETTER_STATE } from './sql/dead-letter-state.js';
 import { DISCARD_DEAD_LETTERS } from './sql/discard-dead-letters.js';
 import { GET_DEAD_LETTER } from './sql/get-dead-letter.js';
 import { COUNT_DEAD_LETTERS_MATCHING, LIST_DEAD_LETTERS, LIST_DEAD_LETTERS_AFTER } from './sql/list-dead-letters.js';
-import { MATCH_DEAD_LETTER_IDS } from './sql/match-dead-letters.js';
+import { COUNT_DEAD_LETTERS_BY_SUBSCRIPTION, MATCH_DEAD_LETTER_IDS } from './sql/match-dead-letters.js';
 import { REPLAY_DEAD_LETTERS } from './sql/replay-dead-letters.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -81,6 +81,11 @@ export class PostgresDeadLetterStore implements DeadLetterStore {
       letters: rows.map((row) => ({ id: row.dead_letter_id, subscriptionId: row.subscription_id })),
       next: rows.length === limit && last ? JSON.stringify([last.dead_at, last.seq]) : null,
     };
+  }
+
+  async countBySubscription(filter: DeadLetterFilter): Promise<Map<string | null, number>> {
+    const { rows } = await this.database.query<{ subscription_id: string | null; count: number }>(COUNT_DEAD_LETTERS_BY_SUBSCRIPTION, filtered(filter));
+    return new Map(rows.map((row) => [row.subscription_id, row.count]));
   }
 
   async replay(ids: readonly string[], now: number): Promise<Delivery[]> {
