@@ -5,7 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { paths } from '../src/contract/paths.js';
+import { createApiClient } from '../src/contract/client.js';
 import { endpoints } from '../src/contract/endpoints.js';
 import { buildRoutes } from '../src/daemon/http/index.js';
 import { runCli } from './helpers/cli.js';
@@ -88,15 +88,11 @@ test('building the routes adds no listener to the services: live streams and rea
   assert.is(added, 0);
 });
 
-test('the contract has a path builder for every route the router serves, and none for another', () => {
-  const shapeOf = (path: string) => path.replace(/:\w+/g, '{}');
-  const built = Object.values(paths).map((entry) =>
-    typeof entry === 'string' ? entry : entry(...(Array.from({ length: entry.length }, () => '{}') as [string, string])).replaceAll('%7B%7D', '{}'),
-  );
-  const served = new Set(buildRoutes(t.daemon.services, t.daemon.config).list().map((route) => shapeOf(route.split(' ')[1]!)));
-  assert.equal([...served].filter((path) => !built.includes(path)), [], 'routes without a path builder');
-  assert.equal(built.filter((path) => !served.has(path)), [], 'path builders of no route');
-  assert.is(paths.installation('a b', 'c/d'), '/api/workspaces/a%20b/extensions/c%2Fd', 'each segment is encoded');
+test('the typed client builds each path from the table, each segment encoded, and the query from what is given', () => {
+  const client = createApiClient(endpoints, async () => ({ status: 204, headers: new Headers(), body: undefined }));
+  assert.is(client.urlOf('uninstallExtension', { params: { id: 'a b', key: 'c/d' } }), '/api/workspaces/a%20b/extensions/c%2Fd');
+  assert.is(client.urlOf('listExtensions', { query: { limit: 10, search: 'x&y', category: undefined } }), '/api/marketplace/extensions?limit=10&search=x%26y');
+  assert.is(client.urlOf('listUsers'), '/api/admin/users');
 });
 
 test('parameters, bodies, error codes, security and headers come from the endpoint table', () => {

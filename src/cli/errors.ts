@@ -21,15 +21,3 @@ export class Interrupted extends CliError {
     super('interrupted', EXIT.interrupted);
   }
 }
-
-/** The daemon answered with an error envelope. */
-export class ApiError extends CliError {
-  constructor(
-    message: string,
-    readonly code: string,
-    readonly status: number,
-    readonly meta: Record<string, unknown> | null,
-  ) {
-    super(message, EXIT.daemonError);
-  }
-}

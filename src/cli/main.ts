@@ -18,6 +18,7 @@ import { registerUsers } from './commands/users.js';
 import { registerWebhooks } from './commands/webhooks.js';
 import { registerWorkspaces } from './commands/workspaces.js';
 import { CliError, EXIT, Interrupted, usageError } from './errors.js';
+import { ApiError } from '../contract/client.js';
 import { DEFAULT_TIMEOUT_SECONDS } from './client.js';
 import { secondsFlag } from './flags.js';
 import { commandPath, examples, finishCommandTree, withExample } from './help.js';
@@ -98,6 +99,7 @@ try {
   // The prompt has already left the cursor at the start of a line: exit as a shell does on Ctrl-C.
   if (error instanceof Interrupted) process.exit(error.exitCode);
   if (error instanceof CliError) fail(error.message, error.exitCode);
+  if (error instanceof ApiError) fail(error.message, EXIT.daemonError);
   if (error instanceof Error && error.name === 'StartupError') fail(error.message, EXIT.daemonError);
   fail(`unexpected error: ${error instanceof Error ? error.message : String(error)}`, EXIT.daemonError);
 }

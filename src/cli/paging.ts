@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import type { CursorMeta, OffsetMeta, PageMeta } from '../contract/types.js';
-import type { Client } from './client.js';
 import { usageError } from './errors.js';
 import { integerFlag } from './flags.js';
 import { printLine } from './output.js';
@@ -33,27 +32,24 @@ export interface Listing<T> {
   more: boolean;
 }
 
+/** Fetches one page of a listing paged by offset: a `client.call` of the listing with this limit and offset in its query. */
+export type OffsetPage<T> = (range: { limit: number | undefined; offset: number | undefined }) => Promise<{ data: T[]; meta: PageMeta | OffsetMeta }>;
+
 /**
  * One page, or with --all every page: follows the route's limit/offset until a
  * page answers no `meta.nextOffset`, so nothing is out of reach.
  */
-export async function fetchListing<T>(
-  client: Client,
-  path: string,
-  query: Record<string, string | number | undefined>,
-  flags: PageFlags,
-  maxLimit: number,
-): Promise<Listing<T>> {
+export async function fetchListing<T>(page: OffsetPage<T>, flags: PageFlags, maxLimit: number): Promise<Listing<T>> {
   if (flags.all && (flags.limit !== undefined || flags.offset !== undefined)) throw usageError('give --all or --limit/--offset, not both');
   if (!flags.all) {
     // Listings paged by offset answer PageMeta; the audit trail answers it without a total.
-    const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: flags.limit, offset: flags.offset } });
+    const { data, meta } = await page({ limit: flags.limit, offset: flags.offset });
     const total = 'total' in meta ? meta.total : null;
     return { items: data, offset: flags.offset ?? 0, total, more: meta.nextOffset !== undefined };
   }
   const items: T[] = [];
   for (;;) {
-    const { data, meta } = await client.request<T[], PageMeta | OffsetMeta>('GET', path, { query: { ...query, limit: maxLimit, offset: items.length } });
+    const { data, meta } = await page({ limit: maxLimit, offset: items.length });
     items.push(...data);
     // A page may end before the limit (the byte limit of a page): `nextOffset` says whether more follow.
     if (meta.nextOffset === undefined) return { items, offset: 0, total: items.length, more: false };
@@ -71,20 +67,21 @@ export function printPageHint(listing: Listing<unknown>): void {
   }
 }
 
+/** Fetches one page of a listing paged by cursor: a `client.call` of the listing with this limit and cursor in its query. */
+export type CursorPage<T> = (range: { limit: number | undefined; cursor: string | undefined }) => Promise<{ data: T[]; meta: CursorMeta }>;
+
 /**
  * One page of a listing that pages with opaque cursors (`meta.nextCursor`), or
  * with `all` every page. `more` tells whether a page is left behind.
  */
 export async function fetchCursorListing<T>(
-  client: Client,
-  path: string,
-  query: Record<string, string | number | undefined>,
+  page: CursorPage<T>,
   options: { limit?: number | undefined; all?: boolean | undefined },
 ): Promise<{ items: T[]; more: boolean }> {
   const items: T[] = [];
   let cursor: string | undefined;
   do {
-    const { data, meta } = await client.request<T[], CursorMeta>('GET', path, { query: { ...query, limit: options.limit, cursor } });
+    const { data, meta } = await page({ limit: options.limit, cursor });
     items.push(...data);
     cursor = meta.nextCursor;
   } while (options.all && cursor);

@@ -1,73 +1,59 @@
 import { ofetch } from 'ofetch';
-import type { Envelope } from '../contract/types';
+import routes from 'virtual:api-routes';
+import { ApiError, createApiClient, NotAnEnvelopeError, type Answer, type CallArgs, type EnvelopeOperationId } from '../contract/client';
 
-/** The daemon answered with an error envelope (or could not be reached: status 0). */
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    readonly code: string,
-    readonly status: number,
-  ) {
-    super(message);
+export { ApiError };
+
+/**
+ * The contract's typed client over the browser's fetch: same ofetch as the
+ * CLI, but the session is the HttpOnly cookie, which the browser sends.
+ * `routes` is each operation's method and path, taken from the endpoint
+ * table when the console is built (vite.config.ts): the table's schemas stay
+ * out of the bundle.
+ */
+const client = createApiClient(routes, async ({ method, url, body }) => {
+  try {
+    const response = await ofetch.raw(url, { method, body: body as never, credentials: 'same-origin', retry: 0, ignoreResponseError: true });
+    return { status: response.status, headers: response.headers, body: response._data as unknown };
+  } catch {
+    throw new ApiError('The daemon cannot be reached. Is `platform serve` running?', 'UNREACHABLE', 0);
   }
-}
-
-type Query = Record<string, string | number | undefined>;
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+});
 
 let onSessionEnded: () => void = () => {};
 /** Called when the daemon answers 401 UNAUTHORIZED: the session expired or was revoked. */
 export const whenSessionEnds = (callback: () => void) => (onSessionEnded = callback);
 
-/** `message: path message; ...` from a VALIDATION_ERROR's `meta.issues`. */
-function describe(envelope: Envelope<unknown>): string {
-  const issues = envelope.meta?.issues;
-  const message = envelope.message ?? envelope.code;
-  if (!Array.isArray(issues) || issues.length === 0) return message;
-  const details = issues.map((issue: { path?: string; message?: string }) => [issue.path, issue.message].filter(Boolean).join(' '));
-  return `${message}: ${details.join('; ')}`;
-}
-
 /**
- * The console's one way to the API, like the CLI's client: same ofetch, same
- * envelope, but the session is the HttpOnly cookie, which the browser sends.
+ * The console's one way to the API: an operation of the endpoint table, its
+ * input and answer typed from it. Throws ApiError: the daemon's error, or
+ * UNREACHABLE (status 0), or INTERNAL_ERROR for an answer without the envelope.
  */
-export async function request<T>(method: Method, path: string, options: { body?: unknown; query?: Query } = {}) {
-  const query = Object.fromEntries(Object.entries(options.query ?? {}).filter(([, value]) => value !== undefined && value !== ''));
-  let response;
+export async function call<O extends EnvelopeOperationId>(operationId: O, ...input: CallArgs<O>): Promise<Answer<O>> {
   try {
-    response = await ofetch.raw<Envelope<T>>(path, {
-      method,
-      query,
-      body: options.body as Record<string, unknown> | undefined,
-      credentials: 'same-origin',
-      retry: 0,
-      ignoreResponseError: true,
-    });
-  } catch {
-    throw new ApiError('The daemon cannot be reached. Is `platform serve` running?', 'UNREACHABLE', 0);
+    return await client.call(operationId, ...(withoutEmptyFilters(input) as CallArgs<O>));
+  } catch (error) {
+    if (error instanceof NotAnEnvelopeError) throw new ApiError(`The daemon answered ${error.status} without an envelope.`, 'INTERNAL_ERROR', error.status);
+    if (error instanceof ApiError && error.code === 'UNAUTHORIZED') onSessionEnded();
+    throw error;
   }
-  if (response.status === 204) return { data: null as T, meta: null };
-  const envelope = response._data;
-  if (!envelope || typeof envelope.code !== 'string') {
-    throw new ApiError(`The daemon answered ${response.status} without an envelope.`, 'INTERNAL_ERROR', response.status);
-  }
-  if (envelope.code !== 'SUCCESS') {
-    if (envelope.code === 'UNAUTHORIZED') onSessionEnded();
-    throw new ApiError(describe(envelope), envelope.code, response.status);
-  }
-  return { data: envelope.data, meta: envelope.meta };
 }
 
-const dataOf = async <T>(answer: Promise<{ data: T }>) => (await answer).data;
+/** The URL of an operation that is not fetched as the envelope (a stream, the webhook endpoint). */
+export const urlOf = client.urlOf;
 
-export const api = {
-  get: <T>(path: string, query?: Query) => dataOf(request<T>('GET', path, { query })),
-  post: <T>(path: string, body?: unknown) => dataOf(request<T>('POST', path, { body })),
-  put: <T>(path: string, body?: unknown) => dataOf(request<T>('PUT', path, { body })),
-  patch: <T>(path: string, body?: unknown) => dataOf(request<T>('PATCH', path, { body })),
-  delete: (path: string, query?: Query) => dataOf(request<null>('DELETE', path, { query })),
-};
+/** A form's filter left empty means no filter: it is not sent. */
+function withoutEmptyFilters(input: unknown[]): unknown[] {
+  const given = input[0] as { query?: Record<string, unknown> } | undefined;
+  if (!given?.query) return input;
+  return [{ ...given, query: Object.fromEntries(Object.entries(given.query).filter(([, value]) => value !== '')) }];
+}
 
-export const messageOf = (error: unknown) =>
-  error instanceof ApiError ? error.message : 'Something went wrong in the console; reload the page.';
+/** An error as the console shows it; a VALIDATION_ERROR's `meta.issues` are appended: `message: path message; ...`. */
+export function messageOf(error: unknown): string {
+  if (!(error instanceof ApiError)) return 'Something went wrong in the console; reload the page.';
+  const issues = error.meta?.issues;
+  if (!Array.isArray(issues) || issues.length === 0) return error.message;
+  const details = issues.map((issue) => [issue.path, issue.message].filter(Boolean).join(' '));
+  return `${error.message}: ${details.join('; ')}`;
+}

@@ -1,7 +1,6 @@
-import { paths } from '../contract/paths';
 import { problemWith, Slug } from '../contract/schemas';
 import type { ExtensionDetail } from '../contract/types';
-import { api, ApiError } from './api';
+import { ApiError, call } from './api';
 
 export interface ExtensionDraft {
   extensionKey: string;
@@ -15,15 +14,16 @@ export interface ExtensionDraft {
 export const emptyExtension = (): ExtensionDraft => ({ extensionKey: '', name: '', category: '', description: '', permissions: '' });
 
 /** Adds an extension to the catalog, without versions yet; the daemon checks every field again. */
-export function createExtension(draft: ExtensionDraft): Promise<ExtensionDetail> {
+export async function createExtension(draft: ExtensionDraft): Promise<ExtensionDetail> {
   const problem = problemWith(Slug, draft.extensionKey);
   if (problem) throw new ApiError(`Key ${problem}`, 'VALIDATION_ERROR', 400);
   const permissions = draft.permissions.split(/[\s,]+/).filter(Boolean);
-  return api.post<ExtensionDetail>(paths.adminExtensions, {
+  const body = {
     extensionKey: draft.extensionKey,
     name: draft.name,
     description: draft.description || undefined,
     category: draft.category || undefined,
     permissions: permissions.length ? permissions : undefined,
-  });
+  };
+  return (await call('createExtension', { body })).data;
 }

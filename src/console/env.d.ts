@@ -5,3 +5,9 @@ declare module '*.vue' {
 }
 
 declare module '*.css';
+
+/** Each operation's method and path, from the endpoint table at build time (vite.config.ts). */
+declare module 'virtual:api-routes' {
+  const routes: import('../contract/client').Routes;
+  export default routes;
+}

@@ -1,7 +1,6 @@
 import { computed, onBeforeUnmount, reactive } from 'vue';
 import type { DaemonStatus, DeadLetter, DeliveryRecord, StreamDelivery, Subscription, Workspace } from '../contract/types';
-import { api, messageOf, request } from './api';
-import { paths } from '../contract/paths';
+import { call, messageOf, urlOf } from './api';
 import { overallState, throttled, useLiveStreams, workspaceOf, type LiveItem } from './live';
 import { isAdmin } from './session';
 
@@ -102,7 +101,7 @@ export function failureFromRecord(record: DeliveryRecord): Failure | null {
 }
 
 async function countDeliveries(workspaceId: string, status: 'PENDING' | 'DEAD') {
-  const { data, meta } = await request<DeliveryRecord[]>('GET', paths.deliveries(workspaceId), { query: { status, limit: COUNT_UP_TO } });
+  const { data, meta } = await call('listDeliveries', { params: { id: workspaceId }, query: { status, limit: COUNT_UP_TO } });
   return { count: { count: data.length, more: typeof meta?.nextCursor === 'string' }, records: data };
 }
 
@@ -142,7 +141,7 @@ export function useOverview() {
     // A reconnection may follow a gap: the browser replays the missed items, the figures are read again.
     open: () => (admin ? rereadStatus() : state.workspaces.forEach((workspace) => rereadCounts(workspace.id))),
   });
-  const rereadStatus = throttled(() => void reread(async () => (state.status = await api.get<DaemonStatus>(paths.status))), REREAD_MS);
+  const rereadStatus = throttled(() => void reread(async () => (state.status = (await call('getDaemonStatus')).data)), REREAD_MS);
   const countRereads = new Map<string, ReturnType<typeof throttled>>();
   const rereadCounts = (workspaceId: string) => {
     let reread = countRereads.get(workspaceId);
@@ -171,7 +170,7 @@ export function useOverview() {
   }
 
   async function readDisabled(workspaceId: string) {
-    const subscriptions = await api.get<Subscription[]>(paths.subscriptions(workspaceId));
+    const { data: subscriptions } = await call('listSubscriptions', { params: { id: workspaceId } });
     state.disabledIn[workspaceId] = subscriptions.filter((subscription) => !subscription.enabled);
   }
 
@@ -190,12 +189,9 @@ export function useOverview() {
 
   async function load() {
     try {
-      state.workspaces = await api.get<Workspace[]>(paths.workspaces);
+      state.workspaces = (await call('listWorkspaces')).data;
       if (admin) {
-        const [status, letters] = await Promise.all([
-          api.get<DaemonStatus>(paths.status),
-          api.get<DeadLetter[]>(paths.deadLetters, { limit: FAILURES_SHOWN }),
-        ]);
+        const [{ data: status }, { data: letters }] = await Promise.all([call('getDaemonStatus'), call('listDeadLetters', { query: { limit: FAILURES_SHOWN } })]);
         state.status = status;
         for (const letter of letters) state.failures = withFailure(state.failures, failureFromDeadLetter(letter));
       } else {
@@ -215,8 +211,8 @@ export function useOverview() {
     } finally {
       state.loading = false;
     }
-    if (admin) live.open(paths.adminStream);
-    else for (const workspace of state.workspaces.slice(0, LIVE_WORKSPACES)) live.open(paths.workspaceStream(workspace.id));
+    if (admin) live.open(urlOf('streamAll'));
+    else for (const workspace of state.workspaces.slice(0, LIVE_WORKSPACES)) live.open(urlOf('streamWorkspace', { params: { id: workspace.id } }));
   }
 
   const disabled = computed(() => state.workspaces.flatMap((workspace) => state.disabledIn[workspace.id] ?? []));

@@ -22,7 +22,7 @@ export function filterOf(query: LocationQuery): Record<string, string> {
  * to older items, so "newer" goes back through the cursors this page has
  * seen, and after a reload to the first page.
  */
-export function useCursorPages<T>(load: (filter: Record<string, string>, cursor: string) => Promise<{ data: T[]; meta: Record<string, unknown> | null }>) {
+export function useCursorPages<T>(load: (filter: Record<string, string>, cursor: string) => Promise<{ data: T[]; meta: { nextCursor?: string } | null }>) {
   const route = useRoute();
   const router = useRouter();
   const newerCursors: string[] = [];

@@ -1,5 +1,11 @@
-import { paths } from '../contract/paths';
-import { api } from './api';
+import { call } from './api';
+
+/** Which dead letters: those of a workspace, an event key, an extension (each optional). */
+export interface DeadLetterFilter {
+  workspaceId?: string;
+  eventKey?: string;
+  extensionKey?: string;
+}
 
 export interface ReplayProgress {
   /** Matching dead letters when the replay began. */
@@ -19,7 +25,7 @@ const BATCH = 50;
  * a replay failing again (its dead letter comes back) is not replayed twice.
  */
 export async function replayMatching(
-  filter: Record<string, string>,
+  filter: DeadLetterFilter,
   total: number,
   report: (progress: ReplayProgress) => void,
 ): Promise<ReplayProgress> {
@@ -28,7 +34,7 @@ export async function replayMatching(
     const left = total - progress.skipped - progress.replayed;
     const batch = Math.min(BATCH, left);
     if (batch <= 0) break;
-    const answer = await api.post<{ replayed: number; skipped: number }>(paths.replayDeadLetters, { ...filter, limit: batch });
+    const { data: answer } = await call('replayDeadLetters', { body: { ...filter, limit: batch } });
     progress.replayed += answer.replayed;
     // Every request counts all the matching dead letters it had to skip, not only this batch's.
     progress.skipped = answer.skipped;

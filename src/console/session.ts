@@ -1,7 +1,6 @@
 import { computed, reactive } from 'vue';
-import { paths } from '../contract/paths';
 import type { User } from '../contract/types';
-import { api, ApiError } from './api';
+import { ApiError, call } from './api';
 
 /** Who is signed in; the cookie itself is HttpOnly, so the daemon is asked. */
 export const session = reactive<{ user: User | null; checked: boolean }>({ user: null, checked: false });
@@ -31,7 +30,7 @@ export async function loadSession(): Promise<void> {
     return;
   }
   try {
-    session.user = await api.get<User>(paths.me);
+    session.user = (await call('getCurrentUser')).data;
   } catch (error) {
     if (!(error instanceof ApiError) || error.status === 0 || error.status >= 500) throw error;
     signedOut();

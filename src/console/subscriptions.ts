@@ -1,7 +1,6 @@
 import { EventKey, problemWith, Slug } from '../contract/schemas';
-import type { CreatedSubscription, DeliveryRecord, Subscription, SubscriberKind } from '../contract/types';
-import { api, ApiError } from './api';
-import { paths } from '../contract/paths';
+import type { CreatedSubscription, Subscription, SubscriberKind } from '../contract/types';
+import { ApiError, call } from './api';
 
 export interface SubscriptionDraft {
   eventKey: string;
@@ -17,23 +16,27 @@ const check = (label: string, problem: string | null) => {
 };
 
 /** Answers the subscription with its signing secret, the only time the daemon shows it. */
-export function createSubscription(workspaceId: string, draft: SubscriptionDraft): Promise<CreatedSubscription> {
+export async function createSubscription(workspaceId: string, draft: SubscriptionDraft): Promise<CreatedSubscription> {
   check('Event key', problemWith(EventKey, draft.eventKey));
   check('Extension key', problemWith(Slug, draft.extensionKey));
-  return api.post<CreatedSubscription>(paths.subscriptions(workspaceId), {
+  const body = {
     eventKey: draft.eventKey,
     extensionKey: draft.extensionKey,
     kind: draft.kind,
     serviceBaseUrl: draft.kind === 'EXTERNAL_SERVICE' ? draft.serviceBaseUrl : undefined,
-  });
+  };
+  return (await call('createSubscription', { params: { id: workspaceId }, body })).data;
 }
 
-export const setEnabled = (subscription: Subscription, enabled: boolean) =>
-  api.patch<Subscription>(paths.subscription(subscription.workspaceId, subscription.id), { enabled });
+/** The path parameters that name a subscription. */
+const named = (subscription: Subscription) => ({ id: subscription.workspaceId, subscriptionId: subscription.id });
+
+export const setEnabled = async (subscription: Subscription, enabled: boolean) =>
+  (await call('updateSubscription', { params: named(subscription), body: { enabled } })).data;
 
 /** The new secret; until the overlap ends, deliveries carry signatures by the old one too. */
 export const rotateSecret = async (subscription: Subscription) =>
-  (await api.post<{ signingSecret: string }>(paths.rotateSecret(subscription.workspaceId, subscription.id))).signingSecret;
+  (await call('rotateSigningSecret', { params: named(subscription) })).data.signingSecret;
 
 /**
  * Sends a `platform.test` event to this subscription only, and answers the
@@ -41,8 +44,8 @@ export const rotateSecret = async (subscription: Subscription) =>
  * record is not listed yet).
  */
 export async function sendTest(subscription: Subscription): Promise<string | null> {
-  const { deliveryId } = await api.post<{ deliveryId: string }>(paths.testSubscription(subscription.workspaceId, subscription.id), {});
-  const records = await api.get<DeliveryRecord[]>(paths.deliveries(subscription.workspaceId), { subscriptionId: subscription.id, limit: 20 });
+  const { deliveryId } = (await call('testSubscription', { params: named(subscription), body: {} })).data;
+  const { data: records } = await call('listDeliveries', { params: { id: subscription.workspaceId }, query: { subscriptionId: subscription.id, limit: 20 } });
   return records.find((record) => record.id === deliveryId)?.eventId ?? null;
 }
 

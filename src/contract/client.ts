@@ -1,5 +1,5 @@
 import type * as v from 'valibot';
-import { endpoints, pathOf, type Endpoints, type HttpMethod, type OperationId } from './endpoints.js';
+import type { Endpoints, HttpMethod, OperationId } from './endpoints.js';
 import type { ErrorMeta } from './resources.js';
 
 /**
@@ -7,7 +7,8 @@ import type { ErrorMeta } from './resources.js';
  * params, query and body are checked by the compiler, and its `data` and
  * `meta` come typed. The CLI and the console each wrap it with their own
  * transport (the CLI's token and timeout, the browser's session cookie).
- * Node-free: the console bundles it.
+ * At run time it needs only each operation's method and path (`Routes`): the
+ * console bundles those alone, not the table's schemas. Node-free.
  */
 
 type Declared<O extends OperationId, K extends string> = Endpoints[O] extends { readonly [P in K]: infer S extends v.GenericSchema } ? S : undefined;
@@ -74,12 +75,28 @@ export interface HttpAnswer {
 /** Sends a request as JSON and reads the answer; throws only when no answer came. */
 export type Transport = (request: HttpRequest) => Promise<HttpAnswer>;
 
-/** The path and query string of an operation; query values that are undefined or empty are left out. */
-export function urlOf<O extends OperationId>(operationId: O, ...[input]: CallArgs<O>): string {
+/** What the client needs of each operation at run time. */
+export interface Route {
+  readonly method: HttpMethod;
+  readonly path: string;
+}
+export type Routes = { readonly [O in OperationId]: Route };
+
+/** The path of an operation with its parameters, each segment encoded: a key or id can never change a path's shape. */
+function pathOf(path: string, params: Record<string, string> = {}): string {
+  return path.replace(/:(\w+)/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`${path}: no value for :${name}`);
+    return encodeURIComponent(value);
+  });
+}
+
+/** The path and query string of a route; query values that are undefined are left out. */
+function urlWith(route: Route, input: unknown): string {
   const given = input as { params?: Record<string, string>; query?: Record<string, string | number | boolean | undefined> } | undefined;
-  const path = pathOf(endpoints[operationId].path, given?.params);
+  const path = pathOf(route.path, given?.params);
   const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(given?.query ?? {})) if (value !== undefined && value !== '') query.set(name, String(value));
+  for (const [name, value] of Object.entries(given?.query ?? {})) if (value !== undefined) query.set(name, String(value));
   const search = query.toString();
   return search === '' ? path : `${path}?${search}`;
 }
@@ -90,19 +107,22 @@ const isEnvelope = (body: unknown): body is { code: string; message: string | nu
 export interface ApiClient {
   /** Calls an operation: its `data` and `meta` on success, else throws ApiError (or NotAnEnvelopeError). */
   call<O extends EnvelopeOperationId>(operationId: O, ...input: CallArgs<O>): Promise<Answer<O>>;
+  /** The path and query string of an operation (for what is not fetched as the envelope: streams, archives). */
+  urlOf<O extends OperationId>(operationId: O, ...input: CallArgs<O>): string;
 }
 
-export function createApiClient(transport: Transport): ApiClient {
+export function createApiClient(routes: Routes, transport: Transport): ApiClient {
   return {
     async call(operationId, ...args) {
-      const { method } = endpoints[operationId];
+      const route = routes[operationId];
       const body = (args[0] as { body?: unknown } | undefined)?.body;
-      const answer = await transport({ method, url: urlOf(operationId, ...args), body });
+      const answer = await transport({ method: route.method, url: urlWith(route, args[0]), body });
       if (answer.status === 204) return { data: null, meta: null, status: 204, headers: answer.headers } as never;
       if (!isEnvelope(answer.body)) throw new NotAnEnvelopeError(answer.status);
       const envelope = answer.body;
       if (envelope.code !== 'SUCCESS') throw new ApiError(envelope.message ?? envelope.code, envelope.code, answer.status, envelope.meta as ErrorMeta | null);
       return { data: envelope.data, meta: envelope.meta, status: answer.status, headers: answer.headers } as never;
     },
+    urlOf: (operationId, ...args) => urlWith(routes[operationId], args[0]),
   };
 }

@@ -755,12 +755,3 @@ export function errorCodesOf(declaration: EndpointDeclaration): ErrorCode[] {
   if (!declaration.readsOwnBody) codes.push('UNSUPPORTED_MEDIA_TYPE');
   return [...new Set(codes)].sort();
 }
-
-/** The path of an operation with its parameters, each segment encoded: a key or id can never change a path's shape. */
-export function pathOf(path: string, params: Record<string, string> = {}): string {
-  return path.replace(/:(\w+)/g, (_, name: string) => {
-    const value = params[name];
-    if (value === undefined) throw new Error(`${path}: no value for :${name}`);
-    return encodeURIComponent(value);
-  });
-}

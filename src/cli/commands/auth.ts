@@ -6,7 +6,7 @@ import { printJson, printLine } from '../output.js';
 import { askNewPassword, checkedNewPassword } from '../passwords.js';
 import { askSecret, askText, readStdin, readStdinLines } from '../prompt.js';
 import { clearSession, readSession, resolveUrl, saveSession } from '../session.js';
-import { paths } from '../../contract/paths.js';
+import { ApiError } from '../../contract/client.js';
 import type { User } from '../../contract/types.js';
 
 /** The login answer carries the token only in its Set-Cookie header (`__Host-` prefixed behind TLS). */
@@ -33,7 +33,7 @@ export function registerAuth(program: Command): void {
       const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
       const client = clientFor(command, { token: null });
-      const response = await client.request<User>('POST', paths.login, { body: { email, password } });
+      const response = await client.call('logIn', { body: { email, password } });
       saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
       printLine(`logged in to ${url} as ${describe(response.data)}`);
     });
@@ -45,10 +45,10 @@ export function registerAuth(program: Command): void {
     .action(async (_flags, command: Command) => {
       const session = readSession();
       try {
-        await clientFor(command).post<null>(paths.logout);
+        await clientFor(command).call('logOut');
       } catch (error) {
         // An expired or revoked session is as logged out as it gets; anything else is reported.
-        if (!(error instanceof CliError && error.exitCode === EXIT.daemonError)) throw error;
+        if (!(error instanceof ApiError || (error instanceof CliError && error.exitCode === EXIT.daemonError))) throw error;
       }
       clearSession();
       printLine(session ? `logged out ${session.email}` : 'logged out');
@@ -60,7 +60,7 @@ export function registerAuth(program: Command): void {
     .addHelpText('after', examples('platform whoami --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const user = await clientFor(command).get<User>(paths.me);
+      const { data: user } = await clientFor(command).call('getCurrentUser');
       if (flags.json) printJson(user);
       else printLine(`${describe(user)}${user.active ? '' : ' [disabled]'}`);
     });
@@ -81,9 +81,7 @@ export function registerAuth(program: Command): void {
         currentPassword = await askSecret('Current password', '--password-stdin');
         newPassword = await askNewPassword('New password');
       }
-      const response = await clientFor(command).request<null>('PUT', paths.myPassword, {
-        body: { currentPassword, newPassword },
-      });
+      const response = await clientFor(command).call('changePassword', { body: { currentPassword, newPassword } });
       const session = readSession();
       if (session && session.url === url && !process.env.PLATFORM_TOKEN) {
         saveSession({ ...session, token: tokenFromSetCookie(response.headers) });

@@ -4,10 +4,10 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { withExample } from '../help.js';
-import { ApiError, CliError, EXIT, usageError } from '../errors.js';
+import { ApiError } from '../../contract/client.js';
+import { clientFor } from '../client.js';
+import { CliError, EXIT, usageError } from '../errors.js';
 import { printLine } from '../output.js';
-import { resolveToken, resolveUrl } from '../session.js';
-import { paths } from '../../contract/paths.js';
 
 /** A progress line on a terminal (stderr), nothing otherwise. */
 export function progressLine(): { show(text: string): void; end(): void } {
@@ -36,11 +36,11 @@ export function registerBackup(program: Command): void {
     .option('--include-keys', 'also archive master.key and jwt-secret (then the archive alone decrypts every secret)')
     .action(async (flags: { out: string; includeKeys?: boolean }, command: Command) => {
       if (existsSync(flags.out)) throw usageError(`${flags.out} exists; choose a new file name`);
-      const url = resolveUrl(command.optsWithGlobals().url);
-      const token = resolveToken(url);
+      // An archive, not the envelope: fetched by its URL, with no timeout (a large data directory takes a while).
+      const { url, token, href } = clientFor(command);
       let response: Response;
       try {
-        response = await fetch(`${url}${paths.backup}?includeKeys=${flags.includeKeys === true}`, {
+        response = await fetch(href('downloadBackup', { query: { includeKeys: flags.includeKeys === true ? 'true' : 'false' } }), {
           headers: token ? { authorization: `Bearer ${token}` } : {},
         });
       } catch (error) {

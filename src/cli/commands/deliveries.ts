@@ -4,8 +4,7 @@ import { choiceFlag, integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { fetchCursorListing } from '../paging.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { paths } from '../../contract/paths.js';
-import type { DeliveryAttempt, DeliveryRecord, EventWithDeliveries, RotatedSecret, Subscription, TestDelivery } from '../../contract/types.js';
+import type { DeliveryAttempt, DeliveryRecord, DeliveryStatus } from '../../contract/types.js';
 
 const when = (iso: string) => iso.slice(0, 23).replace('T', ' ');
 const byName = (program: Command, name: string) => {
@@ -36,7 +35,7 @@ export function registerDeliveries(program: Command): void {
   )
     .option('--json', 'print JSON')
     .action(async (workspace: string, eventId: string, flags: { json?: boolean }, command: Command) => {
-      const event = await clientFor(command).get<EventWithDeliveries>(paths.event(workspace, eventId));
+      const { data: event } = await clientFor(command).call('getEvent', { params: { id: workspace, eventId } });
       if (flags.json) return printJson(event);
       printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publishedBy ?? '-'})`);
       printLine(`payload: ${JSON.stringify(event.payload)}`);
@@ -59,13 +58,13 @@ export function registerDeliveries(program: Command): void {
     .action(
       async (
         workspace: string,
-        flags: { status?: string; subscription?: string; event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
+        flags: { status?: DeliveryStatus; subscription?: string; event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
         command: Command,
       ) => {
-        const { items: deliveries, more } = await fetchCursorListing<DeliveryRecord>(
-          clientFor(command),
-          paths.deliveries(workspace),
-          { status: flags.status, subscriptionId: flags.subscription, eventKey: flags.event, since: flags.since, until: flags.until },
+        const client = clientFor(command);
+        const query = { status: flags.status, subscriptionId: flags.subscription, eventKey: flags.event, since: flags.since, until: flags.until };
+        const { items: deliveries, more } = await fetchCursorListing(
+          (page) => client.call('listDeliveries', { params: { id: workspace }, query: { ...query, ...page } }),
           flags,
         );
         if (flags.json) return printJson(deliveries);
@@ -96,10 +95,7 @@ export function registerDeliveries(program: Command): void {
     )
       .option('--json', 'print JSON')
       .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
-        const subscription = await clientFor(command).patch<Subscription>(
-          paths.subscription(workspace, subscriptionId),
-          { enabled },
-        );
+        const { data: subscription } = await clientFor(command).call('updateSubscription', { params: { id: workspace, subscriptionId }, body: { enabled } });
         if (flags.json) return printJson(subscription);
         printLine(`${enabled ? 'enabled' : 'disabled'} subscription ${subscription.id} (${subscription.extensionKey} on ${subscription.eventKey})`);
       });
@@ -112,9 +108,7 @@ export function registerDeliveries(program: Command): void {
   )
     .option('--json', 'print JSON')
     .action(async (workspace: string, subscriptionId: string, flags: { json?: boolean }, command: Command) => {
-      const { signingSecret } = await clientFor(command).post<RotatedSecret>(
-        paths.rotateSecret(workspace, subscriptionId),
-      );
+      const { signingSecret } = (await clientFor(command).call('rotateSigningSecret', { params: { id: workspace, subscriptionId } })).data;
       if (flags.json) return printJson({ signingSecret });
       printLine(`new signing secret (shown only now; deliveries carry both signatures during the overlap): ${signingSecret}`);
     });
@@ -126,10 +120,9 @@ export function registerDeliveries(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (workspace: string, subscriptionId: string, flags: { payload?: Record<string, unknown>; json?: boolean }, command: Command) => {
       const payload = flags.payload;
-      const { deliveryId } = await clientFor(command).post<TestDelivery>(
-        paths.testSubscription(workspace, subscriptionId),
-        payload === undefined ? {} : { payload },
-      );
+      const { deliveryId } = (
+        await clientFor(command).call('testSubscription', { params: { id: workspace, subscriptionId }, body: payload === undefined ? {} : { payload } })
+      ).data;
       if (flags.json) return printJson({ deliveryId });
       printLine(`test delivery ${deliveryId} queued; follow it with: platform deliveries list ${workspace} --event platform.test`);
     });

@@ -6,8 +6,7 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchListing, printPageHint, withPaging, type PageFlags } from '../paging.js';
 import { confirmOrStop } from '../prompt.js';
-import { paths } from '../../contract/paths.js';
-import type { DeadLetter, DeadLetterState, DiscardedDeadLetters, PageMeta, ReplayedDeadLetters } from '../../contract/types.js';
+import type { DeadLetter } from '../../contract/types.js';
 
 interface FilterFlags {
   workspace?: string;
@@ -26,13 +25,13 @@ const withFilters = (command: Command) =>
 /** Replays in batches so that a terminal can show progress; a script gets one summary line. */
 async function replayAll(client: Client, flags: FilterFlags): Promise<void> {
   const filter = filterOf(flags);
-  const first = await client.request<DeadLetter[], PageMeta>('GET', paths.deadLetters, { query: { ...filter, limit: 1 } });
+  const first = await client.call('listDeadLetters', { query: { ...filter, limit: 1 } });
   const total = first.meta.total;
   const showProgress = Boolean(process.stderr.isTTY);
   let replayed = 0;
   let skipped = 0;
   for (;;) {
-    const batch = await client.post<ReplayedDeadLetters>(paths.replayDeadLetters, { ...definedOf(filter), limit: 100 });
+    const { data: batch } = await client.call('replayDeadLetters', { body: { ...definedOf(filter), limit: 100 } });
     replayed += batch.replayed;
     skipped = batch.skipped;
     if (showProgress) process.stderr.write(`\r${progressBar(replayed, total - skipped)}`);
@@ -66,14 +65,14 @@ async function waitForReplays(client: Client, ids: string[]): Promise<string[]> 
   let nextLogAt = 0;
   while (waiting.size > 0) {
     for (const id of [...waiting]) {
-      const { state } = await client.get<DeadLetterState>(paths.deadLetterState(id));
+      const { state } = (await client.call('getDeadLetterState', { params: { id } })).data;
       if (state === 'queued') continue;
       waiting.delete(id);
       if (state === 'gone') {
         process.stderr.write(clearLine());
         printLine(`${id}: delivered`);
       } else {
-        const letter = await client.get<DeadLetter>(paths.deadLetter(id));
+        const { data: letter } = await client.call('getDeadLetter', { params: { id } });
         process.stderr.write(clearLine());
         printLine(`${id}: failed again after ${plural(letter.attempts, 'attempt')}: ${describeError(letter.lastError)}`);
         failed.push(id);
@@ -111,7 +110,8 @@ export function registerDlq(program: Command): void {
   )
     .option('--json', 'print JSON')
     .action(async (flags: FilterFlags & PageFlags & { json?: boolean }, command: Command) => {
-      const listing = await fetchListing<DeadLetter>(clientFor(command), paths.deadLetters, filterOf(flags), flags, 500);
+      const client = clientFor(command);
+      const listing = await fetchListing((page) => client.call('listDeadLetters', { query: { ...filterOf(flags), ...page } }), flags, 500);
       if (flags.json) return printJson(listing.items);
       printTable(listing.items, [
         { header: 'ID', value: (letter) => letter.id },
@@ -128,7 +128,7 @@ export function registerDlq(program: Command): void {
   withExample(dlq.command('show <id>').description('one dead letter in full'), 'platform dlq show 9d2f0c1e-5b7a-4c55-9a43-0d0f6f1c2b3a')
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
-      const letter = await clientFor(command).get<DeadLetter>(paths.deadLetter(id));
+      const { data: letter } = await clientFor(command).call('getDeadLetter', { params: { id } });
       if (flags.json) return printJson(letter);
       printLine(`dead letter ${letter.id} (delivery ${letter.deliveryId})`);
       printLine(`event:      ${letter.event.eventKey} ${letter.event.id} in ${letter.event.tenantId}, ${letter.event.occurredAt}`);
@@ -159,7 +159,7 @@ export function registerDlq(program: Command): void {
       if (ids.length === 0) throw usageError('give dead letter ids, or --all');
       if (flags.workspace || flags.event || flags.extension) throw usageError('--workspace, --event and --extension go with --all');
       for (const id of ids) {
-        await client.post<null>(paths.replayDeadLetter(id));
+        await client.call('replayDeadLetter', { params: { id } });
         printLine(`queued ${id} for replay`);
       }
       if (flags.wait && (await waitForReplays(client, ids)).length > 0) throw new CliError('a replay failed again', EXIT.daemonError);
@@ -176,18 +176,18 @@ export function registerDlq(program: Command): void {
       if (flags.all) {
         if (ids.length > 0) throw usageError('give ids or --all, not both');
         const filter = filterOf(flags);
-        const { meta } = await client.request<DeadLetter[], PageMeta>('GET', paths.deadLetters, { query: { ...filter, limit: 1 } });
+        const { meta } = await client.call('listDeadLetters', { query: { ...filter, limit: 1 } });
         const total = meta.total;
         if (total === 0) return printLine('no dead letters match; nothing discarded');
         await confirmOrStop(`Discard ${plural(total, 'dead letter')} for good?`, flags);
-        const { discarded } = await client.post<DiscardedDeadLetters>(paths.discardDeadLetters, definedOf(filter));
+        const { discarded } = (await client.call('discardDeadLetters', { body: definedOf(filter) })).data;
         return printLine(`discarded ${plural(discarded, 'dead letter')}`);
       }
       if (ids.length === 0) throw usageError('give dead letter ids, or --all');
       if (flags.workspace || flags.event || flags.extension) throw usageError('--workspace, --event and --extension go with --all');
       await confirmOrStop(`Discard ${plural(ids.length, 'dead letter')} for good?`, flags);
       for (const id of ids) {
-        await client.delete(paths.deadLetter(id));
+        await client.call('discardDeadLetter', { params: { id } });
         printLine(`discarded ${id}`);
       }
     });

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { withExample } from '../help.js';
-import type { Envelope } from '../../contract/types.js';
-import { ApiError, CliError, EXIT } from '../errors.js';
+import { ApiError } from '../../contract/client.js';
+import type { Envelope, ErrorMeta } from '../../contract/types.js';
+import { clientFor } from '../client.js';
+import { CliError, EXIT } from '../errors.js';
 import { printLine } from '../output.js';
-import { resolveToken, resolveUrl } from '../session.js';
-import { paths } from '../../contract/paths.js';
 
 interface StreamItem {
   id: string;
@@ -27,8 +27,7 @@ export function registerEventsTail(events: Command): void {
     .option('--event <eventKey>', 'only this event key')
     .option('--json', 'print one JSON object per line')
     .action(async (workspace: string, flags: { event?: string; json?: boolean }, command: Command) => {
-      const url = resolveUrl(command.optsWithGlobals().url);
-      const token = resolveToken(url);
+      const client = clientFor(command);
       const stop = new AbortController();
       process.once('SIGINT', () => {
         stop.abort();
@@ -37,9 +36,9 @@ export function registerEventsTail(events: Command): void {
       const print = (item: StreamItem) => {
         if (flags.event !== undefined && item.data.eventKey !== flags.event) return;
         if (flags.json) printLine(JSON.stringify(item));
-        else printLine(describe(workspace, item));
+        else printLine(describe(workspace, item, (eventId) => client.urlOf('getEvent', { params: { id: workspace, eventId } })));
       };
-      await follow(url + paths.workspaceStream(workspace), token, stop.signal, print);
+      await follow(client.href('streamWorkspace', { params: { id: workspace } }), client.token, stop.signal, print);
     });
 }
 
@@ -63,7 +62,7 @@ async function follow(streamUrl: string, token: string | null, signal: AbortSign
         print(item);
       }
     } catch (error) {
-      if (error instanceof CliError) throw error;
+      if (error instanceof CliError || error instanceof ApiError) throw error;
       // The daemon went away (a restart, a network hiccup): connect again below.
     }
     await new Promise((resolve) => setTimeout(resolve, retryMs));
@@ -72,11 +71,11 @@ async function follow(streamUrl: string, token: string | null, signal: AbortSign
 }
 
 /** A refused stream (401, 403, 404, …) is not retried: the envelope says why. */
-async function refusal(response: Response): Promise<CliError> {
+async function refusal(response: Response): Promise<ApiError | CliError> {
   const text = await response.text().catch(() => '');
   try {
     const envelope = JSON.parse(text) as Envelope<null>;
-    return new ApiError(envelope.message ?? envelope.code, envelope.code, response.status, envelope.meta);
+    return new ApiError(envelope.message ?? envelope.code, envelope.code, response.status, envelope.meta as ErrorMeta | null);
   } catch {
     return new CliError(`the daemon answered ${response.status} without a platform envelope`, EXIT.daemonError);
   }
@@ -106,14 +105,15 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Str
   }
 }
 
-function describe(workspace: string, { type, data }: StreamItem): string {
+/** One line per item; `eventPath` is where the event itself is read. */
+function describe(workspace: string, { type, data }: StreamItem, eventPath: (eventId: string) => string): string {
   const time = new Date().toISOString().slice(11, 19);
   if (type === 'event.published') {
     const line = `${time}  published  ${String(data.eventKey)}  ${String(data.id)}  by ${String(data.actor)}`;
     if (typeof data.payloadBytes !== 'number') return line;
     // Streams carry a payload up to 16 KiB only; the event itself has it.
     const id = String(data.id);
-    return `${line}  (payload of ${data.payloadBytes} bytes not sent live: platform events show ${workspace} ${id}, or GET ${paths.event(workspace, id)})`;
+    return `${line}  (payload of ${data.payloadBytes} bytes not sent live: platform events show ${workspace} ${id}, or GET ${eventPath(id)})`;
   }
   if (type === 'subscription.changed') {
     const state = data.enabled === true ? 'enabled' : `disabled: ${String(data.disabledReason)}`;

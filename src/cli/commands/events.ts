@@ -7,8 +7,6 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchCursorListing } from '../paging.js';
 import { askText, isInteractive, readStdin } from '../prompt.js';
-import { paths } from '../../contract/paths.js';
-import type { ChatMessage, PlatformEvent, PublishedMeta } from '../../contract/types.js';
 import { registerEventsTail } from './events-tail.js';
 
 
@@ -73,7 +71,8 @@ export function registerEvents(program: Command): void {
         command: Command,
       ) => {
         const payload = await readPayload(flags);
-        const response = await clientFor(command).request<null, PublishedMeta>('POST', paths.publish(workspace), {
+        const response = await clientFor(command).call('publishEvent', {
+          params: { id: workspace },
           body: {
             eventKey,
             payload,
@@ -105,12 +104,9 @@ export function registerEvents(program: Command): void {
         flags: { event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
         command: Command,
       ) => {
-        const listing = await fetchCursorListing<PlatformEvent>(
-          clientFor(command),
-          paths.events(workspace),
-          { eventKey: flags.event, since: flags.since, until: flags.until },
-          flags,
-        );
+        const client = clientFor(command);
+        const query = { eventKey: flags.event, since: flags.since, until: flags.until };
+        const listing = await fetchCursorListing((page) => client.call('listEvents', { params: { id: workspace }, query: { ...query, ...page } }), flags);
         if (flags.json) return printJson(listing.items);
         printTable(listing.items, [
           { header: 'OCCURRED', value: (event) => event.occurredAt },
@@ -136,10 +132,7 @@ export function registerEvents(program: Command): void {
     .option('--limit <n>', 'how many (1-1000; default 50)', integerFlag(1, 1000))
     .option('--json', 'print JSON')
     .action(async (workspace: string, channel: string, flags: { limit?: number; json?: boolean }, command: Command) => {
-      const messages = await clientFor(command).get<ChatMessage[]>(
-        paths.chatMessages(workspace, channel),
-        { limit: flags.limit },
-      );
+      const { data: messages } = await clientFor(command).call('listChatMessages', { params: { id: workspace, channel }, query: { limit: flags.limit } });
       if (flags.json) return printJson(messages);
       if (messages.length === 0) return printLine(`(no messages in ${channel})`);
       for (const message of messages) printLine(`${message.postedAt.slice(0, 19).replace('T', ' ')}  ${message.sender}: ${message.message}`);

@@ -5,8 +5,7 @@ import { choiceFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askSecret, isInteractive, readStdin } from '../prompt.js';
-import { paths } from '../../contract/paths.js';
-import type { ConfigFieldType, ExtensionConfig } from '../../contract/types.js';
+import type { ConfigFieldType } from '../../contract/types.js';
 
 
 function parseValue(type: ConfigFieldType, text: string): string | number | boolean {
@@ -29,7 +28,7 @@ export function registerExtConfig(ext: Command): void {
   withExample(config.command('get <key>').description('every field, SECRET values masked'), 'platform ext config get weather')
     .option('--json', 'print JSON')
     .action(async (key: string, flags: { json?: boolean }, command: Command) => {
-      const { fields } = await clientFor(command).get<ExtensionConfig>(paths.extensionConfig(key));
+      const { fields } = (await clientFor(command).call('getExtensionConfig', { params: { key } })).data;
       if (flags.json) return printJson({ fields });
       printTable(
         fields,
@@ -52,10 +51,10 @@ export function registerExtConfig(ext: Command): void {
       const client = clientFor(command);
       const requested = flags.type;
       if (requested === 'SECRET') throw usageError('secrets are never taken from the command line: use `platform ext config set-secret`');
-      const current = (await client.get<ExtensionConfig>(paths.extensionConfig(key))).fields.find((field) => field.name === name);
+      const current = (await client.call('getExtensionConfig', { params: { key } })).data.fields.find((field) => field.name === name);
       if (!requested && current?.type === 'SECRET') throw usageError(`${name} is a SECRET: use \`platform ext config set-secret\``);
-      const type = (requested ?? current?.type ?? 'STRING') as ConfigFieldType;
-      await client.put<ExtensionConfig>(paths.extensionConfig(key), { fields: [{ name, type, value: parseValue(type, text) }] });
+      const type = requested ?? current?.type ?? 'STRING';
+      await client.call('updateExtensionConfig', { params: { key }, body: { fields: [{ name, type, value: parseValue(type, text) }] } });
       printLine(`set ${key} ${name} (${type})`);
     });
 
@@ -65,7 +64,7 @@ export function registerExtConfig(ext: Command): void {
   ).action(async (key: string, name: string, _flags, command: Command) => {
     const value = isInteractive() ? await askSecret(`${name} for ${key}`, 'the secret on stdin') : await readStdin('the secret');
     if (!value) throw usageError('the secret is empty');
-    await clientFor(command).put<ExtensionConfig>(paths.extensionConfig(key), { fields: [{ name, type: 'SECRET', value }] });
+    await clientFor(command).call('updateExtensionConfig', { params: { key }, body: { fields: [{ name, type: 'SECRET', value }] } });
     printLine(`set ${key} ${name} (SECRET)`);
   });
 
@@ -73,7 +72,7 @@ export function registerExtConfig(ext: Command): void {
     config.command('unset <key> <name>').description('remove a field, SECRET or not'),
     'platform ext config unset weather units',
   ).action(async (key: string, name: string, _flags, command: Command) => {
-    await clientFor(command).delete(paths.extensionConfigField(key, name));
+    await clientFor(command).call('deleteConfigField', { params: { key, field: name } });
     printLine(`unset ${key} ${name}`);
   });
 }

@@ -1,16 +1,10 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type {
-  AuditRecord,
-  CategoryCount,
-  ExtensionDetail,
-  ExtensionSummary,
-  VersionRecord,
-} from '../../contract/types.js';
-import { paths } from '../../contract/paths.js';
+import { ApiError } from '../../contract/client.js';
+import type { AuditRecord, ExtensionDetail, VersionRecord } from '../../contract/types.js';
 import { type Client, clientFor } from '../client.js';
-import { ApiError, usageError } from '../errors.js';
+import { usageError } from '../errors.js';
 import { withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
@@ -162,18 +156,20 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
     requiresSdk: fields.requiresSdk,
     changelog: fields.changelog,
   };
-  const publishVersion = () => client.post<VersionRecord>(paths.extensionVersions(key), versionBody);
+  const publishVersion = async () => (await client.call('publishVersion', { params: { key }, body: versionBody })).data;
   try {
     return { key, record: await publishVersion(), created: false };
   } catch (error) {
     if (!(error instanceof ApiError && error.code === 'NOT_FOUND')) throw error;
   }
-  await client.post<ExtensionDetail>(paths.adminExtensions, {
-    extensionKey: key,
-    name: await required(fields.name, `Display name of the new extension ${key}`, '--name'),
-    description: fields.description,
-    category: fields.category,
-    permissions: fields.permissions,
+  await client.call('createExtension', {
+    body: {
+      extensionKey: key,
+      name: await required(fields.name, `Display name of the new extension ${key}`, '--name'),
+      description: fields.description,
+      category: fields.category,
+      permissions: fields.permissions,
+    },
   });
   return { key, record: await publishVersion(), created: true };
 }
@@ -186,12 +182,12 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
 async function updateChangedFields(client: Client, key: string, fields: PublishFields): Promise<string[]> {
   const given = { name: fields.name, description: fields.description, category: fields.category, permissions: fields.permissions };
   if (Object.values(given).every((value) => value === undefined)) return [];
-  const current = await client.get<ExtensionDetail>(paths.extension(key));
+  const { data: current } = await client.call('getExtension', { params: { key } });
   const changes = Object.fromEntries(
     Object.entries(given).filter(([name, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(current[name as keyof typeof given])),
   );
   if (Object.keys(changes).length === 0) return [];
-  await client.put<ExtensionDetail>(paths.adminExtension(key), changes);
+  await client.call('updateExtension', { params: { key }, body: changes });
   return Object.keys(changes);
 }
 
@@ -248,7 +244,8 @@ export function registerExt(program: Command): Command {
     .option('--json', 'print JSON')
     .action(async (flags: ListFlags, command: Command) => {
       const query = { search: flags.search, category: flags.category };
-      const listing = await fetchListing<ExtensionSummary>(clientFor(command), paths.extensions, query, flags, 500);
+      const client = clientFor(command);
+      const listing = await fetchListing((page) => client.call('listExtensions', { query: { ...query, ...page } }), flags, 500);
       if (flags.json) return printJson(listing.items);
       printTable(
         listing.items,
@@ -274,12 +271,12 @@ export function registerExt(program: Command): Command {
     .option('--json', 'print JSON')
     .action(async (key: string, version: string | undefined, flags: { json?: boolean }, command: Command) => {
       if (version !== undefined) {
-        const record = await clientFor(command).get<VersionRecord>(paths.versionRecord(key, version));
+        const { data: record } = await clientFor(command).call('getVersion', { params: { key, version } });
         if (flags.json) printJson(record);
         else printVersion(key, record);
         return;
       }
-      const detail = await clientFor(command).get<ExtensionDetail>(paths.extension(key));
+      const { data: detail } = await clientFor(command).call('getExtension', { params: { key } });
       if (flags.json) printJson(detail);
       else printDetail(detail);
     });
@@ -341,7 +338,7 @@ export function registerExt(program: Command): Command {
         if (Object.values(body).every((value) => value === undefined)) {
           throw usageError('nothing to update: pass --name, --description, --category or --permission');
         }
-        const detail = await clientFor(command).put<ExtensionDetail>(paths.adminExtension(key), body);
+        const { data: detail } = await clientFor(command).call('updateExtension', { params: { key }, body });
         if (flags.json) printJson(detail);
         else printLine(`updated ${detail.extensionKey}`);
       },
@@ -358,13 +355,13 @@ export function registerExt(program: Command): Command {
   )
     .action(async (key: string, version: string, flags: { reason?: string; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Yank ${key} ${version}? New installations will refuse it.`, flags);
-      await clientFor(command).delete(paths.extensionVersion(key, version), { reason: flags.reason });
+      await clientFor(command).call('yankVersion', { params: { key, version }, query: { reason: flags.reason } });
       printLine(`yanked ${key} ${version}`);
     });
 
   withExample(ext.command('unyank <key> <version>').description('make a yanked version installable again'), 'platform ext unyank weather 1.0.0')
     .action(async (key: string, version: string, _flags, command: Command) => {
-      const record = await clientFor(command).put<VersionRecord>(paths.unyank(key, version));
+      const { data: record } = await clientFor(command).call('unyankVersion', { params: { key, version } });
       printLine(`${key} ${record.version} is available`);
     });
 
@@ -374,7 +371,8 @@ export function registerExt(program: Command): Command {
   )
     .option('--json', 'print JSON')
     .action(async (key: string | undefined, flags: PageFlags & { json?: boolean }, command: Command) => {
-      const listing = await fetchListing<AuditRecord>(clientFor(command), paths.audit, { extensionKey: key }, flags, 1000);
+      const client = clientFor(command);
+      const listing = await fetchListing((page) => client.call('listAuditRecords', { query: { extensionKey: key, ...page } }), flags, 1000);
       if (flags.json) return printJson(listing.items);
       printTable(
         listing.items,
@@ -397,7 +395,7 @@ export function registerExt(program: Command): Command {
   )
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const categories = await clientFor(command).get<CategoryCount[]>(paths.categories);
+      const { data: categories } = await clientFor(command).call('listCategories');
       if (flags.json) return printJson(categories);
       printTable(
         categories,

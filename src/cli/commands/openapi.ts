@@ -1,10 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { ApiError, CliError, EXIT } from '../errors.js';
+import { ApiError } from '../../contract/client.js';
+import { clientFor } from '../client.js';
+import { CliError, EXIT } from '../errors.js';
 import { withExample } from '../help.js';
-import { resolveUrl } from '../session.js';
-import { DEFAULT_TIMEOUT_SECONDS } from '../client.js';
-import { paths } from '../../contract/paths.js';
 
 export function registerOpenApi(program: Command): void {
   withExample(
@@ -13,13 +12,12 @@ export function registerOpenApi(program: Command): void {
   )
     .option('--out <file>', 'write the document to this file instead of printing it')
     .action(async (flags: { out?: string }, command: Command) => {
-      const globals = command.optsWithGlobals<{ url?: string; timeout?: number }>();
-      const url = resolveUrl(globals.url);
+      // The document is not wrapped in the envelope: fetched by its URL, without a token (it is public).
+      const client = clientFor(command, { token: null });
+      const url = client.url;
       let response: Response;
       try {
-        response = await fetch(url + paths.openapi, {
-          signal: AbortSignal.timeout((globals.timeout ?? DEFAULT_TIMEOUT_SECONDS) * 1000),
-        });
+        response = await fetch(client.href('getOpenApi'), { signal: AbortSignal.timeout(client.timeoutSeconds * 1000) });
       } catch (error) {
         const reason = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
         throw new CliError(`cannot reach the platform daemon at ${url} (${reason}); is \`platform serve\` running?`, EXIT.unreachable);

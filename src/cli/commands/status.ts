@@ -2,8 +2,6 @@ import type { Command } from 'commander';
 import { clientFor } from '../client.js';
 import { examples } from '../help.js';
 import { printJson, printLine } from '../output.js';
-import { paths } from '../../contract/paths.js';
-import type { DaemonStatus } from '../../contract/types.js';
 
 export function registerStatus(program: Command): void {
   program
@@ -12,7 +10,7 @@ export function registerStatus(program: Command): void {
     .addHelpText('after', examples('platform status --json'))
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const status = await clientFor(command).get<DaemonStatus>(paths.status);
+      const { data: status } = await clientFor(command).call('getDaemonStatus');
       if (flags.json) return printJson(status);
       const oldest = status.oldestPendingAgeMs === null ? '-' : `${(status.oldestPendingAgeMs / 1000).toFixed(1)} s`;
       printLine(`platform ${status.version}, up ${status.uptimeSeconds} s`);

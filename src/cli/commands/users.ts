@@ -7,13 +7,12 @@ import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { askNewPassword, checkedNewPassword } from '../passwords.js';
 import { confirmOrStop, readStdin } from '../prompt.js';
-import { paths } from '../../contract/paths.js';
-import type { User } from '../../contract/types.js';
+import type { Role, User } from '../../contract/types.js';
 
 
 /** Accepts an e-mail (case-insensitive) or a user id. */
 export async function findUser(client: Client, who: string): Promise<User> {
-  const users = await client.get<User[]>(paths.users);
+  const { data: users } = await client.call('listUsers');
   const match = users.find((user) => user.id === who || user.email.toLowerCase() === who.toLowerCase());
   if (!match) throw new CliError(`user ${who} not found`, EXIT.daemonError);
   return match;
@@ -30,14 +29,16 @@ export function registerUsers(program: Command): void {
     .requiredOption('--full-name <name>', 'display name')
     .option('--role <role...>', 'ADMIN and/or USER (default USER)', eachOf(choiceFlag(['ADMIN', 'USER'])))
     .option('--password-stdin', 'read the password from stdin instead of prompting')
-    .action(async (flags: { email: string; fullName: string; role?: string[]; passwordStdin?: boolean }, command: Command) => {
+    .action(async (flags: { email: string; fullName: string; role?: Role[]; passwordStdin?: boolean }, command: Command) => {
       const password = await newPassword(flags.passwordStdin, 'Password for the new user');
       const roles = flags.role;
-      const user = await clientFor(command).post<User>(paths.users, {
-        email: flags.email,
-        fullName: flags.fullName,
-        password,
-        ...(roles ? { roles } : {}),
+      const { data: user } = await clientFor(command).call('createUser', {
+        body: {
+          email: flags.email,
+          fullName: flags.fullName,
+          password,
+          ...(roles ? { roles } : {}),
+        },
       });
       printLine(`created ${user.email} (${user.roles.join(', ')}), id ${user.id}`);
     });
@@ -45,7 +46,7 @@ export function registerUsers(program: Command): void {
   withExample(users.command('list').description('list users'), 'platform users list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<User[]>(paths.users);
+      const { data: list } = await clientFor(command).call('listUsers');
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'EMAIL', value: (user) => user.email },
@@ -71,7 +72,7 @@ export function registerUsers(program: Command): void {
       const client = clientFor(command);
       const user = await findUser(client, who);
       if (!active) await confirmOrStop(`Disable ${user.email}? Their sessions stop working.`, flags);
-      await client.patch<User>(paths.user(user.id), { active });
+      await client.call('updateUser', { params: { id: user.id }, body: { active } });
       printLine(`${name}d ${user.email}`);
     });
   }
@@ -81,10 +82,10 @@ export function registerUsers(program: Command): void {
     'platform users set-roles dana@example.com --role ADMIN USER',
   )
     .requiredOption('--role <role...>', 'ADMIN and/or USER', eachOf(choiceFlag(['ADMIN', 'USER'])))
-    .action(async (who: string, flags: { role: string[] }, command: Command) => {
+    .action(async (who: string, flags: { role: Role[] }, command: Command) => {
       const client = clientFor(command);
       const user = await findUser(client, who);
-      const updated = await client.patch<User>(paths.user(user.id), { roles: flags.role });
+      const { data: updated } = await client.call('updateUser', { params: { id: user.id }, body: { roles: flags.role } });
       printLine(`${updated.email} now has ${updated.roles.join(', ')}`);
     });
 
@@ -96,7 +97,7 @@ export function registerUsers(program: Command): void {
       const client = clientFor(command);
       const user = await findUser(client, who);
       await confirmOrStop(`Delete the account ${user.email}?`, flags);
-      await client.delete(paths.user(user.id));
+      await client.call('deleteUser', { params: { id: user.id } });
       printLine(`deleted ${user.email}`);
     });
 
@@ -120,7 +121,7 @@ export function registerUsers(program: Command): void {
       }
       const client = clientFor(command);
       const user = await findUser(client, who);
-      await client.post<User>(paths.userPassword(user.id), { password });
+      await client.call('resetPassword', { params: { id: user.id }, body: { password } });
       printLine(`reset the password of ${user.email}; its sessions have ended`);
     });
 }

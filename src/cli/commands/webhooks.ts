@@ -4,8 +4,6 @@ import { integerFlag } from '../flags.js';
 import { fetchCursorListing } from '../paging.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
-import { paths } from '../../contract/paths.js';
-import type { WebhookRequestEntry } from '../../contract/types.js';
 
 /** With --all, pages are as large as the daemon allows: the log holds at most 1,000 calls. */
 const ALL_PAGE_SIZE = 1000;
@@ -22,12 +20,11 @@ export function registerWebhooks(program: Command): void {
     .option('--all', 'every call kept (the latest 1,000)')
     .option('--json', 'print JSON, with headers and body excerpts')
     .action(async (extensionKey: string, flags: { limit?: number; all?: boolean; json?: boolean }, command: Command) => {
-      const { items: entries, more } = await fetchCursorListing<WebhookRequestEntry>(
-        clientFor(command),
-        paths.webhookRequests(extensionKey),
-        {},
-        { limit: flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined), all: flags.all },
-      );
+      const client = clientFor(command);
+      const { items: entries, more } = await fetchCursorListing((page) => client.call('listWebhookRequests', { params: { extensionKey }, query: page }), {
+        limit: flags.limit ?? (flags.all ? ALL_PAGE_SIZE : undefined),
+        all: flags.all,
+      });
       if (flags.json) return printJson(entries);
       printTable(entries, [
         { header: 'TIME', value: (entry) => entry.receivedAt },

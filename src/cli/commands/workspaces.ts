@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import { clientFor } from '../client.js';
-import { ApiError, CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT, usageError } from '../errors.js';
 import { withYes } from '../flags.js';
 import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
 import { confirmOrStop } from '../prompt.js';
-import { paths } from '../../contract/paths.js';
-import type { CreatedSubscription, DeletedWorkspace, Installation, Subscription, User, WarningsMeta, Workspace } from '../../contract/types.js';
+import { ApiError } from '../../contract/client.js';
+import type { Installation, Subscription } from '../../contract/types.js';
 import { findUser } from './users.js';
 
 
@@ -38,14 +38,14 @@ export function registerWorkspaces(program: Command): void {
   withExample(workspaces.command('create <id>').description('create a workspace (ADMIN)'), 'platform workspaces create acme --name "Acme Inc"')
     .requiredOption('--name <name>', 'display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
-      const workspace = await clientFor(command).post<Workspace>(paths.adminWorkspaces, { id, name: flags.name });
+      const { data: workspace } = await clientFor(command).call('createWorkspace', { body: { id, name: flags.name } });
       printLine(`created workspace ${workspace.id} (${workspace.name})`);
     });
 
   withExample(workspaces.command('list').description('your workspaces (ADMIN: all)'), 'platform workspaces list --json')
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Workspace[]>(paths.workspaces);
+      const { data: list } = await clientFor(command).call('listWorkspaces');
       if (flags.json) return printJson(list);
       printTable(list, [
         { header: 'ID', value: (workspace) => workspace.id },
@@ -62,16 +62,16 @@ export function registerWorkspaces(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
       const client = clientFor(command);
-      const [workspace, installations, subscriptions] = await Promise.all([
-        client.get<Workspace>(paths.workspace(id)),
-        client.get<Installation[]>(paths.installations(id)),
-        client.get<Subscription[]>(paths.subscriptions(id)),
+      const [{ data: workspace }, { data: installations }, { data: subscriptions }] = await Promise.all([
+        client.call('getWorkspace', { params: { id } }),
+        client.call('listInstallations', { params: { id } }),
+        client.call('listSubscriptions', { params: { id } }),
       ]);
       if (flags.json) return printJson({ ...workspace, installations, subscriptions });
       // Member e-mails need the user list, which only an ADMIN may read; others see ids.
       const emails = await client
-        .get<User[]>(paths.users)
-        .then((users) => new Map(users.map((user) => [user.id, user.email])))
+        .call('listUsers')
+        .then(({ data: users }) => new Map(users.map((user) => [user.id, user.email])))
         .catch((error: unknown) => {
           if (error instanceof ApiError && error.status === 403) return new Map<string, string>();
           throw error;
@@ -90,7 +90,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .requiredOption('--name <name>', 'the new display name')
     .action(async (id: string, flags: { name: string }, command: Command) => {
-      const workspace = await clientFor(command).patch<Workspace>(paths.adminWorkspace(id), { name: flags.name });
+      const { data: workspace } = await clientFor(command).call('renameWorkspace', { params: { id }, body: { name: flags.name } });
       printLine(`renamed workspace ${workspace.id} to ${workspace.name}`);
     });
 
@@ -105,16 +105,16 @@ export function registerWorkspaces(program: Command): void {
     .option('--force', 'also remove its installations, subscriptions and dead letters, and the webhook.workspaceId settings naming it')
     .action(async (id: string, flags: { force?: boolean; yes?: boolean }, command: Command) => {
       await confirmOrStop(`Delete workspace ${id}${flags.force ? ' with everything in it' : ''}?`, flags);
-      const deleted = await clientFor(command).delete<DeletedWorkspace>(paths.adminWorkspace(id), flags.force ? { force: true } : undefined);
+      const { data: deleted } = await clientFor(command).call('deleteWorkspace', { params: { id }, query: flags.force ? { force: 'true' } : undefined });
       printLine(`deleted workspace ${id}`);
       for (const extensionKey of deleted.clearedWebhooks) {
         printLine(`removed webhook.workspaceId of ${extensionKey}: its inbound webhook calls fail until it names a workspace again`);
       }
     });
 
-  for (const [name, method] of [
-    ['add-member', 'PUT'],
-    ['remove-member', 'DELETE'],
+  for (const [name, operation] of [
+    ['add-member', 'addMember'],
+    ['remove-member', 'removeMember'],
   ] as const) {
     withExample(
       workspaces
@@ -125,12 +125,12 @@ export function registerWorkspaces(program: Command): void {
       .action(async (workspace: string, who: string, _flags, command: Command) => {
         const client = clientFor(command);
         const user = await findUser(client, who);
-        if (method === 'DELETE') {
+        if (operation === 'removeMember') {
           // The route answers 204 for a non-member too; a typo must not pass as a removal.
-          const { members } = await client.get<Workspace>(paths.workspace(workspace));
+          const { members } = (await client.call('getWorkspace', { params: { id: workspace } })).data;
           if (!members.includes(user.id)) throw new CliError(`${user.email} is not a member of ${workspace}: membership not found`, EXIT.daemonError);
         }
-        await client.request<Workspace | null>(method, paths.member(workspace, user.id));
+        await client.call(operation, { params: { id: workspace, userId: user.id } });
         printLine(`${name === 'add-member' ? 'added' : 'removed'} ${user.email} ${name === 'add-member' ? 'to' : 'from'} ${workspace}`);
       });
   }
@@ -142,10 +142,7 @@ export function registerWorkspaces(program: Command): void {
     'platform install acme crm@^1.2',
   )
     .action(async (workspace: string, reference: string, _flags, command: Command) => {
-      const installation = await clientFor(command).post<Installation>(
-        paths.installations(workspace),
-        parseReference(reference),
-      );
+      const { data: installation } = await clientFor(command).call('installExtension', { params: { id: workspace }, body: parseReference(reference) });
       printLine(`installed ${installation.extensionKey}@${installation.version} in ${workspace}`);
     });
 
@@ -154,7 +151,7 @@ export function registerWorkspaces(program: Command): void {
   withExample(extensions.command('list <workspace>').description('installed extensions'), 'platform extensions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Installation[]>(paths.installations(workspace));
+      const { data: list } = await clientFor(command).call('listInstallations', { params: { id: workspace } });
       if (flags.json) return printJson(list);
       printTable(list, installationColumns);
     });
@@ -168,7 +165,7 @@ export function registerWorkspaces(program: Command): void {
       `platform extensions ${name} acme crm`,
     )
       .action(async (workspace: string, key: string, _flags, command: Command) => {
-        await clientFor(command).patch<Installation>(paths.installation(workspace, key), { enabled });
+        await clientFor(command).call('updateInstallation', { params: { id: workspace, key }, body: { enabled } });
         printLine(`${name}d ${key} in ${workspace}`);
       });
   }
@@ -184,9 +181,12 @@ export function registerWorkspaces(program: Command): void {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
       // The daemon resolves `latest` and ranges to the highest version it can run.
-      const installation = await client.patch<Installation>(paths.installation(workspace, extensionKey), {
-        version: version ?? 'latest',
-        ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+      const { data: installation } = await client.call('updateInstallation', {
+        params: { id: workspace, key: extensionKey },
+        body: {
+          version: version ?? 'latest',
+          ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+        },
       });
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
     });
@@ -197,7 +197,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .action(async (workspace: string, key: string, flags: { yes?: boolean }, command: Command) => {
       await confirmOrStop(`Uninstall ${key} from ${workspace}?`, flags);
-      await clientFor(command).delete(paths.installation(workspace, key));
+      await clientFor(command).call('uninstallExtension', { params: { id: workspace, key } });
       printLine(`uninstalled ${key} from ${workspace}`);
     });
 
@@ -219,18 +219,15 @@ export function registerWorkspaces(program: Command): void {
         command: Command,
       ) => {
         if (Boolean(flags.serviceUrl) === Boolean(flags.inProcess)) throw usageError('give either --service-url or --in-process');
-        const { data: subscription, meta } = await clientFor(command).request<CreatedSubscription, WarningsMeta | null>(
-          'POST',
-          paths.subscriptions(workspace),
-          {
-            body: {
-              eventKey: flags.event,
-              extensionKey: flags.extension,
-              kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
-              ...(flags.serviceUrl ? { serviceBaseUrl: flags.serviceUrl } : {}),
-            },
+        const { data: subscription, meta } = await clientFor(command).call('createSubscription', {
+          params: { id: workspace },
+          body: {
+            eventKey: flags.event,
+            extensionKey: flags.extension,
+            kind: flags.inProcess ? 'IN_PROCESS' : 'EXTERNAL_SERVICE',
+            ...(flags.serviceUrl ? { serviceBaseUrl: flags.serviceUrl } : {}),
           },
-        );
+        });
         const warnings = meta?.warnings ?? [];
         for (const warning of warnings) process.stderr.write(`platform: warning: ${warning}\n`);
         if (flags.json) return printJson(subscription);
@@ -245,7 +242,7 @@ export function registerWorkspaces(program: Command): void {
   withExample(subscriptions.command('list <workspace>').description('subscriptions of a workspace'), 'platform subscriptions list acme')
     .option('--json', 'print JSON')
     .action(async (workspace: string, flags: { json?: boolean }, command: Command) => {
-      const list = await clientFor(command).get<Subscription[]>(paths.subscriptions(workspace));
+      const { data: list } = await clientFor(command).call('listSubscriptions', { params: { id: workspace } });
       if (flags.json) return printJson(list);
       printTable(list, subscriptionColumns);
     });
@@ -256,7 +253,7 @@ export function registerWorkspaces(program: Command): void {
   )
     .action(async (workspace: string, id: string, flags: { yes?: boolean }, command: Command) => {
       await confirmOrStop(`Remove subscription ${id} from ${workspace}?`, flags);
-      await clientFor(command).delete(paths.subscription(workspace, id));
+      await clientFor(command).call('deleteSubscription', { params: { id: workspace, subscriptionId: id } });
       printLine(`removed subscription ${id}`);
     });
 }
