@@ -29,14 +29,14 @@ import { benchLogFile } from './log-files.js';
 import { startPeerProcess, type PeerProcess } from './peer-process.js';
 import { subscribe, type BenchKit, type Load, type Subscriber } from './kit.js';
 
-const REDIS_SERVER = '/usr/bin/redis-server';
+export const REDIS_SERVER = '/usr/bin/redis-server';
 const PEER = fileURLToPath(new URL('bullmq-peer.mjs', import.meta.url));
 const PAYLOAD_BYTES = 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------- Redis and the BullMQ peer ----------
 
-interface Redis {
+export interface Redis {
   port: number;
   process: ChildProcess;
   /** INFO memory's used_memory, in bytes. */
@@ -79,7 +79,7 @@ function redisCommand(port: number, ...words: string[]): Promise<string> {
  * cores it would have the load's and the subscriber's core besides). Null
  * where redis-server is not installed.
  */
-async function startRedis(kit: BenchKit): Promise<Redis | null> {
+export async function startRedis(kit: BenchKit): Promise<Redis | null> {
   if (!existsSync(REDIS_SERVER)) return null;
   const dir = mkdtempSync(join(tmpdir(), 'platform-bench-redis-'));
   const port = await freePort();
@@ -130,7 +130,7 @@ function startBullPeer(kit: BenchKit, redis: Redis, subscriberUrl: string): Prom
 }
 
 /** Why the BullMQ side cannot run here, or null when it can. */
-function bullmqMissing(): string | null {
+export function bullmqMissing(): string | null {
   if (!existsSync(REDIS_SERVER)) return `${REDIS_SERVER} is not installed (Debian package redis-server)`;
   // Resolved, not imported: the bench's own process has no use for them, and without them this file still typechecks.
   for (const name of ['bullmq', 'ioredis']) {
@@ -218,14 +218,14 @@ async function startBacklogSubscriber(resumeAfterMs: number): Promise<BacklogSub
   return subscriber;
 }
 
-function closeSubscriber(subscriber: Subscriber): void {
+export function closeSubscriber(subscriber: Subscriber): void {
   subscriber.server.close();
   subscriber.server.closeAllConnections();
 }
 
 // ---------- our daemon ----------
 
-interface Tally {
+export interface Tally {
   delivered: number;
   seconds: number;
   produced: number;
@@ -233,15 +233,15 @@ interface Tally {
   drained: boolean;
   cpuMs: number;
 }
-const emptyTally = (): Tally => ({ delivered: 0, seconds: 0, produced: 0, errors: 0, drained: true, cpuMs: 0 });
-const rateOf = (tally: Tally) => Math.round(tally.delivered / tally.seconds);
+export const emptyTally = (): Tally => ({ delivered: 0, seconds: 0, produced: 0, errors: 0, drained: true, cpuMs: 0 });
+export const rateOf = (tally: Tally) => Math.round(tally.delivered / tally.seconds);
 
 /**
  * One round of scenario 4 by one contender: produced for `seconds` after a
  * one-second warm-up, counted until the last delivery arrived, with the CPU
  * time of `pids` meanwhile.
  */
-async function round(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>, pids: () => number[], seconds: number, tally: Tally): Promise<void> {
+export async function round(kit: BenchKit, subscriber: Subscriber, produce: (seconds: number) => Promise<Load>, pids: () => number[], seconds: number, tally: Tally): Promise<void> {
   const cpu = () => pids().reduce((sum, pid) => sum + kit.cpuMs(pid), 0);
   const warmUp = await produce(1);
   await kit.waitUntil(() => subscriber.received >= warmUp.ok && performance.now() - subscriber.lastAt > 300, 60_000);
@@ -258,7 +258,7 @@ async function round(kit: BenchKit, subscriber: Subscriber, produce: (seconds: n
   tally.drained &&= drained;
 }
 
-async function oursRound(kit: BenchKit, seconds: number, tally: Tally): Promise<void> {
+export async function oursRound(kit: BenchKit, seconds: number, tally: Tally): Promise<void> {
   const subscriber = await kit.startSubscriber();
   const daemon = await kit.startDaemon();
   try {
@@ -278,7 +278,7 @@ async function oursRound(kit: BenchKit, seconds: number, tally: Tally): Promise<
   }
 }
 
-async function bullRound(kit: BenchKit, seconds: number, tally: Tally): Promise<void> {
+export async function bullRound(kit: BenchKit, seconds: number, tally: Tally): Promise<void> {
   const redis = (await startRedis(kit))!;
   const subscriber = await kit.startSubscriber();
   const peer = await startBullPeer(kit, redis, subscriber.url);

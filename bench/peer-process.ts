@@ -5,6 +5,8 @@ import { benchLogFile } from './log-files.js';
 /** A peer queue's process, driven over IPC: one command, one answer. */
 export interface PeerProcess<Command, Answer> {
   child: ChildProcess;
+  /** Its first message, which says it is ready (and may say where it listens). */
+  greeting: unknown;
   ask(command: Command): Promise<Answer>;
   stop(): Promise<void>;
 }
@@ -24,12 +26,13 @@ export async function startPeerProcess<Command, Answer>(
   const out = openSync(logFile, 'w');
   const argv = pinned ? ['taskset', '-c', '0', ...command] : command;
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', out, out, 'ipc'], env: { ...process.env, ...env } });
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
+  const greeting = await new Promise<unknown>((resolve, reject) => {
+    child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}):\n${readFileSync(logFile, 'utf8')}`)));
   });
   return {
     child,
+    greeting,
     ask: (peerCommand) =>
       new Promise((resolve) => {
         child.once('message', (answer) => resolve(answer as Answer));

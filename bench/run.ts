@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog]
+ * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog|peer]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measureBacklog } from './backlog.js';
+import { measureHttpPeer } from './http-peer.js';
 import type { BenchKit, Load, Row, Started, Subscriber } from './kit.js';
 import { measurePostgres } from './postgres.js';
 import { benchLogFile } from './log-files.js';
@@ -397,6 +398,7 @@ async function main(): Promise<void> {
   await measurePostgresGroup(base);
   await measureLargePages(base);
   await measureBacklogGroup(base);
+  await measurePeerGroup(base);
   report(base);
 }
 
@@ -409,6 +411,7 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
   postgres: measurePostgresGroup,
   'large-pages': measureLargePages,
   backlog: measureBacklogGroup,
+  peer: measurePeerGroup,
 };
 
 /** What the groups in files of their own (bench/postgres.ts, bench/backlog.ts) borrow from this one. */
@@ -422,6 +425,11 @@ function measurePostgresGroup(base: Load): Promise<void> {
 /** 16: a backlog of 1,000,000 pending deliveries, beside BullMQ on Redis (bench/backlog.ts). */
 function measureBacklogGroup(base: Load): Promise<void> {
   return measureBacklog(base, kit());
+}
+
+/** 17: scenarios 4 and 5 beside an HTTP + BullMQ service doing the same work (bench/http-peer.ts). */
+function measurePeerGroup(base: Load): Promise<void> {
+  return measureHttpPeer(base, kit());
 }
 
 /**
