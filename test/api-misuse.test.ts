@@ -138,13 +138,13 @@ const VALID_BODIES: Partial<Record<OperationId, unknown>> = {
 
 /** The misuses that depend on the operation's own rules. */
 const SPECIAL: Partial<Record<OperationId, Partial<Record<number, () => Misuse | Promise<Misuse>>>>> = {
-  logIn: {
+  createSession: {
     401: () => ({ json: { email: 'admin@example.test', password: 'wrong-password' } }),
     403: () => ({ json: { email: 'dora@example.test', password: 'user-password-1' } }),
     413: () => ({ raw: overLimit(8 * 1024), headers: { 'content-type': 'application/json' } }),
     429: async () => {
       for (let attempt = 0; attempt < 2; attempt += 1) {
-        await send(endpoints.logIn, { json: { email: 'uma@example.test', password: 'wrong-password' } }, endpoints.logIn.path);
+        await send(endpoints.createSession, { json: { email: 'uma@example.test', password: 'wrong-password' } }, endpoints.createSession.path);
       }
       return { json: { email: 'uma@example.test', password: 'wrong-password' } };
     },

@@ -103,7 +103,7 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
   assert.ok(login.responses['429'], 'a login can be throttled');
   assert.equal(login.responses['403']!.content!['application/json']!.schema.properties!.code!.enum, ['ACCOUNT_DISABLED', 'FORBIDDEN']);
   assert.ok((login.responses['200'] as { headers?: Record<string, unknown> }).headers?.['Set-Cookie'], 'the session cookie is a documented header');
-  assert.is(login.operationId, 'logIn');
+  assert.is(login.operationId, 'createSession');
 
   const browse = document.paths['/api/marketplace/extensions']!.get!;
   const limit = browse.parameters.find((parameter) => parameter.in === 'query' && parameter.name === 'limit') as unknown as { schema: object };
@@ -125,6 +125,21 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
   assert.ok(stream.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'Last-Event-ID'));
   assert.ok(document.paths['/api/admin/backup']!.get!.responses['200']!.content!['application/gzip']);
   assert.ok(document.paths['/api/webhooks/{extensionKey}']!.post!.requestBody!.content['*/*']);
+});
+
+test('every operation has an operationId of a verb and a noun (at most 40 characters), a summary and one tag the document declares', () => {
+  const tags = new Set((document as unknown as { tags: { name: string }[] }).tags.map((tag) => tag.name));
+  const verbs = /^(get|list|create|update|delete|add|remove|publish|yank|unyank|rename|install|uninstall|rotate|test|stream|replay|discard|receive|download|change|reset|end)[A-Z]/;
+  const ids = new Set<string>();
+  for (const { method, path, operation } of operations()) {
+    const { operationId, summary, tags: own } = operation as Operation & { summary?: string; tags?: string[] };
+    const where = `${method} ${path}: ${operationId}`;
+    assert.ok(operationId && verbs.test(operationId) && /^[a-z][A-Za-z]*$/.test(operationId) && operationId.length <= 40, where);
+    assert.not.ok(ids.has(operationId!), `${where} twice`);
+    ids.add(operationId!);
+    assert.ok(summary && summary.length > 0, where);
+    assert.ok(own?.length === 1 && tags.has(own[0]!), where);
+  }
 });
 
 test('every operation lists the errors its inputs and access imply', () => {

@@ -211,7 +211,7 @@ export function useOverview() {
     } finally {
       state.loading = false;
     }
-    if (admin) live.open(urlOf('streamAll'));
+    if (admin) live.open(urlOf('streamAllWorkspaces'));
     else for (const workspace of state.workspaces.slice(0, LIVE_WORKSPACES)) live.open(urlOf('streamWorkspace', { params: { id: workspace.id } }));
   }
 

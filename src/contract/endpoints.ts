@@ -146,7 +146,7 @@ export const endpoints = {
   },
 
   // Authentication.
-  logIn: {
+  createSession: {
     method: 'POST',
     path: '/api/auth/login',
     summary: 'Log in with e-mail and password; the session comes as a cookie',
@@ -170,7 +170,7 @@ export const endpoints = {
     maxBodyBytes: AUTH_MAX_BODY_BYTES,
     session: 'sets',
   },
-  logOut: { method: 'POST', path: '/api/auth/logout', summary: 'End the caller’s session', tag: 'auth', access: 'user', session: 'clears' },
+  endSession: { method: 'POST', path: '/api/auth/logout', summary: 'End the caller’s session', tag: 'auth', access: 'user', session: 'clears' },
 
   // Users.
   createUser: {
@@ -599,7 +599,7 @@ export const endpoints = {
     errors: ['NOT_FOUND', 'RATE_LIMITED'],
     resumable: true,
   },
-  streamAll: {
+  streamAllWorkspaces: {
     method: 'GET',
     path: '/api/admin/stream',
     summary: 'Follow every workspace’s events and deliveries live',

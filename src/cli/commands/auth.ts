@@ -33,7 +33,7 @@ export function registerAuth(program: Command): void {
       const password = flags.passwordStdin ? await readStdin('the password') : await askSecret('Password', '--password-stdin');
       if (!password) throw usageError('the password is empty');
       const client = clientFor(command, { token: null });
-      const response = await client.call('logIn', { body: { email, password } });
+      const response = await client.call('createSession', { body: { email, password } });
       saveSession({ url, token: tokenFromSetCookie(response.headers), email: response.data.email });
       printLine(`logged in to ${url} as ${describe(response.data)}`);
     });
@@ -45,7 +45,7 @@ export function registerAuth(program: Command): void {
     .action(async (_flags, command: Command) => {
       const session = readSession();
       try {
-        await clientFor(command).call('logOut');
+        await clientFor(command).call('endSession');
       } catch (error) {
         // An expired or revoked session is as logged out as it gets; anything else is reported.
         if (!(error instanceof ApiError || (error instanceof CliError && error.exitCode === EXIT.daemonError))) throw error;

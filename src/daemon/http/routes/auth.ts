@@ -19,7 +19,7 @@ export const authRoutes = ({ services: { auth }, config }: HttpContext) => {
     });
 
   return {
-    logIn: async ({ body, event }) => {
+    createSession: async ({ body, event }) => {
       const { user, session } = await auth.login(body, clientAddressOf(event));
       setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
       return user;
@@ -30,7 +30,7 @@ export const authRoutes = ({ services: { auth }, config }: HttpContext) => {
       setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
       return null;
     },
-    logOut: async ({ caller, event }) => {
+    endSession: async ({ caller, event }) => {
       await auth.logout(caller);
       setSessionCookie(event, '', 0);
       return null;

@@ -15,7 +15,7 @@ export const streamRoutes = ({ services: { streams, workspaces } }: HttpContext)
         },
       });
     },
-    streamAll: ({ caller, event }) =>
+    streamAllWorkspaces: ({ caller, event }) =>
       streams.start(event.node.req.headers, event.node.res, caller, {
         workspaceId: null,
         stillAllowed: (current) => {
