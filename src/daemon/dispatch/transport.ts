@@ -1,8 +1,7 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
+import { connect, isIP } from 'node:net';
+import { Agent, type Dispatcher } from 'undici';
 import { RESPONSE_EXCERPT_BYTES } from './types.js';
-import { hostOf, isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
+import { isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -31,76 +30,125 @@ export interface DeliveryTransport {
   close(): void;
 }
 
+/** Subscriber URLs whose parts are kept (origin, path, credentials); beyond it the cache starts over. */
+const KNOWN_TARGETS = 10_000;
+
+interface Target {
+  origin: string;
+  /** Path and query string. */
+  path: string;
+  host: string;
+  port: number;
+  /** From credentials in the URL, sent as HTTP Basic authentication (as node:http sends them). */
+  authorization: string | null;
+}
+
 /**
- * Outgoing deliveries over node:http keep-alive agents (measured here on one
- * core against a local server: Node 20's fetch manages ~2,700 POSTs/s,
- * node:http ~18,000, ofetch over node:http ~8,800). A request's body is made
- * once its connection is up: a subscriber that refuses connections costs no
- * payload reads. Answers are drained: only their first 2 KiB are kept (the
- * delivery record's excerpt), and beyond MAX_ANSWER_BYTES the connection is
- * destroyed rather than read to the end.
+ * Outgoing deliveries over undici's keep-alive pools, one per origin (on one
+ * core against a local server: about 19 µs of CPU per POST, against 47 for
+ * node:http's agent and more for fetch). A request's body, and the signature
+ * made from it, is made only once the subscriber is known to take
+ * connections: while its pool has a live connection, at once; otherwise after
+ * a TCP connection to it succeeded (then closed). So a subscriber that
+ * refuses connections costs no payload reads. Answers are drained: only their
+ * first 2 KiB are kept (the delivery record's excerpt), and beyond
+ * MAX_ANSWER_BYTES the connection is dropped rather than read to the end.
  */
 export function createDeliveryTransport(settings: {
   deliveryConcurrency: number;
   deliveryTimeoutMs: number;
   denyPrivateTargets: boolean;
 }): DeliveryTransport {
-  const { deliveryConcurrency: maxSockets, deliveryTimeoutMs: timeoutMs, denyPrivateTargets } = settings;
+  const { deliveryConcurrency: connections, deliveryTimeoutMs: timeoutMs, denyPrivateTargets } = settings;
   // Checked at every connection (names) and every request (literal addresses, which need no lookup).
   const lookup = denyPrivateTargets ? publicOnlyLookup : undefined;
-  const agents = {
-    'http:': new HttpAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
-    'https:': new HttpsAgent({ keepAlive: true, maxSockets, scheduling: 'lifo' }),
-  };
-  const inFlight = new Map<string, ReturnType<typeof httpRequest>>();
+  const dispatcher = new Agent({ connections, ...(lookup ? { connect: { lookup } } : {}) });
+  /** Live connections by origin: a subscriber with one takes connections. */
+  const live = new Map<string, number>();
+  dispatcher.on('connect', (origin) => live.set(originOf(origin), (live.get(originOf(origin)) ?? 0) + 1));
+  dispatcher.on('disconnect', (origin) => {
+    const left = (live.get(originOf(origin)) ?? 1) - 1;
+    if (left > 0) live.set(originOf(origin), left);
+    else live.delete(originOf(origin));
+  });
+  const targets = new Map<string, Target>();
+  const inFlight = new Map<string, AbortController>();
 
-  function post(url: string, { deliveryId, headers, body }: LazyPost): Promise<Answer> {
+  function targetOf(url: string): Target {
+    let target = targets.get(url);
+    if (target) return target;
+    const parsed = new URL(url);
+    const credentials = parsed.username !== '' || parsed.password !== '' ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}` : null;
+    target = {
+      origin: parsed.origin,
+      path: `${parsed.pathname}${parsed.search}`,
+      host: parsed.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80)),
+      authorization: credentials === null ? null : `Basic ${Buffer.from(credentials).toString('base64')}`,
+    };
+    if (targets.size >= KNOWN_TARGETS) targets.clear();
+    targets.set(url, target);
+    return target;
+  }
+
+  /** Resolves once a TCP connection to the target succeeded (and closes it); rejects with the connection's error. */
+  function reachable(target: Target, signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
-      const secure = url.startsWith('https:');
-      if (!secure && !url.startsWith('http:')) return reject(new TypeError('only http and https URLs are delivered to'));
-      if (denyPrivateTargets) {
-        const host = hostOf(url);
-        if (isIP(host) && isNonPublicAddress(host)) return reject(new PrivateTargetError(host));
-      }
-      // A plain timer rather than an AbortSignal: that costs a controller and a listener per request.
-      const timer = setTimeout(() => request.destroy(new TimeoutError(timeoutMs)), timeoutMs);
-      const settled = <T>(settle: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        if (inFlight.get(deliveryId) === request) inFlight.delete(deliveryId);
-        settle(value);
-      };
-      const request = (secure ? httpsRequest : httpRequest)(url, { method: 'POST', headers, agent: secure ? agents['https:'] : agents['http:'], lookup }, (answer) =>
-        drain(answer, settled(resolve), settled(reject)),
-      );
-      inFlight.set(deliveryId, request);
-      request.on('error', settled(reject));
-      const send = () =>
-        body().then(
-          (made) => {
-            if (request.destroyed) return;
-            for (const [name, value] of Object.entries(made.headers)) request.setHeader(name, value);
-            request.end(made.bytes);
-          },
-          (error: unknown) => request.destroy(error instanceof Error ? error : new Error(String(error))),
-        );
-      request.once('socket', (socket) => {
-        if (socket.connecting) socket.once('connect', send);
-        else void send();
+      const socket = connect({ host: target.host, port: target.port, ...(lookup ? { lookup } : {}) });
+      const abort = () => socket.destroy(signal.reason as Error);
+      signal.addEventListener('abort', abort, { once: true });
+      socket.once('connect', () => {
+        signal.removeEventListener('abort', abort);
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', (error) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
       });
     });
+  }
+
+  async function post(url: string, { deliveryId, headers, body }: LazyPost): Promise<Answer> {
+    if (!url.startsWith('https:') && !url.startsWith('http:')) throw new TypeError('only http and https URLs are delivered to');
+    const target = targetOf(url);
+    if (denyPrivateTargets && isIP(target.host) && isNonPublicAddress(target.host)) throw new PrivateTargetError(target.host);
+    const controller = new AbortController();
+    inFlight.set(deliveryId, controller);
+    // A plain timer for the whole attempt, connection and answer included.
+    const timer = setTimeout(() => controller.abort(new TimeoutError(timeoutMs)), timeoutMs);
+    try {
+      if (!live.has(target.origin)) await reachable(target, controller.signal);
+      const made = await body();
+      const response = await dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers: target.authorization === null ? { ...headers, ...made.headers } : { ...headers, ...made.headers, authorization: target.authorization },
+        body: made.bytes,
+        signal: controller.signal,
+      });
+      return await drain(response, controller.signal);
+    } catch (error) {
+      throw controller.signal.aborted ? controller.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
+      if (inFlight.get(deliveryId) === controller) inFlight.delete(deliveryId);
+    }
   }
 
   return {
     post,
     abandon(deliveryId) {
-      inFlight.get(deliveryId)?.destroy(new LeaseLostError());
+      inFlight.get(deliveryId)?.abort(new LeaseLostError());
     },
     close() {
-      agents['http:'].destroy();
-      agents['https:'].destroy();
+      void dispatcher.destroy();
     },
   };
 }
+
+const originOf = (origin: string | URL) => (typeof origin === 'string' ? new URL(origin).origin : origin.origin);
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
@@ -119,25 +167,27 @@ export class TimeoutError extends Error {
   }
 }
 
-function drain(answer: IncomingMessage, resolve: (answer: Answer) => void, reject: (error: Error) => void): void {
-  const status = answer.statusCode ?? 0;
+/** The answer's status, Retry-After and first bytes; a body cut short still answers with what came. */
+async function drain(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<Answer> {
+  const status = response.statusCode;
+  // Only 200-599 are answers a delivery can act on.
+  if (status < 200 || status > 599) {
+    response.body.destroy();
+    throw new Error(`invalid HTTP status ${status}`);
+  }
   let size = 0;
   const excerpt: Buffer[] = [];
-  answer.on('data', (chunk: Buffer) => {
-    if (size < RESPONSE_EXCERPT_BYTES) excerpt.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - size));
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) answer.destroy();
-  });
-  const settle = () => {
-    // Only 200-599 are answers a delivery can act on.
-    if (status < 200 || status > 599) return reject(new Error(`invalid HTTP status ${status}`));
-    const retryAfter = answer.headers['retry-after'] ?? null;
-    const text = excerpt.length === 0 || NULL_BODY_STATUSES.has(status) ? '' : Buffer.concat(excerpt).toString('utf8');
-    resolve({ status, retryAfter, excerpt: text === '' ? null : text });
-  };
-  answer.on('end', settle);
-  answer.on('close', () => {
-    if (!answer.complete) settle();
-  });
-  answer.on('error', () => undefined);
+  try {
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      if (size < RESPONSE_EXCERPT_BYTES) excerpt.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - size));
+      size += chunk.length;
+      if (size > MAX_ANSWER_BYTES) break;
+    }
+  } catch (error) {
+    // Cut by us (a timeout, a lost lease): the caller says why. Cut short by the subscriber: what came is the answer.
+    if (signal.aborted) throw error;
+  }
+  const retryAfter = response.headers['retry-after'];
+  const text = excerpt.length === 0 || NULL_BODY_STATUSES.has(status) ? '' : Buffer.concat(excerpt).toString('utf8');
+  return { status, retryAfter: typeof retryAfter === 'string' ? retryAfter : (retryAfter?.[0] ?? null), excerpt: text === '' ? null : text };
 }
