@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { ERROR_STATUS } from '../../src/contract/errors.js';
 import { buildRoutes } from '../../src/daemon/http/index.js';
 import { keyHash } from '../../src/daemon/http/json-scan.js';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
@@ -310,24 +311,10 @@ const ROUTES: Record<string, RouteFixture> = {
   },
 };
 
-/** The API's 4xx codes and their statuses (docs/api.md). */
-const CLIENT_ERROR_STATUS: Record<string, number> = {
-  VALIDATION_ERROR: 400,
-  INVALID_JSON: 400,
-  UNAUTHORIZED: 401,
-  INVALID_CREDENTIALS: 401,
-  WEBHOOK_REJECTED: 401,
-  FORBIDDEN: 403,
-  ACCOUNT_DISABLED: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
-  VERSION_YANKED: 409,
-  INCOMPATIBLE_VERSION: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  RATE_LIMITED: 429,
-};
+/** The API's 4xx codes and their statuses, from the contract; 421 is the Host check's, before any route. */
+const CLIENT_ERROR_STATUS: Record<string, number> = Object.fromEntries(
+  Object.entries(ERROR_STATUS).filter(([code, status]) => status < 500 && code !== 'MISDIRECTED_REQUEST'),
+);
 
 /** An error answer that is larger than this echoes the input back. */
 const MAX_ERROR_ANSWER = 16 * 1024;

@@ -65,11 +65,15 @@ export function createDeliveryTransport(settings: {
   const dispatcher = new Agent({ connections, ...(lookup ? { connect: { lookup } } : {}) });
   /** Live connections by origin: a subscriber with one takes connections. */
   const live = new Map<string, number>();
-  dispatcher.on('connect', (origin) => live.set(originOf(origin), (live.get(originOf(origin)) ?? 0) + 1));
+  dispatcher.on('connect', (origin) => {
+    const key = originOf(origin);
+    live.set(key, (live.get(key) ?? 0) + 1);
+  });
   dispatcher.on('disconnect', (origin) => {
-    const left = (live.get(originOf(origin)) ?? 1) - 1;
-    if (left > 0) live.set(originOf(origin), left);
-    else live.delete(originOf(origin));
+    const key = originOf(origin);
+    const left = (live.get(key) ?? 1) - 1;
+    if (left > 0) live.set(key, left);
+    else live.delete(key);
   });
   const targets = new Map<string, Target>();
   const inFlight = new Map<string, AbortController>();
