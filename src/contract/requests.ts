@@ -42,7 +42,7 @@ const Roles = v.pipe(
   v.minLength(1, 'must name at least one role'),
   v.transform((roles) => [...new Set(roles)]),
 );
-export const FullName = NonEmptyString(200);
+const FullName = NonEmptyString(200);
 export const CreateUserBody = jsonObject({ email: Email, fullName: FullName, password: NewPassword, roles: v.optional(Roles) });
 export const PatchUserBody = v.pipe(
   jsonObject({ fullName: v.optional(FullName), roles: v.optional(Roles), active: v.optional(v.boolean()) }),
@@ -223,7 +223,7 @@ export const DeliveriesQuery = v.object({
 });
 
 /** A channel keeps up to 10,000 messages; one page carries at most this many. */
-export const MESSAGES_PER_ANSWER = 1000;
+const MESSAGES_PER_ANSWER = 1000;
 export const MessagesQuery = v.object({ limit: v.optional(QueryInt(1, MESSAGES_PER_ANSWER), '50'), cursor: CursorParam });
 
 // Dead letters.
