@@ -33,6 +33,7 @@ const SUMMARY_FIELDS = ['author', 'category', 'description', 'extensionKey', 'la
 const RECORD_FIELDS = [
   'artifactUrl',
   'changelog',
+  'manifest',
   'manifestUrl',
   'releaseDate',
   'requiresPlatform',
@@ -175,6 +176,7 @@ test('publishing a version answers 201 with the full record, nulls for absent op
     requiresPlatform: null,
     requiresSdk: null,
     changelog: null,
+    manifest: null,
   });
   const full = await publish('records', '1.1.0', {
     artifactUrl: 'http://artifacts.example.test/records.jar',
@@ -654,8 +656,13 @@ test('--seed adds the seed extensions the catalog lacks and leaves the others as
       const line = restarted.logs.join('').split('\n').find((text) => text.includes('seed: added'));
       assert.match(line!, /seed: added 9 extensions from .* \(chat, .*\); skipped 1 already in the catalog \(crm\)/);
       assert.is((await (await restarted.admin()).post('/api/admin/workspaces', { id: 'acme', name: 'Acme' })).status, 201);
-      const installed = await (await restarted.admin()).post('/api/workspaces/acme/extensions', { extensionKey: 'chat' });
+      const installed = await (await restarted.admin()).post('/api/workspaces/acme/extensions', { extensionKey: 'chat', grantPermissions: ['chat.messages.write'] });
       assert.is(installed.status, 201, installed.text);
+      assert.equal(
+        installed.body.data.subscriptions.map((subscription: { eventKey: string; kind: string }) => [subscription.eventKey, subscription.kind]),
+        [['platform.notification', 'IN_PROCESS']],
+        'the seed chat’s manifest wires its in-process subscription',
+      );
     } finally {
       await restarted.destroy();
     }

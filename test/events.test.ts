@@ -71,9 +71,9 @@ test('invalid publishes are 400 and record nothing', async () => {
     [{ eventKey: 'a.b', payload: deep }, 'payload'],
     [{ eventKey: 'a.b', schemaVersion: '' }, 'schemaVersion'],
     [{ eventKey: 'a.b', tenantId: 'other' }, 'tenantId'],
-    [{ eventKey: 'platform.notification', payload: { message: 'no channel' } }, 'payload.channel'],
-    [{ eventKey: 'platform.notification', payload: { channel: 'general', message: '   ' } }, 'payload.message'],
-    [{ eventKey: 'platform.notification', payload: { channel: 'general', message: 'x', sender: 5 } }, 'payload.sender'],
+    [{ eventKey: 'platform.notification', payload: { message: 'no channel' } }, '/payload/channel'],
+    [{ eventKey: 'platform.notification', payload: { channel: 'general', message: '   ' } }, '/payload/message'],
+    [{ eventKey: 'platform.notification', payload: { channel: 'general', message: 'x', sender: 5 } }, '/payload/sender'],
   ];
   for (const [body, path] of cases) {
     const result = await publish('strict', body);

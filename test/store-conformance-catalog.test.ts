@@ -33,6 +33,7 @@ const version = (number: string, yanked = false): StoredVersion => ({
   releaseDate: '2026-01-02',
   yanked,
   artifactUrl: `https://artifacts.example.test/${number}.jar`,
+  manifest: null,
   manifestUrl: null,
   requiresPlatform: number.startsWith('2') ? '>=1.0.0' : null,
   requiresSdk: null,
@@ -115,6 +116,22 @@ conformance('catalog: versions come back newest first by semver precedence, with
       ['2.0.0+build.7', '1.10.0', '1.10.0-beta.2', '1.9.0 yanked', '1.0.0'],
     );
     assert.equal(stored.versions[0], version('2.0.0+build.7'));
+  }),
+);
+
+conformance('catalog: a version’s manifest comes back as it was published, its keys in their order', (site) =>
+  using(site, async ({ stores: { catalog } }) => {
+    const manifest = {
+      version: '1.0.0',
+      manifestVersion: 1 as const,
+      extensionKey: 'tools',
+      publishes: [{ schemaVersion: '1', eventKey: 'tools.done', schema: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } }],
+    };
+    await catalog.create(extension('tools', [{ ...version('1.0.0'), manifest }]), record('create', 'tools'));
+    const stored = (await catalog.get('tools'))!.versions[0]!;
+    assert.is(JSON.stringify(stored.manifest), JSON.stringify(manifest));
+    await catalog.update('tools', publishing('1.1.0'));
+    assert.is((await catalog.get('tools'))!.versions[0]!.manifest, null);
   }),
 );
 

@@ -102,6 +102,7 @@ async function configOf(opened: OpenedStores): Promise<ExtensionConfigService> {
     box: BOX,
     users: opened.stores.users,
     denyPrivateTargets: false,
+    configuredNames: () => [],
   });
   return ExtensionConfigService.open(opened.stores.extensionConfig, { catalog, box: BOX, workspaces });
 }

@@ -4,7 +4,8 @@ import * as assert from 'uvu/assert';
 import { CatalogService } from '../src/daemon/catalog/service.js';
 import { SecretBox } from '../src/daemon/secrets/box.js';
 import { openWorkspaceServices, type WorkspaceServices } from '../src/daemon/workspaces/open.js';
-import type { Installation, StoredSubscription, Workspace } from '../src/daemon/workspaces/types.js';
+import type { InstallationChange } from '../src/daemon/workspaces/store.js';
+import type { StoredInstallation, StoredSubscription, Workspace } from '../src/daemon/workspaces/types.js';
 import { conformance, rejection, type OpenedStores, type StoreSite, using } from './helpers/stores.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -19,13 +20,17 @@ const AT = '2026-01-02T03:04:05.678Z';
 
 const workspace = (id: string): Workspace => ({ id, name: `The ${id}`, members: [], createdAt: AT });
 
-const installation = (workspaceId: string, extensionKey: string, version = '1.0.0'): Installation => ({
+const installation = (workspaceId: string, extensionKey: string, version = '1.0.0'): StoredInstallation => ({
   workspaceId,
   extensionKey,
   version,
   enabled: true,
   installedAt: AT,
+  grantedPermissions: [],
 });
+
+/** An installation's change that wires nothing. */
+const only = (next: StoredInstallation): InstallationChange => ({ installation: next, subscribe: [], update: [], unsubscribe: [] });
 
 const subscription = (workspaceId: string, eventKey: string, extensionKey: string, url: string | null = 'https://hooks.example.test/a'): StoredSubscription => ({
   id: randomUUID(),
@@ -113,7 +118,7 @@ conformance('installations: one per extension and workspace, even when installed
     assert.equal((await workspaces.listInstallations('acme')).map((stored) => stored.extensionKey), ['crm', 'chat']);
     assert.is((await rejection(workspaces.install(installation('nothing', 'crm')))).code, 'NOT_FOUND');
 
-    const moved = await workspaces.updateInstallation('acme', 'crm', (current) => ({ ...current, version: '1.5.0', enabled: false }));
+    const moved = await workspaces.updateInstallation('acme', 'crm', (current) => only({ ...current, version: '1.5.0', enabled: false }));
     assert.equal(moved, { ...installation('acme', 'crm'), version: '1.5.0', enabled: false });
     assert.equal(await workspaces.getInstallation('acme', 'crm'), moved);
     assert.equal(await workspaces.updateInstallation('acme', 'crm', () => null), moved);
@@ -131,6 +136,38 @@ conformance('installations: one per extension and workspace, even when installed
     const gone = await rejection(workspaces.uninstall('acme', 'crm'));
     assert.is(gone.code, 'NOT_FOUND');
     assert.is(gone.message, 'installation of crm in acme not found');
+  }),
+);
+
+conformance('an installation is stored with the subscriptions its manifest wires, and its change rewires them, all or nothing', (site) =>
+  using(site, async ({ stores: { workspaces } }) => {
+    await workspaces.createWorkspace(workspace('acme'));
+    const deals = { ...subscription('acme', 'crm.deal.closed', 'crm'), deliveryPath: '/hooks/deals' };
+    const notes = subscription('acme', 'platform.notification', 'crm');
+    await workspaces.install({ ...installation('acme', 'crm'), grantedPermissions: ['crm.read'] }, [deals, notes]);
+    assert.equal((await workspaces.getInstallation('acme', 'crm'))?.grantedPermissions, ['crm.read']);
+    assert.equal(await workspaces.listSubscriptions('acme'), [deals, notes], 'stored with their delivery path');
+    assert.is((await rejection(workspaces.install(installation('acme', 'crm'), [subscription('acme', 'x.y', 'crm')]))).code, 'CONFLICT');
+    assert.is((await workspaces.listSubscriptions('acme')).length, 2, 'a refused install stores none of its subscriptions');
+
+    const added = subscription('acme', 'crm.product.created', 'crm');
+    const moved = { ...deals, deliveryPath: '/hooks/v2' };
+    let seen: readonly StoredSubscription[] = [];
+    await workspaces.updateInstallation('acme', 'crm', (current, own) => {
+      seen = own;
+      return { installation: { ...current, version: '2.0.0', grantedPermissions: [] }, subscribe: [added], update: [moved], unsubscribe: [notes.id] };
+    });
+    assert.equal(seen, [deals, notes], 'the change sees the extension’s subscriptions');
+    assert.equal(await workspaces.getInstallation('acme', 'crm'), { ...installation('acme', 'crm'), version: '2.0.0' });
+    assert.equal(await workspaces.listSubscriptions('acme'), [moved, added]);
+
+    const refused = await rejection(
+      workspaces.updateInstallation('acme', 'crm', (current) => {
+        throw new Error(`no change of ${current.extensionKey}`);
+      }),
+    );
+    assert.is(refused.message, 'no change of crm');
+    assert.equal(await workspaces.listSubscriptions('acme'), [moved, added]);
   }),
 );
 
@@ -171,7 +208,7 @@ conformance('subscriptions: stored as given, a duplicate refused even when subsc
 
     assert.equal((await workspaces.listSubscriptions('acme')).map((stored) => stored.id), [first.id, raced!.id, inProcess.id, notInstalled.id, disabled.id]);
     assert.equal((await workspaces.activeSubscriptions('acme', 'deal.closed')).map((stored) => stored.id), [first.id, inProcess.id]);
-    await workspaces.updateInstallation('acme', 'crm', (current) => ({ ...current, enabled: false }));
+    await workspaces.updateInstallation('acme', 'crm', (current) => only({ ...current, enabled: false }));
     assert.equal(await workspaces.activeSubscriptions('acme', 'deal.closed'), [], 'none while the extension is disabled');
     assert.equal(await workspaces.activeSubscriptions('acme', 'nothing'), []);
   }),
@@ -324,6 +361,7 @@ async function serviceOf(opened: OpenedStores): Promise<WorkspaceServices> {
     handlers: { declares: () => true },
     box: BOX,
     users: opened.stores.users,
+    configuredNames: () => [],
     denyPrivateTargets: false,
   });
 }
@@ -401,7 +439,7 @@ conformance(
       assert.is(second.subscribers.inactivity(made.id), 'subscription deleted', 'not heard of yet');
       assert.equal((await second.subscriptions.activeSubscriptions('acme', 'deal.closed')).map((stored) => stored.id), [made.id]);
       assert.is(second.subscribers.inactivity(made.id), null, 'memory caught up before the delivery is queued');
-      assert.is(second.subscribers.deliveryUrl(made.id), HOOK);
+      assert.is(second.subscribers.deliveryUrl(made.id), `${HOOK}/events`);
       assert.is(second.subscribers.signingKeys(made.id, Date.now()).length, 1);
     }),
   { shared: true },
@@ -420,7 +458,7 @@ conformance(
       await waitFor('the rotation heard', () => second.subscribers.signingKeys(made.id, Date.now()).length === 2);
       assert.equal(second.subscribers.signingKeys(made.id, Date.now())[1], before, 'the previous secret signs during the overlap');
       await first.subscriptions.updateSubscription('acme', made.id, { serviceBaseUrl: 'https://user:pa55@hooks.example.test/moved' });
-      await waitFor('the new URL, credentials included', () => second.subscribers.deliveryUrl(made.id) === 'https://user:pa55@hooks.example.test/moved');
+      await waitFor('the new URL, credentials included', () => second.subscribers.deliveryUrl(made.id) === 'https://user:pa55@hooks.example.test/moved/events');
       await first.installations.updateInstallation('acme', 'crm', { enabled: false });
       await waitFor('the extension disabled', () => second.subscribers.inactivity(made.id) === 'extension disabled');
 

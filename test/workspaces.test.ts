@@ -58,7 +58,7 @@ test('installing without a version takes the latest stable version', async () =>
   await createWorkspace(admin, 'latest');
   const result = await admin.post('/api/workspaces/latest/extensions', { extensionKey: 'crm' });
   assert.is(result.status, 201);
-  assert.equal(Object.keys(result.body.data).sort(), ['enabled', 'extensionKey', 'installedAt', 'version', 'workspaceId']);
+  assert.equal(Object.keys(result.body.data).sort(), ['enabled', 'extensionKey', 'grantedPermissions', 'installedAt', 'missingConfiguration', 'subscriptions', 'version', 'workspaceId']);
   assert.is(result.body.data.version, '1.1.0');
   assert.is(result.body.data.enabled, true);
   const again = await admin.post('/api/workspaces/latest/extensions', { extensionKey: 'crm', version: '1.0.0' });

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ConfigFieldType, DeliveryStatus, SubscriberKind } from './resources.js';
-import { CursorParam, Email, EventKey, HttpUrl, jsonObject, NewPassword, NonEmptyString, QueryInstant, QueryInt, SemVer, Slug, Uuid } from './schemas.js';
+import { CursorParam, Email, EventKey, HttpUrl, isPlainObject, jsonObject, NewPassword, NonEmptyString, QueryInstant, QueryInt, SemVer, Slug, Uuid } from './schemas.js';
 
 /**
  * What each route accepts, as valibot schemas: the daemon validates its
@@ -102,7 +102,20 @@ export const versionFields = {
   requiresSdk: v.nullish(SemVer),
   changelog: v.nullish(v.pipe(v.string(), v.maxLength(20_000, 'must be at most 20000 characters'))),
 };
-export const PublishVersionBody = jsonObject(versionFields);
+/** Its shape is the manifest's JSON Schema's to check (the catalog does, with the JSON path of each problem). */
+export const ManifestBody = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object: the extension manifest'),
+  v.metadata({ documentedAs: { $ref: '#/components/schemas/ExtensionManifest' } }),
+);
+export const PublishVersionBody = jsonObject({ ...versionFields, manifest: v.nullish(ManifestBody) });
+
+/** A platform or SDK version a caller runs, to find the versions compatible with it. */
+export const ExtensionQuery = v.object({
+  platformVersion: v.optional(SemVer),
+  sdkVersion: v.optional(SemVer),
+});
+
+export const EventTypeParams = v.object({ eventKey: EventKey });
 
 /** Empty parameters (`?category=`) mean "no filter". Unknown parameters are ignored (cache busters). */
 const optionalText = (max: number) =>
@@ -161,9 +174,22 @@ const VersionRequest = v.pipe(
   v.maxLength(256),
   v.regex(/^[0-9A-Za-z.*^~<>=|+ -]+$/, VERSION_REQUEST_RULE),
 );
-export const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(VersionRequest) });
+/** The permissions an ADMIN grants: exactly those the version's manifest asks for. */
+const GrantPermissions = v.pipe(
+  v.array(v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'))),
+  v.maxLength(100, 'must list at most 100 permissions'),
+  v.transform((names) => [...new Set(names)].sort()),
+);
+/** Where the subscriptions a manifest declares as EXTERNAL_SERVICE deliver (each entry's path is appended). */
+const wiringFields = { grantPermissions: v.optional(GrantPermissions), serviceBaseUrl: v.optional(HttpUrl) };
+export const InstallBody = jsonObject({ extensionKey: Slug, version: v.optional(VersionRequest), ...wiringFields });
 export const UpdateInstallationBody = v.pipe(
-  jsonObject({ enabled: v.optional(v.boolean()), version: v.optional(VersionRequest), allowDowngrade: v.optional(v.boolean()) }),
+  jsonObject({
+    enabled: v.optional(v.boolean()),
+    version: v.optional(VersionRequest),
+    allowDowngrade: v.optional(v.boolean()),
+    ...wiringFields,
+  }),
   v.check((body) => body.enabled !== undefined || body.version !== undefined, 'must change enabled or version'),
 );
 export const SubscribeBody = jsonObject({

@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import type { JsonSchema, Manifest } from './manifest.js';
 
 /**
  * What the HTTP API answers (docs/api.md), as valibot schemas: the
@@ -35,6 +36,16 @@ export const ExtensionSummary = v.strictObject({
 });
 export type ExtensionSummary = v.InferOutput<typeof ExtensionSummary>;
 
+/**
+ * A JSON object typed as `T` and documented by a named JSON Schema of the API
+ * document's components, which is not a valibot schema (the manifest's).
+ */
+const documentedJson = <T>(component: string) =>
+  v.pipe(v.looseObject({}), v.metadata({ documentedAs: { $ref: `#/components/schemas/${component}` } })) as unknown as v.GenericSchema<T>;
+
+/** A version's manifest, as published: see GET /api/schemas/extension-manifest.json. */
+export const ManifestDocument = documentedJson<Manifest>('ExtensionManifest');
+
 export const VersionRecord = v.strictObject({
   version: v.string(),
   /** UTC calendar date of publication, YYYY-MM-DD. */
@@ -45,6 +56,8 @@ export const VersionRecord = v.strictObject({
   requiresPlatform: v.nullable(v.string()),
   requiresSdk: v.nullable(v.string()),
   changelog: v.nullable(v.string()),
+  /** What the version declares (permissions, events, configuration); null when it was published without one. */
+  manifest: v.nullable(ManifestDocument),
 });
 export type VersionRecord = v.InferOutput<typeof VersionRecord>;
 
@@ -57,6 +70,12 @@ export const ExtensionDetail = v.strictObject({
   /** Newest first, by semver precedence. */
   versions: v.array(v.strictObject({ version: v.string(), releaseDate: v.pipe(v.string(), v.isoDate()), yanked: v.boolean() })),
   permissions: v.array(v.string()),
+  /**
+   * With `?platformVersion=` and/or `?sdkVersion=`: the highest non-yanked
+   * version whose requirements those versions meet (stable before
+   * prerelease), or null when none does.
+   */
+  compatibleVersion: v.optional(v.nullable(v.string())),
 });
 export type ExtensionDetail = v.InferOutput<typeof ExtensionDetail>;
 
@@ -98,6 +117,10 @@ export const Installation = v.strictObject({
   version: v.string(),
   enabled: v.boolean(),
   installedAt: Instant,
+  /** The permissions of the installed version's manifest that an ADMIN granted. */
+  grantedPermissions: v.array(v.string()),
+  /** The required configuration fields of the installed version's manifest that are not set. */
+  missingConfiguration: v.array(v.string()),
 });
 export type Installation = v.InferOutput<typeof Installation>;
 
@@ -126,6 +149,10 @@ export type Subscription = v.InferOutput<typeof Subscription>;
 /** Answered once, at creation: the only time the signing secret is shown. */
 export const CreatedSubscription = v.strictObject({ ...subscriptionEntries, signingSecret: v.string() });
 export type CreatedSubscription = v.InferOutput<typeof CreatedSubscription>;
+
+/** An install or an installation's change: the subscriptions its manifest made now, each with its signing secret (shown this once). */
+export const InstalledExtension = v.strictObject({ ...Installation.entries, subscriptions: v.array(CreatedSubscription) });
+export type InstalledExtension = v.InferOutput<typeof InstalledExtension>;
 
 /** A rotated signing secret, shown this once. */
 export const RotatedSecret = v.strictObject({ signingSecret: v.string() });
@@ -294,6 +321,26 @@ export type CursorMeta = v.InferOutput<typeof CursorMeta>;
 
 /** `meta` of an accepted publish: the event's id. */
 export const PublishedMeta = v.strictObject({ eventId: v.string() });
+
+/** An event type of the catalog: built-in, or declared by the manifests of an extension's versions. */
+export const EventType = v.strictObject({
+  eventKey: v.string(),
+  /** The extension that publishes it (`platform` for the daemon's own). */
+  extensionKey: v.string(),
+  /** As the newest manifest that declares it describes it ('' when none does). */
+  description: v.string(),
+  /** Lowest first; publishing without a schemaVersion uses the last. */
+  schemaVersions: v.array(v.string()),
+});
+export type EventType = v.InferOutput<typeof EventType>;
+
+const JsonSchemaDocument = v.pipe(
+  v.union([v.looseObject({}), v.boolean()]),
+  v.metadata({ documentedAs: { type: ['object', 'boolean'], description: 'A JSON Schema (2020-12).' } }),
+) as unknown as v.GenericSchema<JsonSchema>;
+
+export const EventTypeDetail = v.strictObject({ ...EventType.entries, schemas: v.record(v.string(), JsonSchemaDocument) });
+export type EventTypeDetail = v.InferOutput<typeof EventTypeDetail>;
 export type PublishedMeta = v.InferOutput<typeof PublishedMeta>;
 
 /** `meta` of a subscription made for an extension that is not installed: nothing is delivered until it is. */
@@ -366,6 +413,8 @@ export const ErrorMeta = v.looseObject({
   issues: v.optional(v.array(ValidationIssue)),
   limit: v.optional(Count),
   reasons: v.optional(v.array(v.string())),
+  /** 409 CONSENT_REQUIRED: the permissions the version asks for. */
+  permissions: v.optional(v.array(v.string())),
 });
 export type ErrorMeta = v.InferOutput<typeof ErrorMeta>;
 
@@ -383,6 +432,7 @@ export const namedResources = {
   Workspace,
   DeletedWorkspace,
   Installation,
+  InstalledExtension,
   Subscription,
   CreatedSubscription,
   RotatedSecret,
@@ -407,6 +457,8 @@ export const namedResources = {
   OffsetMeta,
   CursorMeta,
   PublishedMeta,
+  EventType,
+  EventTypeDetail,
   WarningsMeta,
   ValidationIssue,
   ErrorMeta,

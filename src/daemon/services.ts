@@ -29,6 +29,7 @@ import { openWorkspaceServices } from './workspaces/open.js';
 import type { WorkspaceService } from './workspaces/service.js';
 import type { SubscriptionService } from './workspaces/subscriptions.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
+import { BUILT_IN_EVENT_TYPES } from './events/built-in-types.js';
 
 /** Every domain service of a running daemon. Route modules take what they need. */
 export interface Services {
@@ -113,7 +114,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const throttle = new LoginThrottle(stores.loginAttempts, config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
     const names = await UserNames.load(users);
     const auth = new AuthService(users, tokens, passwords, throttle, names);
-    const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id) });
+    const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id), builtInEventTypes: BUILT_IN_EVENT_TYPES });
 
     const { channelsPerWorkspace } = config.chat;
     const chatPlugin = createChatPlugin({
@@ -127,6 +128,8 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       box,
       users,
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
+      // Asked only once requests come, when the configuration service below is open.
+      configuredNames: (extensionKey) => extensionConfig.configuredNames(extensionKey),
     });
     const { workspaces, installations, subscriptions } = workspaceServices;
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
@@ -168,6 +171,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       subscribers: workspaceServices.subscribers,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
+      eventTypes: catalog.eventTypes,
       dispatch: dispatcher,
       retention: config.retention,
       maxPayloadBytes: config.maxPayloadBytes,

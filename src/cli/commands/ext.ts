@@ -25,6 +25,7 @@ interface PublishFields {
   requiresPlatform?: string;
   requiresSdk?: string;
   changelog?: string;
+  manifest?: Record<string, unknown>;
 }
 
 interface ListFlags extends PageFlags {
@@ -45,6 +46,7 @@ interface PublishFlags {
   requiresPlatform?: string;
   requiresSdk?: string;
   changelog?: string;
+  manifest?: string;
   json?: boolean;
 }
 
@@ -61,8 +63,10 @@ const TEXT_FIELDS = [
   'changelog',
 ] as const;
 
-/** Reads a publish file; its fields are checked for type here, for meaning by the daemon. */
-async function readPublishFile(file: string): Promise<PublishFields> {
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A JSON file holding an object: a publish file or a manifest. */
+async function readJsonObjectFile(file: string, what: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -70,18 +74,28 @@ async function readPublishFile(file: string): Promise<PublishFields> {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =
       code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'cannot be read (permission denied)' : `cannot be read (${code ?? String(error)})`;
-    throw usageError(`publish file ${file} ${reason}`);
+    throw usageError(`${what} ${file} ${reason}`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw usageError(`publish file ${file} is not valid JSON: ${(error as Error).message}`);
+    throw usageError(`${what} ${file} is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`${file} must hold a JSON object`);
+  if (!isObject(parsed)) throw usageError(`${file} must hold a JSON object`);
+  return parsed;
+}
+
+/** Reads a publish file; its fields are checked for type here, for meaning by the daemon. */
+async function readPublishFile(file: string): Promise<PublishFields> {
+  const parsed = await readJsonObjectFile(file, 'publish file');
   const fields: PublishFields = {};
   for (const [name, value] of Object.entries(parsed)) {
-    if (name === 'permissions') {
+    if (name === 'manifest') {
+      if (value === null) continue;
+      if (!isObject(value)) throw usageError(`${file}: manifest must be a JSON object`);
+      fields.manifest = value;
+    } else if (name === 'permissions') {
       if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
         throw usageError(`${file}: permissions must be an array of strings`);
       }
@@ -91,7 +105,7 @@ async function readPublishFile(file: string): Promise<PublishFields> {
       if (typeof value !== 'string') throw usageError(`${file}: ${name} must be a string`);
       fields[name as (typeof TEXT_FIELDS)[number]] = value;
     } else {
-      throw usageError(`${file}: unknown field ${name} (known: ${[...TEXT_FIELDS, 'permissions'].join(', ')})`);
+      throw usageError(`${file}: unknown field ${name} (known: ${[...TEXT_FIELDS, 'permissions', 'manifest'].join(', ')})`);
     }
   }
   return fields;
@@ -113,7 +127,8 @@ function reclaimFile(file: string | undefined, flags: PublishFlags): string | un
     return last;
   }
   for (const [name, value] of Object.entries(flags)) {
-    if (typeof value === 'string' && isFile(value)) {
+    // --manifest takes a file: its value is where it belongs.
+    if (name !== 'manifest' && typeof value === 'string' && isFile(value)) {
       const flag = `--${name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
       throw usageError(`${flag} took ${value} as its value; give ${flag} a value, or put the file before the options`);
     }
@@ -155,6 +170,7 @@ async function publish(client: Client, fields: PublishFields): Promise<{ key: st
     requiresPlatform: fields.requiresPlatform,
     requiresSdk: fields.requiresSdk,
     changelog: fields.changelog,
+    manifest: fields.manifest,
   };
   const publishVersion = async () => (await client.call('publishVersion', { params: { key }, body: versionBody })).data;
   try {
@@ -199,6 +215,19 @@ function printVersion(key: string, record: VersionRecord): void {
   if (record.requiresPlatform) printLine(`  requires platform:  ${record.requiresPlatform}`);
   if (record.requiresSdk) printLine(`  requires SDK:       ${record.requiresSdk}`);
   printLine(`  changelog:          ${record.changelog ?? '(none)'}`);
+  const { manifest } = record;
+  if (!manifest) return;
+  printLine('  manifest:');
+  printLine(`    permissions:      ${manifest.permissions?.join(', ') || '(none)'}`);
+  for (const type of manifest.publishes ?? []) {
+    printLine(`    publishes:        ${type.eventKey} (schemaVersion ${type.schemaVersion})${type.description ? `: ${type.description}` : ''}`);
+  }
+  for (const entry of manifest.subscribes ?? []) {
+    printLine(`    subscribes to:    ${entry.eventKey} (${entry.kind}${entry.path ? `, ${entry.path}` : ''})`);
+  }
+  for (const field of manifest.configuration ?? []) {
+    printLine(`    configuration:    ${field.name} (${field.type}${field.required ? ', required' : ''})${field.description ? `: ${field.description}` : ''}`);
+  }
 }
 
 function printDetail(detail: ExtensionDetail): void {
@@ -206,6 +235,7 @@ function printDetail(detail: ExtensionDetail): void {
   if (detail.description) printLine(`  description:  ${detail.description}`);
   printLine(`  category:     ${detail.category}`);
   printLine(`  latest:       ${detail.latestVersion ?? '(no versions)'}`);
+  if (detail.compatibleVersion !== undefined) printLine(`  compatible:   ${detail.compatibleVersion ?? '(no version runs there)'}`);
   printLine(`  permissions:  ${detail.permissions.length > 0 ? detail.permissions.join(', ') : '(none)'}`);
   printLine('');
   printTable(
@@ -223,6 +253,24 @@ function describeAudit(record: AuditRecord): string {
   if (record.reason) return record.reason;
   if (record.changes) return Object.keys(record.changes).join(', ');
   return '';
+}
+
+interface ShowFlags {
+  compatible?: boolean;
+  platformVersion?: string;
+  sdkVersion?: string;
+  json?: boolean;
+}
+
+/** The versions to find a compatible version for: those given, else with --compatible the daemon's own (its health answer says them). */
+async function compatibilityQuery(client: Client, flags: ShowFlags): Promise<{ platformVersion?: string; sdkVersion?: string }> {
+  const given = {
+    ...(flags.platformVersion === undefined ? {} : { platformVersion: flags.platformVersion }),
+    ...(flags.sdkVersion === undefined ? {} : { sdkVersion: flags.sdkVersion }),
+  };
+  if (Object.keys(given).length > 0 || !flags.compatible) return given;
+  const { data: health } = await client.call('getHealth');
+  return { platformVersion: health.version, sdkVersion: health.sdkVersion };
 }
 
 /** Returns the `ext` command, for the command groups that live under it (`ext config`). */
@@ -267,16 +315,21 @@ export function registerExt(program: Command): Command {
       .description('show an extension and its versions, or one version with its artifact URL and changelog'),
     'platform ext show weather',
     'platform ext show weather 1.2.0',
+    'platform ext show weather --compatible',
   )
+    .option('--compatible', 'also the highest version that runs on this daemon (its platform and SDK versions)')
+    .option('--platform-version <version>', 'the highest version that runs on this platform version instead')
+    .option('--sdk-version <version>', 'the highest version that runs with this plugin SDK version instead')
     .option('--json', 'print JSON')
-    .action(async (key: string, version: string | undefined, flags: { json?: boolean }, command: Command) => {
+    .action(async (key: string, version: string | undefined, flags: ShowFlags, command: Command) => {
+      const client = clientFor(command);
       if (version !== undefined) {
-        const { data: record } = await clientFor(command).call('getVersion', { params: { key, version } });
+        const { data: record } = await client.call('getVersion', { params: { key, version } });
         if (flags.json) printJson(record);
         else printVersion(key, record);
         return;
       }
-      const { data: detail } = await clientFor(command).call('getExtension', { params: { key } });
+      const { data: detail } = await client.call('getExtension', { params: { key }, query: await compatibilityQuery(client, flags) });
       if (flags.json) printJson(detail);
       else printDetail(detail);
     });
@@ -298,6 +351,7 @@ export function registerExt(program: Command): Command {
     .option('--version <version>', 'semantic version, e.g. 1.4.0 or 2.0.0-beta.1 (required)')
     .option('--artifact-url <url>', 'http(s) URL of the artifact (required)')
     .option('--manifest-url <url>', 'http(s) URL of the manifest')
+    .option('--manifest <file>', 'the version’s manifest (JSON): permissions, events published with their schemas, subscriptions, configuration; its extensionKey and version fill --key and --version')
     .option('--requires-platform <version>', 'lowest platform version it runs on')
     .option('--requires-sdk <version>', 'lowest SDK version it needs')
     .option('--changelog <text>', 'release notes')
@@ -305,6 +359,13 @@ export function registerExt(program: Command): Command {
     .action(async (fileArgument: string | undefined, flags: PublishFlags, command: Command) => {
       const file = reclaimFile(fileArgument, flags);
       const fields = { ...(file ? await readPublishFile(file) : {}), ...fromFlags(flags) };
+      if (flags.manifest !== undefined) {
+        const manifest = await readJsonObjectFile(flags.manifest, 'manifest');
+        fields.manifest = manifest;
+        // The manifest names its extension and version; flags and the publish file win, and the daemon refuses a mismatch.
+        if (typeof manifest.extensionKey === 'string') fields.extensionKey ??= manifest.extensionKey;
+        if (typeof manifest.version === 'string') fields.version ??= manifest.version;
+      }
       const client = clientFor(command);
       const { key, record, created } = await publish(client, fields);
       const updated = created ? [] : await updateChangedFields(client, key, fields);

@@ -6,7 +6,7 @@ import { withExample } from '../help.js';
 import { type Column, printJson, printLine, printTable } from '../output.js';
 import { confirmOrStop } from '../prompt.js';
 import { ApiError } from '../../contract/client.js';
-import type { Installation, Subscription } from '../../contract/types.js';
+import type { Installation, InstalledExtension, Subscription } from '../../contract/types.js';
 import { findUser } from './users.js';
 
 
@@ -31,6 +31,56 @@ const subscriptionColumns: Column<Subscription>[] = [
   { header: 'KIND', value: (subscription) => subscription.kind },
   { header: 'DELIVERED TO', value: (subscription) => subscription.deliveryUrl },
 ];
+
+interface WiringFlags {
+  grantPermissions?: boolean;
+  yes?: boolean;
+  serviceUrl?: string;
+}
+
+/** The options of a command that applies a version's manifest: consent, and where its external subscriptions deliver. */
+const withWiring = (command: Command) =>
+  command
+    .option('--grant-permissions', 'grant the permissions the version asks for without asking')
+    .option('--yes', 'the same as --grant-permissions')
+    .option('--service-url <url>', 'base URL of the extension’s service: its manifest’s external subscriptions deliver below it');
+
+const wiring = (flags: WiringFlags, grantPermissions: string[] | undefined) => ({
+  ...(grantPermissions === undefined ? {} : { grantPermissions }),
+  ...(flags.serviceUrl === undefined ? {} : { serviceBaseUrl: flags.serviceUrl }),
+});
+
+/**
+ * Sends the request without consent first: the daemon answers 409
+ * CONSENT_REQUIRED with the permissions the version asks for (and writes
+ * nothing). They are shown, granted with --grant-permissions or --yes or
+ * on a terminal's question, and the request is sent again granting them.
+ */
+async function withConsent(flags: WiringFlags, send: (grantPermissions: string[] | undefined) => Promise<{ data: InstalledExtension }>): Promise<InstalledExtension> {
+  try {
+    return (await send(undefined)).data;
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'CONSENT_REQUIRED' || !error.meta?.permissions) throw error;
+    const asked = error.meta.permissions;
+    process.stderr.write(`${error.message}\n${asked.map((permission) => `  - ${permission}`).join('\n')}\n`);
+    await confirmOrStop('Grant these permissions?', { yes: flags.grantPermissions === true || flags.yes === true });
+    return (await send(asked)).data;
+  }
+}
+
+/** What the manifest did: the permissions granted, the subscriptions made (each secret shown this once), the configuration missing. */
+function printWiring(installed: InstalledExtension): void {
+  if (installed.grantedPermissions.length > 0) printLine(`granted: ${installed.grantedPermissions.join(', ')}`);
+  for (const subscription of installed.subscriptions) {
+    printLine(`subscribed to ${subscription.eventKey} (${subscription.kind}, id ${subscription.id})${subscription.deliveryUrl ? `: deliveries are POSTed to ${subscription.deliveryUrl}` : ''}`);
+    if (subscription.kind === 'EXTERNAL_SERVICE') printLine(`  signing secret (shown only now): ${subscription.signingSecret}`);
+  }
+  if (installed.missingConfiguration.length > 0) {
+    process.stderr.write(
+      `platform: warning: ${installed.extensionKey} needs configuration still missing: ${installed.missingConfiguration.join(', ')} (platform ext config set ${installed.extensionKey} …)\n`,
+    );
+  }
+}
 
 export function registerWorkspaces(program: Command): void {
   const workspaces = program.command('workspaces').description('workspaces and their members');
@@ -135,18 +185,41 @@ export function registerWorkspaces(program: Command): void {
       });
   }
 
-  withExample(
-    program
-      .command('install <workspace> <extension>')
-      .description('install KEY, KEY@VERSION, KEY@RANGE (e.g. crm@^1.2) or KEY@latest into a workspace (ADMIN); without a version, the latest'),
-    'platform install acme crm@^1.2',
-  )
-    .action(async (workspace: string, reference: string, _flags, command: Command) => {
-      const { data: installation } = await clientFor(command).call('installExtension', { params: { id: workspace }, body: parseReference(reference) });
-      printLine(`installed ${installation.extensionKey}@${installation.version} in ${workspace}`);
-    });
-
   const extensions = program.command('extensions').description('extensions installed in a workspace');
+
+  for (const [group, name] of [
+    [program, 'install <workspace> <extension>'],
+    [extensions, 'install <workspace> <extension>'],
+  ] as const) {
+    withWiring(
+      withExample(
+        group
+          .command(name)
+          .description(
+            'install KEY, KEY@VERSION, KEY@RANGE (e.g. crm@^1.2) or KEY@latest into a workspace (ADMIN); without a version, the newest this daemon runs. ' +
+              'The permissions the version asks for are shown and must be granted; its subscriptions are made',
+          ),
+        'platform extensions install acme crm --service-url https://crm.example.com/hooks',
+        'platform install acme crm@1.2.1 --grant-permissions --service-url https://crm.example.com/hooks',
+      ),
+    )
+      .option('--version <version>', 'a version, a range or latest (instead of KEY@VERSION)')
+      .option('--json', 'print JSON')
+      .action(async (workspace: string, reference: string, flags: WiringFlags & { version?: string; json?: boolean }, command: Command) => {
+        const parsed = parseReference(reference);
+        const version = flags.version ?? parsed.version;
+        const client = clientFor(command);
+        const installed = await withConsent(flags, (grantPermissions) =>
+          client.call('installExtension', {
+            params: { id: workspace },
+            body: { extensionKey: parsed.extensionKey, ...(version === undefined ? {} : { version }), ...wiring(flags, grantPermissions) },
+          }),
+        );
+        if (flags.json) return printJson(installed);
+        printLine(`installed ${installed.extensionKey}@${installed.version} in ${workspace}`);
+        printWiring(installed);
+      });
+  }
 
   withExample(extensions.command('list <workspace>').description('installed extensions'), 'platform extensions list acme')
     .option('--json', 'print JSON')
@@ -170,25 +243,30 @@ export function registerWorkspaces(program: Command): void {
       });
   }
 
-  withExample(
-    extensions
-      .command('upgrade <workspace> <extension>')
-      .description('move an installed extension to KEY@VERSION, KEY@RANGE or KEY@latest; without a version, the latest (ADMIN)'),
-    'platform extensions upgrade acme crm',
+  withWiring(
+    withExample(
+      extensions
+        .command('upgrade <workspace> <extension>')
+        .description(
+          'move an installed extension to KEY@VERSION, KEY@RANGE or KEY@latest; without a version, the latest (ADMIN). ' +
+            'A version that asks for a new permission needs consent again; its manifest’s subscriptions are made and the old ones it drops removed',
+        ),
+      'platform extensions upgrade acme crm',
+    ),
   )
     .option('--allow-downgrade', 'allow moving to a lower version')
-    .action(async (workspace: string, reference: string, flags: { allowDowngrade?: boolean }, command: Command) => {
+    .action(async (workspace: string, reference: string, flags: WiringFlags & { allowDowngrade?: boolean }, command: Command) => {
       const client = clientFor(command);
       const { extensionKey, version } = parseReference(reference);
       // The daemon resolves `latest` and ranges to the highest version it can run.
-      const { data: installation } = await client.call('updateInstallation', {
-        params: { id: workspace, key: extensionKey },
-        body: {
-          version: version ?? 'latest',
-          ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
-        },
-      });
+      const installation = await withConsent(flags, (grantPermissions) =>
+        client.call('updateInstallation', {
+          params: { id: workspace, key: extensionKey },
+          body: { version: version ?? 'latest', ...(flags.allowDowngrade ? { allowDowngrade: true } : {}), ...wiring(flags, grantPermissions) },
+        }),
+      );
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
+      printWiring(installation);
     });
 
   withExample(

@@ -3,6 +3,7 @@ import {
   BrowseQuery,
   CreateExtensionBody,
   extensionFields,
+  ManifestBody,
   PublishVersionBody,
   UpdateExtensionBody,
   versionFields,
@@ -22,6 +23,7 @@ export const SeedFile = jsonObject({
       versions: v.array(
         jsonObject({
           ...versionFields,
+          manifest: v.optional(ManifestBody),
           releaseDate: v.optional(v.pipe(v.string(), v.isoDate('must be a date YYYY-MM-DD'))),
           yanked: v.optional(v.boolean()),
           yankReason: v.optional(v.pipe(v.string(), v.maxLength(500))),

@@ -23,7 +23,9 @@ import type {
   StoredVersion,
   VersionRecord,
 } from './types.js';
-import { latestVersionOf, newestFirst, samePrecedence } from './versions.js';
+import { compatibleVersionOf, latestVersionOf, newestFirst, samePrecedence, type Runtime } from './versions.js';
+import { EventTypeCatalog, type BuiltInEventType } from './event-types.js';
+import { parseManifest } from './manifest.js';
 
 /** One extension in memory, as last read from the store, and what is derived from it, rebuilt whenever it changes. */
 interface Entry {
@@ -40,6 +42,8 @@ interface Entry {
 export interface CatalogOptions {
   /** The current fullName of a user; undefined once the user is deleted. */
   fullNameOf: (userId: string) => string | undefined;
+  /** The event types the daemon defines itself (none unless given). */
+  builtInEventTypes?: readonly BuiltInEventType[];
 }
 
 export interface BrowsePage {
@@ -67,6 +71,8 @@ const toVersionRecord = (stored: StoredVersion): VersionRecord => ({
   requiresPlatform: stored.requiresPlatform,
   requiresSdk: stored.requiresSdk,
   changelog: stored.changelog,
+  // Versions published before manifests existed have none.
+  manifest: stored.manifest ?? null,
 });
 
 /**
@@ -97,14 +103,19 @@ export class CatalogService {
   private readonly listings = new Map<string, Int32Array>();
   private cachedSlots = 0;
   private categoryCounts: CategoryCount[] | null = null;
+  /** The event types of the built-ins and of every version's manifest, kept as extensions are put. */
+  readonly eventTypes: EventTypeCatalog;
 
   private constructor(
     private readonly store: CatalogStore,
     private readonly fullNameOf: (userId: string) => string | undefined,
-  ) {}
+    builtInEventTypes: readonly BuiltInEventType[],
+  ) {
+    this.eventTypes = new EventTypeCatalog(builtInEventTypes);
+  }
 
   static async open(store: CatalogStore, options: CatalogOptions): Promise<CatalogService> {
-    const catalog = new CatalogService(store, options.fullNameOf);
+    const catalog = new CatalogService(store, options.fullNameOf, options.builtInEventTypes ?? []);
     for (const extension of await store.loadAll()) catalog.put(extension);
     catalog.index.trim();
     store.onChange((extensionKey) => void catalog.reload(extensionKey).catch(() => undefined));
@@ -124,6 +135,11 @@ export class CatalogService {
   /** Throws NOT_FOUND for an unknown extension or version. */
   versionRecord(extensionKey: string, version: string): VersionRecord {
     return toVersionRecord(findVersion(this.require(extensionKey).extension, version));
+  }
+
+  /** Newest first; throws NOT_FOUND for an unknown extension. */
+  versions(extensionKey: string): readonly StoredVersion[] {
+    return this.require(extensionKey).extension.versions;
   }
 
   /** The contract's latestVersion (null without versions); throws NOT_FOUND for an unknown extension. */
@@ -148,6 +164,16 @@ export class CatalogService {
 
   detail(extensionKey: string): ExtensionDetail {
     return this.detailOf(this.require(extensionKey));
+  }
+
+  /**
+   * The detail with `compatibleVersion`: the highest non-yanked version whose
+   * requirements the given platform and SDK versions meet (a requirement on
+   * what is not given is not checked), stable before prerelease; null when none.
+   */
+  compatibleDetail(extensionKey: string, runs: Runtime): ExtensionDetail {
+    const entry = this.require(extensionKey);
+    return { ...this.detailOf(entry), compatibleVersion: compatibleVersionOf(entry.extension.versions, runs) };
   }
 
   /** Every category in use, with its number of extensions, sorted by category. */
@@ -228,6 +254,7 @@ export class CatalogService {
     input: PublishVersionInput,
     publishedAt = new Date(),
   ): Promise<VersionRecord> {
+    const manifest = input.manifest ? parseManifest(extensionKey, input.version, input.manifest) : null;
     const at = publishedAt.toISOString();
     const version: StoredVersion = {
       version: input.version,
@@ -238,6 +265,7 @@ export class CatalogService {
       requiresPlatform: input.requiresPlatform ?? null,
       requiresSdk: input.requiresSdk ?? null,
       changelog: input.changelog ?? null,
+      manifest,
       publishedAt: at,
     };
     await this.change(extensionKey, (current) => {
@@ -254,6 +282,7 @@ export class CatalogService {
             '(they differ only in build metadata)',
         );
       }
+      if (manifest?.publishes) this.eventTypes.assertNoRedefinition(current, manifest.publishes);
       const now = new Date().toISOString();
       const versions = [...current.versions, version].sort((a, b) => newestFirst(a.version, b.version));
       return {
@@ -342,6 +371,7 @@ export class CatalogService {
     entry.extension = extension;
     entry.summary = null;
     entry.detail = null;
+    this.eventTypes.putExtension(extension);
     const listedAs = `${extension.name}\n${extension.description}\n${extension.category}`;
     if (listedAs === entry.listedAs) return;
     entry.listedAs = listedAs;

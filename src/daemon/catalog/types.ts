@@ -52,6 +52,7 @@ export interface ExtensionDetail {
   latestVersion: string | null;
   versions: readonly VersionEntry[];
   permissions: readonly string[];
+  compatibleVersion?: string | null;
 }
 
 /** The user a catalog change is attributed to. */

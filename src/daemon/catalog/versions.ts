@@ -25,3 +25,47 @@ export function latestVersionOf(versions: ReadonlyArray<{ version: string; yanke
   }
   return highestAvailable ?? versions[0]?.version ?? null;
 }
+
+/** The platform and plugin SDK versions a caller runs; a requirement on one not given is not checked. */
+export interface Runtime {
+  platformVersion?: string | undefined;
+  sdkVersion?: string | undefined;
+}
+
+interface Requirements {
+  requiresPlatform: string | null;
+  requiresSdk: string | null;
+}
+
+/** The requirement `runs` does not meet, said for a message about this daemon, or null. */
+export function unmetRequirement(record: Requirements, runs: Runtime): string | null {
+  const { platformVersion, sdkVersion } = runs;
+  if (record.requiresPlatform !== null && platformVersion !== undefined && semver.gt(record.requiresPlatform, platformVersion)) {
+    return `platform ${record.requiresPlatform} (this daemon runs ${platformVersion})`;
+  }
+  if (record.requiresSdk !== null && sdkVersion !== undefined && semver.gt(record.requiresSdk, sdkVersion)) {
+    return `plugin SDK ${record.requiresSdk} (this daemon runs ${sdkVersion})`;
+  }
+  return null;
+}
+
+/**
+ * The highest non-yanked version (within `range`, when given) whose
+ * requirements `runs` meets: stable before prerelease, as for latestVersion.
+ * Null when none. `versions` must be newest first.
+ */
+export function compatibleVersionOf(
+  versions: ReadonlyArray<Requirements & { version: string; yanked: boolean }>,
+  runs: Runtime,
+  range: string | null = null,
+): string | null {
+  let prerelease: string | null = null;
+  for (const record of versions) {
+    if (record.yanked) continue;
+    if (range !== null && !semver.satisfies(record.version, range)) continue;
+    if (unmetRequirement(record, runs) !== null) continue;
+    if (!isPrerelease(record.version)) return record.version;
+    prerelease ??= record.version;
+  }
+  return prerelease;
+}

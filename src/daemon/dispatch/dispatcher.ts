@@ -341,12 +341,12 @@ export class Dispatcher {
   private async deliverExternal(delivery: Delivery, now: number): Promise<AttemptOutcome> {
     const { subscriptionId } = delivery.subscriber;
     const signingKeys = subscriptionId === null ? [] : this.deps.subscribers.signingKeys(subscriptionId, now);
-    const serviceBaseUrl = subscriptionId === null ? null : this.deps.subscribers.deliveryUrl(subscriptionId);
-    if (signingKeys.length === 0 || serviceBaseUrl === null) {
+    const url = subscriptionId === null ? null : this.deps.subscribers.deliveryUrl(subscriptionId);
+    if (signingKeys.length === 0 || url === null) {
       return { ok: false, retryable: false, error: { message: 'subscription deleted', status: null } };
     }
     return postEvent(
-      { deliveryId: delivery.id, event: delivery.event, serviceBaseUrl, signingKeys },
+      { deliveryId: delivery.id, event: delivery.event, url, signingKeys },
       { transport: this.transport, timeoutMs: this.deps.settings.deliveryTimeoutMs, isStopping: () => this.stopping, now },
     );
   }

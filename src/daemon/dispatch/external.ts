@@ -1,3 +1,4 @@
+import { DEFAULT_SUBSCRIPTION_PATH } from '../../contract/manifest.js';
 import { standardWebhooksDigest } from '../../handlers/webhooks/standard-webhooks.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
@@ -18,7 +19,8 @@ export type AttemptOutcome =
 export interface ExternalDelivery {
   deliveryId: string;
   event: CarriedEvent;
-  serviceBaseUrl: string;
+  /** Where to POST: the subscription's URL with its delivery path (deliveryUrlOf), credentials included. */
+  url: string;
   /** The current key first; during a rotation's overlap the previous one too: one signature each. */
   signingKeys: readonly Buffer[];
 }
@@ -28,15 +30,15 @@ function signature(key: Buffer, id: string, timestampSeconds: number, body: Buff
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
 }
 
-/** Where an external subscriber receives its deliveries: `/events` after the path, before a query string (`/hooks/events?key=v`). */
-export function eventsUrl(serviceBaseUrl: string): string {
+/** Where an external subscriber receives its deliveries: the path (`/events` unless a manifest said otherwise) after the URL's own, before a query string (`/hooks/events?key=v`). */
+export function deliveryUrlOf(serviceBaseUrl: string, path = DEFAULT_SUBSCRIPTION_PATH): string {
   const queryAt = serviceBaseUrl.search(/[?#]/);
   const [base, query] = queryAt === -1 ? [serviceBaseUrl, ''] : [serviceBaseUrl.slice(0, queryAt), serviceBaseUrl.slice(queryAt)];
-  return `${base.replace(/\/+$/, '')}/events${query}`;
+  return `${base.replace(/\/+$/, '')}${path}${query}`;
 }
 
 /**
- * One POST to {serviceBaseUrl}/events. No redirects followed, no retries here
+ * One POST to the subscriber's delivery URL. No redirects followed, no retries here
  * (the dispatcher owns them), a timeout, and the answer's body is never read
  * beyond a small cap (see transport.ts). The body is read and signed once
  * the connection is up.
@@ -47,7 +49,7 @@ export async function postEvent(
 ): Promise<AttemptOutcome> {
   const timestamp = Math.floor(options.now / 1000);
   try {
-    const answer = await options.transport.post(eventsUrl(delivery.serviceBaseUrl), {
+    const answer = await options.transport.post(delivery.url, {
       deliveryId: delivery.deliveryId,
       headers: { 'content-type': 'application/json', 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) },
       body: async () => {

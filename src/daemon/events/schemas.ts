@@ -21,13 +21,3 @@ export function checkPayload(payload: unknown, maxBytes: number): Record<string,
 }
 
 export type PublishEventInput = v.InferOutput<typeof PublishEventBody>;
-
-const NonEmpty = (max: number) =>
-  v.pipe(v.string(), v.check((text) => text.trim().length > 0, 'must not be empty'), v.maxLength(max, `must be at most ${max} characters`));
-
-/** platform.notification: checked at publish, so a bad one is refused (400) and nothing is recorded. */
-export const NotificationPayload = v.looseObject({
-  channel: NonEmpty(200),
-  message: NonEmpty(10_000),
-  sender: v.optional(NonEmpty(200)),
-});

@@ -18,7 +18,7 @@ import type { ActivityFeed } from './activity.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
 import type { EventPage, EventStore } from './store.js';
 import { PublishEventBody } from '../../contract/requests.js';
-import { checkPayload, NotificationPayload, type PublishEventInput } from './schemas.js';
+import { checkPayload, type PublishEventInput } from './schemas.js';
 
 /** An event published from outside has depth 1; an event published by a handler of a depth-n event has n + 1. */
 const MAX_CHAIN_DEPTH = 8;
@@ -43,6 +43,8 @@ export interface EventServiceDependencies {
   configFor(extensionKey: string): Readonly<Record<string, unknown>>;
   dispatch: DispatchPort;
   retention: RetentionPolicy;
+  /** The event types with schemas: a payload of a typed key must match its schema. */
+  eventTypes: EventTypeChecker;
   /** PLATFORM_MAX_PAYLOAD: bytes of JSON. */
   maxPayloadBytes: number;
   logger: Logger;
@@ -50,6 +52,12 @@ export interface EventServiceDependencies {
   /** Live streams see every published event and every delivery outcome. */
   activity: ActivityFeed;
   now?: () => number;
+}
+
+/** What publishing asks of the event-type catalog (catalog/event-types.ts). */
+export interface EventTypeChecker {
+  /** The schemaVersion to record (the highest when none is given); throws 400 when the payload does not match. */
+  check(eventKey: string, schemaVersion: string | undefined, payload: Record<string, unknown>): string | null;
 }
 
 /** An event before it is recorded: what the publisher decides; `record` adds its id and time. */
@@ -92,7 +100,7 @@ export class EventService {
     const [, active] = await Promise.all([this.deps.workspaces.assertExists(workspaceId), this.deps.subscriptions.activeSubscriptions(workspaceId, input.eventKey)]);
     // Every path in (HTTP, webhook, plugin) passes the same checks, before anything is recorded.
     const payload = checkPayload(input.payload ?? {}, this.deps.maxPayloadBytes);
-    if (input.eventKey === 'platform.notification') parseOrThrow(NotificationPayload, payload, 'payload');
+    const schemaVersion = this.deps.eventTypes.check(input.eventKey, input.schemaVersion, payload);
     await this.deps.plugins.admit(workspaceId, input.eventKey, payload);
 
     const draft: EventDraft = {
@@ -101,7 +109,7 @@ export class EventService {
       actor: input.actor ?? origin.actor,
       publishedBy: origin.publishedBy,
       payload,
-      schemaVersion: input.schemaVersion ?? null,
+      schemaVersion,
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
     const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active));

@@ -193,6 +193,11 @@ export class ExtensionConfigService {
     return values;
   }
 
+  /** The names of the fields set (with a value) for an extension. */
+  configuredNames(extensionKey: string): string[] {
+    return (this.stored.get(extensionKey) ?? []).filter((field) => field.value !== null).map((field) => field.name);
+  }
+
   /** How many extensions have decrypted values in memory: observable so that tests can hold it bounded. */
   get cachedExtensions(): number {
     return this.decrypted.size;

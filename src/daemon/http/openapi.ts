@@ -2,6 +2,7 @@ import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema 
 import type * as v from 'valibot';
 import { endpoints, errorCodesOf, TAGS, type EndpointDeclaration } from '../../contract/endpoints.js';
 import { statusOf, type ErrorCode } from '../../contract/errors.js';
+import { MANIFEST_JSON_SCHEMA } from '../../contract/manifest.js';
 import { namedResources } from '../../contract/resources.js';
 import { PLATFORM_VERSION } from '../version.js';
 
@@ -41,6 +42,12 @@ const answerSchemaOf = (schema: v.GenericSchema): Json => {
   const { $schema: _, $defs: __, ...rest } = toJsonSchema(schema, { ...RESOURCE_CONVERSION, definitions: namedResources }) as JsonSchema & Json;
   return rest;
 };
+
+/** The manifest's own JSON Schema (served at its own URL too), as a component: without the keywords of a standalone document. */
+function manifestComponent(): Json {
+  const { $schema: _, $id: __, ...component } = MANIFEST_JSON_SCHEMA;
+  return component as Json;
+}
 
 const TIMESTAMP = { type: 'string', format: 'date-time' };
 
@@ -206,7 +213,7 @@ export function openApiDocument(sessionCookie: string): Json {
     servers: [{ url: '/', description: 'This daemon.' }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
-      schemas: toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION),
+      schemas: { ...toJsonSchemaDefs(namedResources, RESOURCE_CONVERSION), ExtensionManifest: manifestComponent() },
       securitySchemes: {
         cookie: { type: 'apiKey', in: 'cookie', name: sessionCookie, description: 'The session cookie that logging in sets.' },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The session token, sent as `Authorization: Bearer`.' },

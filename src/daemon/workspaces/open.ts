@@ -38,6 +38,8 @@ export async function openWorkspaceServices(
     box: SecretBox;
     users: { get(id: string): Promise<unknown> };
     denyPrivateTargets: boolean;
+    /** The configuration fields set for an extension (an installation reports the required ones missing). */
+    configuredNames(extensionKey: string): readonly string[];
   },
 ): Promise<WorkspaceServices> {
   const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
@@ -45,8 +47,14 @@ export async function openWorkspaceServices(
   const readBack = new ReadBack<string>((workspaceId) => subscribers.reload(workspaceId));
   const workspaces = new WorkspaceService(store, readBack, users);
   const assertWorkspaceExists = (workspaceId: string) => workspaces.assertExists(workspaceId);
-  const installations = new InstallationService(store, readBack, { assertWorkspaceExists, catalog });
   const subscriptions = new SubscriptionService(store, readBack, subscribers, { assertWorkspaceExists, catalog, handlers, box, denyPrivateTargets });
+  const installations = new InstallationService(store, readBack, {
+    assertWorkspaceExists,
+    catalog,
+    subscriptions,
+    fullUrlOf: (subscription) => subscribers.fullUrl(subscription),
+    configuredNames: dependencies.configuredNames,
+  });
   await subscribers.reload(null);
   store.onChange((workspaceId) => void subscribers.reload(workspaceId).catch(() => undefined));
   await subscriptions.sealClearCredentials();

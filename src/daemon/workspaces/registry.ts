@@ -1,12 +1,13 @@
 import type { SecretBox } from '../secrets/box.js';
 import { credentialsOf, redactSecrets } from '../dispatch/url-credentials.js';
+import { deliveryUrlOf } from '../dispatch/external.js';
 import type { WorkspaceContents, WorkspaceStore } from './store.js';
-import { inactivityOf, type Inactivity, type Installation, type StoredSubscription } from './types.js';
+import { inactivityOf, type Inactivity, type StoredInstallation, type StoredSubscription } from './types.js';
 
 /** What memory holds of one workspace for the dispatcher. */
 interface Held {
   /** By extension key. */
-  installations: Map<string, Installation>;
+  installations: Map<string, StoredInstallation>;
   subscriptions: StoredSubscription[];
 }
 
@@ -28,6 +29,7 @@ export class SubscriberRegistry {
   private readonly keyCache = new Map<string, { sealed: string; sealedPrevious: string | undefined; current: Buffer; previous: Buffer | null }>();
   /** Decrypted subscriber URLs that carry credentials (user information or a query string), with the sealed URL they came from. */
   private readonly deliveryUrls = new Map<string, { sealed: string; url: string }>();
+  private readonly fullDeliveryUrls = new Map<string, { of: StoredSubscription; url: string }>();
   /** What a subscriber could echo of its subscription's credentials, valid while its sealed values are the ones decrypted. */
   private readonly credentialCache = new Map<string, { sealed: string[]; credentials: string[] }>();
 
@@ -71,10 +73,18 @@ export class SubscriberRegistry {
     return overlapping ? [cached.current, cached.previous!] : [cached.current];
   }
 
-  /** Where deliveries of a subscription go, credentials included; null for a deleted or in-process one. */
+  /** Where deliveries of a subscription go (its URL and delivery path), credentials included; null for a deleted or in-process one. */
   deliveryUrl(subscriptionId: string): string | null {
     const subscription = this.subscriptions.get(subscriptionId);
-    return subscription ? this.fullUrl(subscription) : null;
+    if (!subscription) return null;
+    const cached = this.fullDeliveryUrls.get(subscriptionId);
+    // Subscriptions are replaced, never changed in place: the same object has the same URL.
+    if (cached?.of === subscription) return cached.url;
+    const base = this.fullUrl(subscription);
+    if (base === null) return null;
+    const url = deliveryUrlOf(base, subscription.deliveryPath);
+    this.fullDeliveryUrls.set(subscriptionId, { of: subscription, url });
+    return url;
   }
 
   /** A subscription's URL with its credentials (decrypted once, while its sealed URL stays the same). */
@@ -146,6 +156,7 @@ export class SubscriberRegistry {
       if (this.subscriptions.has(id)) continue;
       this.keyCache.delete(id);
       this.deliveryUrls.delete(id);
+      this.fullDeliveryUrls.delete(id);
       this.credentialCache.delete(id);
     }
   }

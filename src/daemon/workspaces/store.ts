@@ -1,9 +1,21 @@
 import { conflict, notFound } from '../errors.js';
-import type { Installation, StoredSubscription, Workspace } from './types.js';
+import type { StoredInstallation, StoredSubscription, Workspace } from './types.js';
+
+/**
+ * What an installation's change stores with it, all or nothing: the
+ * installation as it is to be, and the subscriptions its manifest wires
+ * (new ones, changed ones, and the ids of those it drops).
+ */
+export interface InstallationChange {
+  installation: StoredInstallation;
+  subscribe: readonly StoredSubscription[];
+  update: readonly StoredSubscription[];
+  unsubscribe: readonly string[];
+}
 
 /** What the dispatcher keeps in memory: installations and subscriptions, of one workspace or of all. */
 export interface WorkspaceContents {
-  installations: Installation[];
+  installations: StoredInstallation[];
   subscriptions: StoredSubscription[];
 }
 
@@ -55,21 +67,25 @@ export interface WorkspaceStore {
   /** A deleted user leaves every workspace. */
   removeMemberEverywhere(userId: string): Promise<void>;
 
-  listInstallations(workspaceId: string): Promise<Installation[]>;
-  getInstallation(workspaceId: string, extensionKey: string): Promise<Installation | undefined>;
-  /** Throws CONFLICT when the extension is installed there already, NOT_FOUND when the workspace is gone. */
-  install(installation: Installation): Promise<void>;
+  listInstallations(workspaceId: string): Promise<StoredInstallation[]>;
+  getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined>;
   /**
-   * Read-modify-write of one installation: `change` gets the current one, with
-   * no other change of it in between (on any daemon), and returns the one to
-   * store, or null to store nothing; if it throws, nothing is stored. Resolves
-   * with the installation as stored. Throws NOT_FOUND.
+   * With the subscriptions its manifest wires, together. Throws CONFLICT when
+   * the extension is installed there already, NOT_FOUND when the workspace is gone.
+   */
+  install(installation: StoredInstallation, subscriptions?: readonly StoredSubscription[]): Promise<void>;
+  /**
+   * Read-modify-write of one installation: `change` gets the current one and
+   * the extension's subscriptions in the workspace, with no other change of
+   * the installation in between (on any daemon), and returns what to store,
+   * or null to store nothing; if it throws, nothing is stored. Resolves with
+   * the installation as stored. Throws NOT_FOUND.
    */
   updateInstallation(
     workspaceId: string,
     extensionKey: string,
-    change: (current: Installation) => Installation | null,
-  ): Promise<Installation>;
+    change: (current: StoredInstallation, subscriptions: readonly StoredSubscription[]) => InstallationChange | null,
+  ): Promise<StoredInstallation>;
   /** Throws NOT_FOUND. */
   uninstall(workspaceId: string, extensionKey: string): Promise<void>;
 

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { invalid, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
-import { eventsUrl } from '../dispatch/external.js';
+import { deliveryUrlOf } from '../dispatch/external.js';
+import { DEFAULT_SUBSCRIPTION_PATH } from '../../contract/manifest.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
 import { hasCredentials, maskCredentials, showsCredentials } from '../dispatch/url-credentials.js';
 import type { ReadBack } from '../read-back.js';
@@ -94,9 +95,30 @@ export class SubscriptionService {
   ): Promise<{ subscription: PublicSubscription & { signingSecret: string }; warnings: string[] }> {
     await this.dependencies.assertWorkspaceExists(workspaceId);
     if (!this.dependencies.catalog.has(input.extensionKey)) throw notFound(`extension ${input.extensionKey} not found`);
+    const { subscription, signingSecret } = await this.draft(workspaceId, input);
+    const serviceBaseUrl = subscription.kind === 'EXTERNAL_SERVICE' ? input.serviceBaseUrl : null;
+    // The same subscriber once; URLs compare with their credentials.
+    const isDuplicate = (other: StoredSubscription) =>
+      other.extensionKey === input.extensionKey && other.kind === input.kind && this.subscribers.fullUrl(other) === serviceBaseUrl;
+    // Read before the write: once the subscription is stored, no failure may answer as if it were not.
+    const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
+      ? []
+      : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
+    await this.readBack.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
+    return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
+  }
+
+  /**
+   * A new subscription, not yet stored, and its signing secret: the URL
+   * checked (an http(s) URL, and a public one unless private targets are
+   * allowed) and sealed when it has credentials; an in-process one only for
+   * an event a plugin of the extension handles. Install wires a manifest's
+   * subscriptions with it too.
+   */
+  async draft(workspaceId: string, input: NewSubscription & { deliveryPath?: string }): Promise<{ subscription: StoredSubscription; signingSecret: string }> {
     const serviceBaseUrl = input.kind === 'EXTERNAL_SERVICE' ? (input.serviceBaseUrl ?? null) : null;
     if (input.kind === 'EXTERNAL_SERVICE' && serviceBaseUrl === null) {
-      throw invalid('serviceBaseUrl', 'an EXTERNAL_SERVICE subscription needs an http(s) serviceBaseUrl');
+      throw invalid('serviceBaseUrl', `an EXTERNAL_SERVICE subscription (${input.extensionKey} to ${input.eventKey}) needs an http(s) serviceBaseUrl`);
     }
     if (serviceBaseUrl !== null && this.dependencies.denyPrivateTargets) {
       await assertPublicTarget(serviceBaseUrl).catch((error: Error) => {
@@ -119,16 +141,9 @@ export class SubscriptionService {
       enabled: true,
       disabledReason: null,
       sealedSigningSecret: this.dependencies.box.seal(signingSecret),
+      ...(input.deliveryPath === undefined || input.deliveryPath === DEFAULT_SUBSCRIPTION_PATH ? {} : { deliveryPath: input.deliveryPath }),
     };
-    // The same subscriber once; URLs compare with their credentials.
-    const isDuplicate = (other: StoredSubscription) =>
-      other.extensionKey === input.extensionKey && other.kind === input.kind && this.subscribers.fullUrl(other) === serviceBaseUrl;
-    // Read before the write: once the subscription is stored, no failure may answer as if it were not.
-    const warnings = (await this.store.getInstallation(workspaceId, input.extensionKey))
-      ? []
-      : [`${input.extensionKey} is not installed in ${workspaceId}: nothing is delivered to this subscription until it is`];
-    await this.readBack.storing(workspaceId, this.store.subscribe(subscription, isDuplicate));
-    return { subscription: { ...toPublicSubscription(subscription), signingSecret }, warnings };
+    return { subscription, signingSecret };
   }
 
   async unsubscribe(workspaceId: string, subscriptionId: string): Promise<void> {
@@ -253,7 +268,7 @@ export class SubscriptionService {
 /** Shown with credentials: written before they were sealed, or (a query string) before they were masked. */
 const hasClearCredentials = (subscription: StoredSubscription): boolean => showsCredentials(subscription.serviceBaseUrl);
 
-function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
+export function toPublicSubscription(subscription: StoredSubscription): PublicSubscription {
   const {
     sealedSigningSecret: _secret,
     sealedServiceBaseUrl: _url,
@@ -266,6 +281,6 @@ function toPublicSubscription(subscription: StoredSubscription): PublicSubscript
     ...visible,
     enabled: visible.enabled !== false,
     disabledReason: visible.enabled === false ? (visible.disabledReason ?? null) : null,
-    deliveryUrl: visible.serviceBaseUrl === null ? null : eventsUrl(visible.serviceBaseUrl),
+    deliveryUrl: visible.serviceBaseUrl === null ? null : deliveryUrlOf(visible.serviceBaseUrl, visible.deliveryPath),
   };
 }

@@ -1,6 +1,18 @@
+import type { Manifest } from '../../contract/manifest.js';
 import type { Subscription as ContractSubscription } from '../../contract/types.js';
 
-export type { Installation, Workspace } from '../../contract/types.js';
+export type { Installation, InstalledExtension, Workspace } from '../../contract/types.js';
+
+/** An installation as stored; what it misses of its configuration is worked out when it is shown. */
+export interface StoredInstallation {
+  workspaceId: string;
+  extensionKey: string;
+  version: string;
+  enabled: boolean;
+  installedAt: string;
+  /** The manifest's permissions an ADMIN granted; absent in data written before manifests: none. */
+  grantedPermissions?: string[];
+}
 
 export const SUBSCRIBER_KINDS = ['EXTERNAL_SERVICE', 'IN_PROCESS'] as const;
 export type SubscriberKind = (typeof SUBSCRIBER_KINDS)[number];
@@ -19,6 +31,8 @@ export interface Subscription {
   enabled?: boolean;
   /** Why it is disabled (by an administrator, or after failing too long); null when enabled. */
   disabledReason?: string | null;
+  /** Where below serviceBaseUrl deliveries go, as a manifest declared it; absent: /events. */
+  deliveryPath?: string;
 }
 
 /** As the API shows it: with the URL deliveries are POSTed to (`{serviceBaseUrl}/events`). */
@@ -58,6 +72,7 @@ export interface InstallableVersion {
   yanked: boolean;
   requiresPlatform: string | null;
   requiresSdk: string | null;
+  manifest: Manifest | null;
 }
 
 /** The part of the catalog that workspaces rely on. */
@@ -65,8 +80,8 @@ export interface CatalogReader {
   has(extensionKey: string): boolean;
   /** Throws NOT_FOUND for an unknown extension or version. */
   versionRecord(extensionKey: string, version: string): InstallableVersion;
-  /** Throws NOT_FOUND for an unknown extension; versions newest first. */
-  detail(extensionKey: string): { versions: ReadonlyArray<{ version: string; yanked: boolean }> };
+  /** Throws NOT_FOUND for an unknown extension; newest first. */
+  versions(extensionKey: string): readonly InstallableVersion[];
 }
 
 /** The part of the plugin registry that subscriptions rely on. */

@@ -2,7 +2,7 @@ import semver from 'semver';
 import { SDK_VERSION } from '../../handlers/sdk.js';
 import { VERSION_REQUEST_RULE } from '../../contract/requests.js';
 import { DomainError, invalid } from '../errors.js';
-import { isStrictSemver } from '../catalog/versions.js';
+import { compatibleVersionOf, isStrictSemver, unmetRequirement, type Runtime } from '../catalog/versions.js';
 import { PLATFORM_VERSION } from '../version.js';
 import type { CatalogReader, InstallableVersion } from './types.js';
 
@@ -11,23 +11,15 @@ export function isVersionRequest(text: string): boolean {
   return text === 'latest' || isStrictSemver(text) || semver.validRange(text) !== null;
 }
 
-/** The requirement this daemon does not meet, or null. */
-function unmetRequirement(record: InstallableVersion): string | null {
-  if (record.requiresPlatform !== null && semver.gt(record.requiresPlatform, PLATFORM_VERSION)) {
-    return `platform ${record.requiresPlatform}; this daemon has ${PLATFORM_VERSION}`;
-  }
-  if (record.requiresSdk !== null && semver.gt(record.requiresSdk, SDK_VERSION)) {
-    return `plugin SDK ${record.requiresSdk}; this daemon has ${SDK_VERSION}`;
-  }
-  return null;
-}
+/** What this daemon runs: the versions a version's requirements are checked against. */
+const THIS_DAEMON: Runtime = { platformVersion: PLATFORM_VERSION, sdkVersion: SDK_VERSION };
 
 /** An exact version as asked: yanked or needing a newer platform or SDK is refused. */
 function assertInstallable(extensionKey: string, record: InstallableVersion): void {
   if (record.yanked) {
     throw new DomainError('VERSION_YANKED', `${extensionKey}@${record.version} has been yanked and cannot be installed`);
   }
-  const unmet = unmetRequirement(record);
+  const unmet = unmetRequirement(record, THIS_DAEMON);
   if (unmet) throw new DomainError('INCOMPATIBLE_VERSION', `${extensionKey}@${record.version} requires ${unmet}`);
 }
 
@@ -44,18 +36,10 @@ export function resolveVersion(catalog: CatalogReader, extensionKey: string, req
     return requested;
   }
   const range = requested === undefined || requested === 'latest' ? null : requested;
-  const { versions } = catalog.detail(extensionKey);
+  const versions = catalog.versions(extensionKey);
   if (versions.length === 0) throw new DomainError('CONFLICT', `extension ${extensionKey} has no published version to install`);
-  let prerelease: string | null = null;
-  // Newest first: the first stable candidate is the answer.
-  for (const { version, yanked } of versions) {
-    if (yanked) continue;
-    if (range !== null && !semver.satisfies(version, range)) continue;
-    if (unmetRequirement(catalog.versionRecord(extensionKey, version)) !== null) continue;
-    if (semver.prerelease(version) === null) return version;
-    prerelease ??= version;
-  }
-  if (prerelease !== null) return prerelease;
+  const compatible = compatibleVersionOf(versions, THIS_DAEMON, range);
+  if (compatible !== null) return compatible;
   const wanted = range === null ? 'version' : `version matching ${range}`;
   throw new DomainError(
     'INCOMPATIBLE_VERSION',

@@ -17,7 +17,10 @@ export const catalogRoutes = ({ services: { catalog }, config: { maxPageBytes } 
       const more = offset + budget.count < page.total;
       return new PageReply(budget, { total: page.total, limit: query.limit, offset, ...offsetMeta('extensions', '', offset, budget.count, more) });
     },
-    getExtension: ({ params }) => catalog.detail(params.key),
+    getExtension: ({ params, query }) =>
+      query.platformVersion === undefined && query.sdkVersion === undefined ? catalog.detail(params.key) : catalog.compatibleDetail(params.key, query),
+    listEventTypes: () => catalog.eventTypes.list(),
+    getEventType: ({ params }) => catalog.eventTypes.get(params.eventKey),
     getVersion: ({ params }) => catalog.versionRecord(params.key, params.version),
     listCategories: () => catalog.categories(),
     createExtension: ({ caller, body }) => catalog.create(caller.user, body),

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
-import { inactivityOf, type Installation, type StoredSubscription, type Workspace } from '../../workspaces/types.js';
+import { inactivityOf, type StoredInstallation, type StoredSubscription, type Workspace } from '../../workspaces/types.js';
 import {
   alreadyInstalled,
   alreadySubscribed,
   installationNotFound,
   stillInstalled,
+  type InstallationChange,
   subscriptionNotFound,
   workspaceTaken,
   workspaceNotFound,
@@ -16,7 +17,7 @@ import { Collection } from '../collection.js';
 interface WorkspacesDocument {
   schemaVersion: 1;
   workspaces: Workspace[];
-  installations: Installation[];
+  installations: StoredInstallation[];
   subscriptions: StoredSubscription[];
 }
 
@@ -33,7 +34,7 @@ const installationKey = (workspaceId: string, extensionKey: string) => `${worksp
  */
 export class FileWorkspaceStore implements WorkspaceStore {
   private workspaces = new Map<string, Workspace>();
-  private installations = new Map<string, Installation>();
+  private installations = new Map<string, StoredInstallation>();
   private subscriptions = new Map<string, StoredSubscription>();
   private byTopic = new Map<string, StoredSubscription[]>();
 
@@ -118,38 +119,51 @@ export class FileWorkspaceStore implements WorkspaceStore {
 
   // Installations
 
-  async listInstallations(workspaceId: string): Promise<Installation[]> {
+  async listInstallations(workspaceId: string): Promise<StoredInstallation[]> {
     return this.collection.data.installations.filter((installation) => installation.workspaceId === workspaceId);
   }
 
-  async getInstallation(workspaceId: string, extensionKey: string): Promise<Installation | undefined> {
+  async getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined> {
     return this.installations.get(installationKey(workspaceId, extensionKey));
   }
 
-  async install(installation: Installation): Promise<void> {
+  async install(installation: StoredInstallation, subscriptions: readonly StoredSubscription[] = []): Promise<void> {
     const key = installationKey(installation.workspaceId, installation.extensionKey);
     await this.collection.update((data) => {
       if (!this.workspaces.has(installation.workspaceId)) throw workspaceNotFound(installation.workspaceId);
       if (this.installations.has(key)) throw alreadyInstalled(installation.workspaceId, installation.extensionKey);
       data.installations.push(installation);
       this.installations.set(key, installation);
+      if (subscriptions.length === 0) return;
+      data.subscriptions.push(...subscriptions);
+      for (const subscription of subscriptions) this.indexSubscription(subscription);
     });
   }
 
   async updateInstallation(
     workspaceId: string,
     extensionKey: string,
-    change: (current: Installation) => Installation | null,
-  ): Promise<Installation> {
+    change: (current: StoredInstallation, subscriptions: readonly StoredSubscription[]) => InstallationChange | null,
+  ): Promise<StoredInstallation> {
     const key = installationKey(workspaceId, extensionKey);
     return this.collection.update((data) => {
       const current = this.installations.get(key);
       if (!current) throw installationNotFound(workspaceId, extensionKey);
-      const next = change(current);
+      const own = data.subscriptions.filter((subscription) => subscription.workspaceId === workspaceId && subscription.extensionKey === extensionKey);
+      const next = change(current, own);
       if (!next) return current;
-      data.installations[data.installations.indexOf(current)] = next;
-      this.installations.set(key, next);
-      return next;
+      data.installations[data.installations.indexOf(current)] = next.installation;
+      this.installations.set(key, next.installation);
+      if (next.subscribe.length + next.update.length + next.unsubscribe.length > 0) {
+        const replaced = new Map(next.update.map((subscription) => [subscription.id, subscription]));
+        const dropped = new Set(next.unsubscribe);
+        data.subscriptions = [
+          ...data.subscriptions.filter((subscription) => !dropped.has(subscription.id)).map((subscription) => replaced.get(subscription.id) ?? subscription),
+          ...next.subscribe,
+        ];
+        this.reindexSubscriptions();
+      }
+      return next.installation;
     });
   }
 

@@ -1,6 +1,7 @@
 import { extensionExists, type AuditFilter, type CatalogChange, type CatalogStore } from '../../catalog/store.js';
 import type { AuditAction, AuditRecord, StoredExtension, StoredVersion } from '../../catalog/types.js';
 import { newestFirst } from '../../catalog/versions.js';
+import type { Manifest } from '../../../contract/manifest.js';
 import { notFound } from '../../errors.js';
 import type { ChangeFeed } from './change-feed.js';
 import { isUniqueViolation, type Database, type Queryable } from './database.js';
@@ -31,6 +32,7 @@ interface VersionRow {
   requires_sdk: string | null;
   changelog: string | null;
   published_at: string;
+  manifest: Manifest | null;
 }
 
 interface AuditRow {
@@ -61,6 +63,7 @@ const toVersion = (row: VersionRow): StoredVersion => ({
   requiresSdk: row.requires_sdk,
   changelog: row.changelog,
   publishedAt: new Date(row.published_at).toISOString(),
+  manifest: row.manifest,
 });
 
 const toExtension = (row: ExtensionRow): StoredExtension => ({
@@ -197,9 +200,9 @@ export async function insertExtension(tx: Queryable, extension: StoredExtension)
   if (versions.length === 0) return;
   await tx.query(
     `INSERT INTO extension_versions (extension_key, version, precedence, release_date, yanked, artifact_url, manifest_url,
-                                     requires_platform, requires_sdk, changelog, published_at)
+                                     requires_platform, requires_sdk, changelog, published_at, manifest)
      SELECT $1, v.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[],
-                                $10::text[], $11::timestamptz[]) AS v`,
+                                $10::text[], $11::timestamptz[], $12::json[]) AS v`,
     [
       extension.extensionKey,
       versions.map((version) => version.version),
@@ -212,6 +215,7 @@ export async function insertExtension(tx: Queryable, extension: StoredExtension)
       versions.map((version) => version.requiresSdk),
       versions.map((version) => version.changelog),
       versions.map((version) => version.publishedAt),
+      versions.map((version) => manifestJson(version)),
     ],
   );
 }
@@ -219,8 +223,8 @@ export async function insertExtension(tx: Queryable, extension: StoredExtension)
 async function insertVersion(tx: Queryable, extensionKey: string, version: StoredVersion): Promise<void> {
   await tx.query(
     `INSERT INTO extension_versions (extension_key, version, precedence, release_date, yanked, artifact_url, manifest_url,
-                                     requires_platform, requires_sdk, changelog, published_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+                                     requires_platform, requires_sdk, changelog, published_at, manifest)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     [
       extensionKey,
       version.version,
@@ -233,9 +237,12 @@ async function insertVersion(tx: Queryable, extensionKey: string, version: Store
       version.requiresSdk,
       version.changelog,
       version.publishedAt,
+      manifestJson(version),
     ],
   );
 }
+
+const manifestJson = (version: StoredVersion): string | null => (version.manifest ? JSON.stringify(version.manifest) : null);
 
 async function insertAudit(tx: Queryable, record: AuditRecord): Promise<void> {
   await tx.query(

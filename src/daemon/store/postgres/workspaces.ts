@@ -1,8 +1,9 @@
-import { inactivityOf, type Installation, type StoredSubscription, type SubscriberKind, type Workspace } from '../../workspaces/types.js';
+import { inactivityOf, type StoredInstallation, type StoredSubscription, type SubscriberKind, type Workspace } from '../../workspaces/types.js';
 import {
   alreadyInstalled,
   alreadySubscribed,
   installationNotFound,
+  type InstallationChange,
   stillInstalled,
   subscriptionNotFound,
   userNotFound,
@@ -32,6 +33,7 @@ interface InstallationRow {
   version: string;
   enabled: boolean;
   installed_at: Date;
+  granted_permissions: string[];
 }
 
 interface SubscriptionRow {
@@ -50,6 +52,7 @@ interface SubscriptionRow {
   disabled_reason: string | null;
   failing_since: string | null;
   created_at: Date;
+  delivery_path: string | null;
 }
 
 /** Workspaces with their members in the order they were added, in one query. */
@@ -57,9 +60,10 @@ const SELECT_WORKSPACES = `
   SELECT w.id, w.name, w.created_at,
          coalesce(array_agg(m.user_id ORDER BY m.seq) FILTER (WHERE m.user_id IS NOT NULL), '{}') AS members
   FROM workspaces w LEFT JOIN workspace_members m ON m.workspace_id = w.id`;
-const INSTALLATION_COLUMNS = 'workspace_id, extension_key, version, enabled, installed_at';
+const INSTALLATION_COLUMNS = 'workspace_id, extension_key, version, enabled, installed_at, granted_permissions';
 const SUBSCRIPTION_COLUMNS = `id, workspace_id, event_key, extension_key, kind, service_base_url, sealed_service_base_url,
-  sealed_signing_secret, sealed_previous_signing_secret, previous_secret_until, enabled, disabled_reason, failing_since, created_at`;
+  sealed_signing_secret, sealed_previous_signing_secret, previous_secret_until, enabled, disabled_reason, failing_since, created_at,
+  delivery_path`;
 
 const toWorkspace = (row: WorkspaceRow): Workspace => ({
   id: row.id,
@@ -68,12 +72,13 @@ const toWorkspace = (row: WorkspaceRow): Workspace => ({
   createdAt: row.created_at.toISOString(),
 });
 
-const toInstallation = (row: InstallationRow): Installation => ({
+const toInstallation = (row: InstallationRow): StoredInstallation => ({
   workspaceId: row.workspace_id,
   extensionKey: row.extension_key,
   version: row.version,
   enabled: row.enabled,
   installedAt: row.installed_at.toISOString(),
+  grantedPermissions: row.granted_permissions,
 });
 
 const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
@@ -91,7 +96,45 @@ const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
   ...(row.sealed_previous_signing_secret === null ? {} : { sealedPreviousSigningSecret: row.sealed_previous_signing_secret }),
   ...(row.previous_secret_until === null ? {} : { previousSecretUntil: Number(row.previous_secret_until) }),
   ...(row.failing_since === null ? {} : { failingSince: Number(row.failing_since) }),
+  ...(row.delivery_path === null ? {} : { deliveryPath: row.delivery_path }),
 });
+
+/** One subscription's row, as INSERT INTO subscriptions (SUBSCRIPTION_COLUMNS) takes it. */
+const subscriptionValues = (subscription: StoredSubscription): unknown[] => [
+  subscription.id,
+  subscription.workspaceId,
+  subscription.eventKey,
+  subscription.extensionKey,
+  subscription.kind,
+  subscription.serviceBaseUrl,
+  subscription.sealedServiceBaseUrl ?? null,
+  subscription.sealedSigningSecret,
+  subscription.sealedPreviousSigningSecret ?? null,
+  subscription.previousSecretUntil ?? null,
+  subscription.enabled !== false,
+  subscription.disabledReason ?? null,
+  subscription.failingSince ?? null,
+  subscription.createdAt,
+  subscription.deliveryPath ?? null,
+];
+const INSERT_SUBSCRIPTION = `INSERT INTO subscriptions (${SUBSCRIPTION_COLUMNS})
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`;
+/** What a subscription's change may change: not what it is (id, workspace, event key, extension, kind, createdAt). */
+const UPDATE_SUBSCRIPTION = `UPDATE subscriptions SET service_base_url = $2, sealed_service_base_url = $3, sealed_signing_secret = $4,
+  sealed_previous_signing_secret = $5, previous_secret_until = $6, enabled = $7, disabled_reason = $8, failing_since = $9, delivery_path = $10
+  WHERE id = $1`;
+const updatedSubscriptionValues = (next: StoredSubscription): unknown[] => [
+  next.id,
+  next.serviceBaseUrl,
+  next.sealedServiceBaseUrl ?? null,
+  next.sealedSigningSecret,
+  next.sealedPreviousSigningSecret ?? null,
+  next.previousSecretUntil ?? null,
+  next.enabled !== false,
+  next.disabledReason ?? null,
+  next.failingSince ?? null,
+  next.deliveryPath ?? null,
+];
 
 /** Every publish asks whether its workspace exists, then which subscriptions receive its event. */
 const EXISTING_WORKSPACES = { name: 'existing-workspaces', text: 'SELECT id FROM workspaces WHERE id = ANY($1::text[])' };
@@ -234,7 +277,7 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
 
   // Installations
 
-  async listInstallations(workspaceId: string): Promise<Installation[]> {
+  async listInstallations(workspaceId: string): Promise<StoredInstallation[]> {
     const { rows } = await this.database.query<InstallationRow>(
       `SELECT ${INSTALLATION_COLUMNS} FROM installations WHERE workspace_id = $1 ORDER BY seq`,
       [workspaceId],
@@ -242,7 +285,7 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     return rows.map(toInstallation);
   }
 
-  async getInstallation(workspaceId: string, extensionKey: string): Promise<Installation | undefined> {
+  async getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined> {
     const { rows } = await this.database.query<InstallationRow>(
       `SELECT ${INSTALLATION_COLUMNS} FROM installations WHERE workspace_id = $1 AND extension_key = $2`,
       [workspaceId, extensionKey],
@@ -250,17 +293,19 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     return rows[0] && toInstallation(rows[0]);
   }
 
-  async install(installation: Installation): Promise<void> {
+  async install(installation: StoredInstallation, subscriptions: readonly StoredSubscription[] = []): Promise<void> {
     const { workspaceId, extensionKey } = installation;
     try {
       await this.database.transaction(async (tx) => {
-        await tx.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
+        await tx.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
           workspaceId,
           extensionKey,
           installation.version,
           installation.enabled,
           installation.installedAt,
+          installation.grantedPermissions ?? [],
         ]);
+        for (const subscription of subscriptions) await tx.query(INSERT_SUBSCRIPTION, subscriptionValues(subscription));
         await this.feed.notify(tx, TOPIC, workspaceId);
       });
     } catch (error) {
@@ -270,7 +315,11 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     }
   }
 
-  updateInstallation(workspaceId: string, extensionKey: string, change: (current: Installation) => Installation | null): Promise<Installation> {
+  updateInstallation(
+    workspaceId: string,
+    extensionKey: string,
+    change: (current: StoredInstallation, subscriptions: readonly StoredSubscription[]) => InstallationChange | null,
+  ): Promise<StoredInstallation> {
     return this.database.transaction(async (tx) => {
       const { rows } = await tx.query<InstallationRow>(
         `SELECT ${INSTALLATION_COLUMNS} FROM installations WHERE workspace_id = $1 AND extension_key = $2 FOR UPDATE`,
@@ -278,16 +327,25 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
       );
       if (!rows[0]) throw installationNotFound(workspaceId, extensionKey);
       const current = toInstallation(rows[0]);
-      const next = change(current);
+      const own = await tx.query<SubscriptionRow>(
+        `SELECT ${SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = $1 AND extension_key = $2 ORDER BY seq FOR UPDATE`,
+        [workspaceId, extensionKey],
+      );
+      const next = change(current, own.rows.map(toSubscription));
       if (!next) return current;
-      await tx.query('UPDATE installations SET version = $3, enabled = $4 WHERE workspace_id = $1 AND extension_key = $2', [
+      const { installation } = next;
+      await tx.query('UPDATE installations SET version = $3, enabled = $4, granted_permissions = $5 WHERE workspace_id = $1 AND extension_key = $2', [
         workspaceId,
         extensionKey,
-        next.version,
-        next.enabled,
+        installation.version,
+        installation.enabled,
+        installation.grantedPermissions ?? [],
       ]);
+      if (next.unsubscribe.length > 0) await tx.query('DELETE FROM subscriptions WHERE id = ANY($1::text[])', [next.unsubscribe]);
+      for (const subscription of next.update) await tx.query(UPDATE_SUBSCRIPTION, updatedSubscriptionValues(subscription));
+      for (const subscription of next.subscribe) await tx.query(INSERT_SUBSCRIPTION, subscriptionValues(subscription));
       await this.feed.notify(tx, TOPIC, workspaceId);
-      return next;
+      return installation;
     });
   }
 
@@ -333,25 +391,7 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
           [workspaceId, eventKey],
         );
         if (rows.map(toSubscription).some(isDuplicate)) throw alreadySubscribed(subscription);
-        await tx.query(
-          `INSERT INTO subscriptions (${SUBSCRIPTION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-          [
-            subscription.id,
-            workspaceId,
-            eventKey,
-            subscription.extensionKey,
-            subscription.kind,
-            subscription.serviceBaseUrl,
-            subscription.sealedServiceBaseUrl ?? null,
-            subscription.sealedSigningSecret,
-            subscription.sealedPreviousSigningSecret ?? null,
-            subscription.previousSecretUntil ?? null,
-            subscription.enabled !== false,
-            subscription.disabledReason ?? null,
-            subscription.failingSince ?? null,
-            subscription.createdAt,
-          ],
-        );
+        await tx.query(INSERT_SUBSCRIPTION, subscriptionValues(subscription));
         await this.feed.notify(tx, TOPIC, workspaceId);
       });
     } catch (error) {
@@ -374,22 +414,7 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
       const current = toSubscription(rows[0]);
       const next = change(current);
       if (!next) return current;
-      await tx.query(
-        `UPDATE subscriptions SET service_base_url = $2, sealed_service_base_url = $3, sealed_signing_secret = $4,
-           sealed_previous_signing_secret = $5, previous_secret_until = $6, enabled = $7, disabled_reason = $8, failing_since = $9
-         WHERE id = $1`,
-        [
-          subscriptionId,
-          next.serviceBaseUrl,
-          next.sealedServiceBaseUrl ?? null,
-          next.sealedSigningSecret,
-          next.sealedPreviousSigningSecret ?? null,
-          next.previousSecretUntil ?? null,
-          next.enabled !== false,
-          next.disabledReason ?? null,
-          next.failingSince ?? null,
-        ],
-      );
+      await tx.query(UPDATE_SUBSCRIPTION, updatedSubscriptionValues(next));
       await this.feed.notify(tx, TOPIC, workspaceId);
       return next;
     });
