@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog|peer]
+ * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog|peer|typed]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -399,6 +399,7 @@ async function main(): Promise<void> {
   await measureLargePages(base);
   await measureBacklogGroup(base);
   await measurePeerGroup(base);
+  await measureTypedPublish(base);
   report(base);
 }
 
@@ -412,6 +413,7 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
   'large-pages': measureLargePages,
   backlog: measureBacklogGroup,
   peer: measurePeerGroup,
+  typed: measureTypedPublish,
 };
 
 /** What the groups in files of their own (bench/postgres.ts, bench/backlog.ts) borrow from this one. */
@@ -648,6 +650,92 @@ async function measureMetricsCost(base: Load): Promise<void> {
   };
   compare(`12a. metrics: scenario 1 counting vs not (${rounds} rounds)`, 'uncounted', 'not counting', 0.97);
   compare(`12b. access lines: scenario 1 logging vs --quiet (${rounds} rounds)`, 'quiet', 'without access lines', null);
+}
+
+/** A JSON Schema of 20 properties of the usual kinds, and a payload of about 1 KB that matches it. */
+function typedEvent(): { schema: Record<string, unknown>; payload: Record<string, unknown> } {
+  const properties: Record<string, unknown> = {};
+  const payload: Record<string, unknown> = {};
+  for (let i = 0; i < 20; i += 1) {
+    const name = `field${String(i).padStart(2, '0')}`;
+    if (i % 4 === 0) {
+      properties[name] = { type: 'number', minimum: 0 };
+      payload[name] = 1000 + i;
+    } else if (i % 4 === 1) {
+      properties[name] = { type: 'string', format: 'date-time' };
+      payload[name] = new Date(Date.UTC(2026, 0, 1 + i)).toISOString();
+    } else if (i % 4 === 2) {
+      properties[name] = { enum: ['open', 'won', 'lost'] };
+      payload[name] = 'won';
+    } else {
+      properties[name] = { type: 'string', maxLength: 200 };
+      payload[name] = `text of field ${i} `.repeat(8).slice(0, 100);
+    }
+  }
+  return { schema: { type: 'object', required: Object.keys(properties), properties, additionalProperties: false }, payload };
+}
+
+/**
+ * 18: what validating a typed payload costs a publish. One daemon, two event
+ * keys with the same 1 KB payload: `bench.typed` has a manifest schema of 20
+ * properties, `bench.untyped` has none. Six alternating rounds each; the
+ * daemon's CPU time per acknowledged publish (no subscribers, so the
+ * validation's share is the largest it can be).
+ */
+async function measureTypedPublish(base: Load): Promise<void> {
+  const daemon = await startDaemon();
+  try {
+    const token = await login(daemon.url);
+    const { schema, payload } = typedEvent();
+    await api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'bench', name: 'Bench' });
+    await api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions/bench/versions', {
+      version: '1.0.0',
+      artifactUrl: 'https://artifacts.example.test/bench.jar',
+      manifest: { manifestVersion: 1, extensionKey: 'bench', version: '1.0.0', publishes: [{ eventKey: 'bench.typed', schemaVersion: '1', schema }] },
+    });
+    await api(daemon.url, token, 'POST', '/api/admin/workspaces', { id: 'typed', name: 'Typed' });
+    const bytes = Buffer.byteLength(JSON.stringify(payload));
+    const options = (eventKey: string, duration: number): autocannon.Options => ({
+      url: `${daemon.url}/api/workspaces/typed/events/publish`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ eventKey, payload }),
+      connections: 50,
+      duration,
+    });
+    const variants = ['bench.typed', 'bench.untyped'] as const;
+    const totals = { 'bench.typed': { cpu: 0, ok: 0, rps: 0 }, 'bench.untyped': { cpu: 0, ok: 0, rps: 0 } };
+    const rounds = 6;
+    const seconds = QUICK ? 2 : 5;
+    for (const eventKey of variants) await load(options(eventKey, 1));
+    for (let round = 0; round < rounds; round += 1) {
+      for (const eventKey of round % 2 === 0 ? variants : [...variants].reverse()) {
+        const cpuBefore = cpuSeconds(daemon.child.pid!);
+        const result = await load(options(eventKey, seconds));
+        totals[eventKey].cpu += cpuSeconds(daemon.child.pid!) - cpuBefore;
+        totals[eventKey].ok += result.ok;
+        totals[eventKey].rps += result.rps;
+      }
+    }
+    const micros = (eventKey: (typeof variants)[number]) => (totals[eventKey].cpu * 1e6) / totals[eventKey].ok;
+    const more = micros('bench.typed') / micros('bench.untyped') - 1;
+    const rate = Math.round(totals['bench.typed'].rps / rounds);
+    record({
+      scenario: `18. publish with a typed payload (20-property schema, ${bytes} B) vs untyped (${rounds} rounds)`,
+      value: Math.round(more * 1000) / 10,
+      unit: '% more CPU per event',
+      p50: null,
+      p99: null,
+      ratio: rate / base.rps,
+      rssMb: rssMb(daemon.child.pid!),
+      target: '<= 10 % more CPU per event',
+      met: more <= 0.1,
+      note: `CPU per publish ${micros('bench.typed').toFixed(1)} us typed, ${micros('bench.untyped').toFixed(1)} us untyped; ${rate} vs ${Math.round(totals['bench.untyped'].rps / rounds)} publishes/s`,
+    });
+  } finally {
+    await daemon.stop();
+    rmSync(daemon.dataDir, { recursive: true, force: true });
+  }
 }
 
 const RECORDED_DELIVERIES = 1_000_000;
