@@ -153,8 +153,9 @@ test('every name a daemon writes at the top of its data directory marks it as a 
   const t = await startTestDaemon({ seed: true, bootstrapAdmin: null });
   try {
     const admin = await t.as('admin@localhost', readFileSync(join(t.dataDir, 'initial-admin-password'), 'utf8').trim());
-    await workspaceWith(admin, 'acme', 'crm');
-    assert.is((await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed', payload: {} })).status, 200);
+    // An extension of its own: the seed's CRM asks for consent and types its events.
+    await workspaceWith(admin, 'acme', 'notes');
+    assert.is((await admin.post('/api/workspaces/acme/events/publish', { eventKey: 'notes.page.saved', payload: {} })).status, 200);
     assert.is((await admin.post('/api/auth/logout')).status, 200);
     const names = readdirSync(t.dataDir).filter((name) => name !== 'plugins');
     assert.ok(names.length > 0);
