@@ -87,6 +87,7 @@ const NOT_ENVELOPE_ROUTES: Record<string, string> = {
   'GET /metrics': 'the Prometheus text format',
   'GET /api/admin/backup': 'a gzipped tar archive',
   'GET /api/openapi.json': 'the OpenAPI document, not wrapped in the envelope',
+  'GET /api/schemas/extension-manifest.json': 'a JSON Schema document, not wrapped in the envelope',
 };
 
 const ROUTES: Record<string, RouteFixture> = {
@@ -131,7 +132,14 @@ const ROUTES: Record<string, RouteFixture> = {
     query: { search: 'text', category: 'text', limit: 'int', offset: 'int' },
     baseline: [200],
   },
-  'GET /api/marketplace/extensions/:key': { access: 'public', params: { key: EXTENSION }, baseline: [200] },
+  'GET /api/marketplace/extensions/:key': {
+    access: 'public',
+    params: { key: EXTENSION },
+    query: { platformVersion: 'text', sdkVersion: 'text' },
+    baseline: [200],
+  },
+  'GET /api/event-types': { access: 'public', baseline: [200] },
+  'GET /api/event-types/:eventKey': { access: 'public', params: { eventKey: 'platform.notification' }, baseline: [200] },
   'GET /api/marketplace/extensions/:key/versions/:version': {
     access: 'public',
     params: { key: EXTENSION, version: '1.0.0' },
