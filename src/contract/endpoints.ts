@@ -1,11 +1,14 @@
 import * as v from 'valibot';
 import type { ErrorCode } from './errors.js';
 import * as request from './requests.js';
+import type { Scope } from './requests.js';
 import {
+  ApiToken,
   AuditRecord,
   CategoryCount,
   ChannelSummary,
   ChatMessage,
+  CreatedApiToken,
   CreatedSubscription,
   CursorMeta,
   DaemonStatus,
@@ -24,11 +27,13 @@ import {
   Installation,
   InstalledExtension,
   OffsetMeta,
+  OwnInstallation,
   PageMeta,
   PlatformEvent,
   PublishedMeta,
   Readiness,
   ReplayedDeadLetters,
+  RotatedInstallationToken,
   RotatedSecret,
   Subscription,
   TestDelivery,
@@ -41,21 +46,26 @@ import {
 
 /**
  * Who may call: anyone; any logged-in user; a member of the workspace named by
- * the path's `id` (or an ADMIN); an ADMIN; or a metrics scraper (the metrics
- * token, or an ADMIN).
+ * the path's `id` (or an ADMIN); an ADMIN; a metrics scraper (the metrics
+ * token, or an ADMIN); or an extension's service with its installation token.
+ * A personal API token acts as its user, within its scopes (see `scope`).
  */
-export type Access = 'public' | 'user' | 'member' | 'admin' | 'scraper';
+export type Access = 'public' | 'user' | 'member' | 'admin' | 'scraper' | 'installation';
+
+/** What a personal API token must grant to call a route; `any`: every token may. */
+export type RequiredScope = Scope | 'any';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export const TAGS = {
   operations: 'Health, readiness, metrics, status, backups and this document.',
-  auth: 'Logging in and out, and the caller’s own account.',
+  auth: 'Logging in and out, the caller’s own account, and personal API tokens for scripts.',
   users: 'User accounts (ADMIN).',
   marketplace: 'The extension catalog: browsing (public), publishing, yanking and configuring (ADMIN), and its audit trail.',
   workspaces: 'Workspaces and their members.',
   installations: 'Extensions installed in a workspace.',
   subscriptions: 'Which extension receives which events of a workspace, and how.',
+  extension: 'What an installed extension’s own service calls with its installation token.',
   'event-types': 'The event types extensions publish, with the JSON Schema of each schemaVersion (public, like the catalog).',
   events: 'Publishing events, reading them and the record of their deliveries, and following them live.',
   'dead-letters': 'Deliveries that failed every attempt: inspect, replay, discard (ADMIN).',
@@ -100,6 +110,18 @@ export interface EndpointDeclaration {
   readonly session?: 'sets' | 'clears';
   /** A live stream that a client resumes with `Last-Event-ID`. */
   readonly resumable?: true;
+  /**
+   * The scope a personal API token needs for this route (a user, member or
+   * ADMIN route; public ones need none). Without one, only a session may call
+   * it (logging out, changing the password, downloading a backup).
+   */
+  readonly scope?: RequiredScope;
+  /**
+   * An extension's installation token may call it too: within the workspace
+   * it was installed in, publishing only its manifest's event keys, reading
+   * only its own subscriptions' deliveries.
+   */
+  readonly forInstallations?: true;
 }
 
 /** A login or password change is well under 1 KiB: nobody needs the daemon's 1 MiB to send one, anonymously least of all. */
@@ -136,9 +158,10 @@ export const endpoints = {
     summary: 'Scrape the Prometheus metrics',
     tag: 'operations',
     access: 'scraper',
+    scope: 'deliveries:read',
     answers: { contentType: 'text/plain; version=0.0.4', description: 'The Prometheus text format.' },
   },
-  getDaemonStatus: { method: 'GET', path: '/api/admin/status', summary: 'Get the daemon’s version, uptime and backlog', tag: 'operations', access: 'admin', data: DaemonStatus },
+  getDaemonStatus: { method: 'GET', path: '/api/admin/status', summary: 'Get the daemon’s version, uptime and backlog', tag: 'operations', access: 'admin', scope: 'deliveries:read', data: DaemonStatus },
   downloadBackup: {
     method: 'GET',
     path: '/api/admin/backup',
@@ -162,7 +185,7 @@ export const endpoints = {
     maxBodyBytes: AUTH_MAX_BODY_BYTES,
     session: 'sets',
   },
-  getCurrentUser: { method: 'GET', path: '/api/auth/me', summary: 'Get the caller’s account', tag: 'auth', access: 'user', data: User },
+  getCurrentUser: { method: 'GET', path: '/api/auth/me', summary: 'Get the caller’s account', tag: 'auth', access: 'user', scope: 'any', data: User },
   changePassword: {
     method: 'PUT',
     path: '/api/auth/me/password',
@@ -176,6 +199,59 @@ export const endpoints = {
   },
   endSession: { method: 'POST', path: '/api/auth/logout', summary: 'End the caller’s session', tag: 'auth', access: 'user', session: 'clears' },
 
+  createApiToken: {
+    method: 'POST',
+    path: '/api/auth/tokens',
+    summary: 'Create a personal API token; the token is shown this once',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    body: request.CreateTokenBody,
+    status: 201,
+    data: CreatedApiToken,
+    errors: ['CONFLICT'],
+  },
+  listApiTokens: {
+    method: 'GET',
+    path: '/api/auth/tokens',
+    summary: 'List your personal API tokens',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    data: v.array(ApiToken),
+  },
+  revokeApiToken: {
+    method: 'DELETE',
+    path: '/api/auth/tokens/:tokenId',
+    summary: 'Revoke one of your personal API tokens',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    params: request.TokenParams,
+    status: 204,
+    errors: ['NOT_FOUND'],
+  },
+  listAllApiTokens: {
+    method: 'GET',
+    path: '/api/admin/tokens',
+    summary: 'List every user’s personal API tokens',
+    tag: 'auth',
+    access: 'admin',
+    scope: 'tokens:write',
+    data: v.array(ApiToken),
+  },
+  revokeAnyApiToken: {
+    method: 'DELETE',
+    path: '/api/admin/tokens/:tokenId',
+    summary: 'Revoke any user’s personal API token',
+    tag: 'auth',
+    access: 'admin',
+    scope: 'tokens:write',
+    params: request.TokenParams,
+    status: 204,
+    errors: ['NOT_FOUND'],
+  },
+
   // Users.
   createUser: {
     method: 'POST',
@@ -183,18 +259,20 @@ export const endpoints = {
     summary: 'Create a user account',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     body: request.CreateUserBody,
     status: 201,
     data: User,
     errors: ['CONFLICT'],
   },
-  listUsers: { method: 'GET', path: '/api/admin/users', summary: 'List the user accounts', tag: 'users', access: 'admin', data: v.array(User) },
+  listUsers: { method: 'GET', path: '/api/admin/users', summary: 'List the user accounts', tag: 'users', access: 'admin', scope: 'users:write', data: v.array(User) },
   updateUser: {
     method: 'PATCH',
     path: '/api/admin/users/:id',
     summary: 'Rename, change the roles of, disable or enable a user',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     body: request.PatchUserBody,
     data: User,
@@ -206,6 +284,7 @@ export const endpoints = {
     summary: 'Delete a user account',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     status: 204,
     errors: ['NOT_FOUND', 'CONFLICT'],
@@ -216,6 +295,7 @@ export const endpoints = {
     summary: 'Set a user’s password; their sessions end',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     body: request.ResetPasswordBody,
     data: User,
@@ -294,6 +374,7 @@ export const endpoints = {
     summary: 'Add an extension to the catalog',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     body: request.CreateExtensionBody,
     status: 201,
     data: ExtensionDetail,
@@ -305,6 +386,7 @@ export const endpoints = {
     summary: 'Change an extension’s name, description, category or permissions',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.UpdateExtensionBody,
     data: ExtensionDetail,
@@ -316,6 +398,7 @@ export const endpoints = {
     summary: 'Publish a version of an extension',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.PublishVersionBody,
     status: 201,
@@ -328,6 +411,7 @@ export const endpoints = {
     summary: 'Yank a version: no new installs, existing ones keep it',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.VersionParams,
     query: request.YankQuery,
     status: 204,
@@ -339,6 +423,7 @@ export const endpoints = {
     summary: 'Make a yanked version installable again',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.VersionParams,
     data: VersionRecord,
     errors: ['NOT_FOUND'],
@@ -349,6 +434,7 @@ export const endpoints = {
     summary: 'Read the catalog’s audit trail, newest first',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     query: request.AuditQuery,
     data: v.array(AuditRecord),
     meta: OffsetMeta,
@@ -360,6 +446,7 @@ export const endpoints = {
     summary: 'Get an extension’s configuration, secrets masked',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     data: ExtensionConfig,
     errors: ['NOT_FOUND'],
@@ -370,6 +457,7 @@ export const endpoints = {
     summary: 'Set fields of an extension’s configuration',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.ConfigBody,
     data: ExtensionConfig,
@@ -381,6 +469,7 @@ export const endpoints = {
     summary: 'Remove a field from an extension’s configuration',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ConfigFieldParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -393,6 +482,7 @@ export const endpoints = {
     summary: 'Create a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     body: request.CreateWorkspaceBody,
     status: 201,
     data: Workspace,
@@ -404,6 +494,7 @@ export const endpoints = {
     summary: 'List the workspaces the caller may see',
     tag: 'workspaces',
     access: 'user',
+    scope: 'events:read',
     data: v.array(Workspace),
   },
   getWorkspace: {
@@ -412,6 +503,7 @@ export const endpoints = {
     summary: 'Get a workspace',
     tag: 'workspaces',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: Workspace,
     errors: ['NOT_FOUND'],
@@ -422,6 +514,7 @@ export const endpoints = {
     summary: 'Rename a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.RenameWorkspaceBody,
     data: Workspace,
@@ -433,6 +526,7 @@ export const endpoints = {
     summary: 'Delete a workspace with everything in it',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     query: request.DeleteWorkspaceQuery,
     data: DeletedWorkspace,
@@ -444,6 +538,7 @@ export const endpoints = {
     summary: 'Make a user a member of a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.MemberParams,
     data: Workspace,
     errors: ['NOT_FOUND'],
@@ -454,6 +549,7 @@ export const endpoints = {
     summary: 'Remove a member from a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.MemberParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -466,6 +562,7 @@ export const endpoints = {
     summary: 'Install an extension in a workspace',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.InstallBody,
     status: 201,
@@ -478,6 +575,7 @@ export const endpoints = {
     summary: 'List the extensions installed in a workspace',
     tag: 'installations',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(Installation),
     errors: ['NOT_FOUND'],
@@ -488,6 +586,7 @@ export const endpoints = {
     summary: 'Enable, disable, upgrade or downgrade an installation',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.InstallationParams,
     body: request.UpdateInstallationBody,
     data: InstalledExtension,
@@ -499,9 +598,30 @@ export const endpoints = {
     summary: 'Uninstall an extension from a workspace',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.InstallationParams,
     status: 204,
     errors: ['NOT_FOUND'],
+  },
+
+  rotateInstallationToken: {
+    method: 'POST',
+    path: '/api/workspaces/:id/extensions/:key/rotate-token',
+    summary: 'Issue a new installation token; the old one stops working',
+    tag: 'installations',
+    access: 'admin',
+    scope: 'workspaces:write',
+    params: request.InstallationParams,
+    data: RotatedInstallationToken,
+    errors: ['NOT_FOUND', 'CONFLICT'],
+  },
+  getOwnInstallation: {
+    method: 'GET',
+    path: '/api/extension/installation',
+    summary: 'Read the calling extension’s installation and configuration',
+    tag: 'extension',
+    access: 'installation',
+    data: OwnInstallation,
   },
 
   // Subscriptions.
@@ -511,6 +631,7 @@ export const endpoints = {
     summary: 'Subscribe an extension to an event key; the signing secret is shown this once',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.SubscribeBody,
     status: 201,
@@ -524,6 +645,7 @@ export const endpoints = {
     summary: 'List a workspace’s subscriptions',
     tag: 'subscriptions',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(Subscription),
     errors: ['NOT_FOUND'],
@@ -534,6 +656,7 @@ export const endpoints = {
     summary: 'Enable, disable or move a subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     body: request.ChangeSubscriptionBody,
     data: Subscription,
@@ -545,6 +668,7 @@ export const endpoints = {
     summary: 'Delete a subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -555,6 +679,7 @@ export const endpoints = {
     summary: 'Rotate a subscription’s signing secret; the old one signs too for a while',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     data: RotatedSecret,
     errors: ['NOT_FOUND'],
@@ -565,6 +690,7 @@ export const endpoints = {
     summary: 'Send a test event to one subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     body: request.TestSubscriptionBody,
     status: 202,
@@ -579,6 +705,8 @@ export const endpoints = {
     summary: 'Publish an event into a workspace',
     tag: 'events',
     access: 'member',
+    forInstallations: true,
+    scope: 'events:publish',
     params: request.WorkspaceParams,
     body: request.PublishEventBody,
     meta: PublishedMeta,
@@ -591,6 +719,7 @@ export const endpoints = {
     summary: 'List a workspace’s events, newest first',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     query: request.EventsQuery,
     data: v.array(PlatformEvent),
@@ -603,6 +732,7 @@ export const endpoints = {
     summary: 'Get an event with the record of each of its deliveries',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.EventParams,
     data: EventWithDeliveries,
     errors: ['NOT_FOUND'],
@@ -613,6 +743,8 @@ export const endpoints = {
     summary: 'List a workspace’s delivery records, newest first',
     tag: 'events',
     access: 'member',
+    forInstallations: true,
+    scope: 'deliveries:read',
     params: request.WorkspaceParams,
     query: request.DeliveriesQuery,
     data: v.array(DeliveryRecord),
@@ -625,6 +757,7 @@ export const endpoints = {
     summary: 'Follow a workspace’s events and deliveries live',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     answers: STREAM,
     errors: ['NOT_FOUND', 'RATE_LIMITED'],
@@ -636,6 +769,7 @@ export const endpoints = {
     summary: 'Follow every workspace’s events and deliveries live',
     tag: 'events',
     access: 'admin',
+    scope: 'events:read',
     answers: STREAM,
     errors: ['RATE_LIMITED'],
     resumable: true,
@@ -648,6 +782,7 @@ export const endpoints = {
     summary: 'List a workspace’s chat channels',
     tag: 'chat',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(ChannelSummary),
     errors: ['NOT_FOUND'],
@@ -658,6 +793,7 @@ export const endpoints = {
     summary: 'Read a chat channel, newest first',
     tag: 'chat',
     access: 'member',
+    scope: 'events:read',
     params: request.ChannelParams,
     query: request.MessagesQuery,
     data: v.array(ChatMessage),
@@ -672,6 +808,7 @@ export const endpoints = {
     summary: 'List dead letters, by workspace, event key and extension',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     query: request.DeadLettersQuery,
     data: v.array(DeadLetter),
     meta: PageMeta,
@@ -683,6 +820,7 @@ export const endpoints = {
     summary: 'Replay the dead letters that match a filter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     body: request.ReplayMatchingBody,
     status: 202,
     data: ReplayedDeadLetters,
@@ -694,6 +832,7 @@ export const endpoints = {
     summary: 'Discard the dead letters that match a filter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     body: request.DiscardMatchingBody,
     data: DiscardedDeadLetters,
     errors: ['NOT_FOUND'],
@@ -704,6 +843,7 @@ export const endpoints = {
     summary: 'Get a dead letter with its event',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.DeadLetterParams,
     data: DeadLetter,
     errors: ['NOT_FOUND'],
@@ -714,6 +854,7 @@ export const endpoints = {
     summary: 'Follow a dead letter’s replay: dead, queued or gone',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.DeadLetterParams,
     data: DeadLetterState,
   },
@@ -723,6 +864,7 @@ export const endpoints = {
     summary: 'Replay one dead letter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     params: request.DeadLetterParams,
     status: 202,
     errors: ['NOT_FOUND', 'CONFLICT'],
@@ -733,6 +875,7 @@ export const endpoints = {
     summary: 'Discard one dead letter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     params: request.DeadLetterParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -758,6 +901,7 @@ export const endpoints = {
     summary: 'Read an extension’s inbound webhook requests, newest first',
     tag: 'webhooks',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.WebhookParams,
     query: request.WebhookRequestsQuery,
     data: v.array(WebhookRequestEntry),
@@ -777,8 +921,9 @@ export function errorCodesOf(declaration: EndpointDeclaration): ErrorCode[] {
   const codes: ErrorCode[] = [...(declaration.errors ?? []), 'MISDIRECTED_REQUEST', 'INTERNAL_ERROR', 'UNAVAILABLE'];
   const { access, method } = declaration;
   if (access === 'user' || access === 'member' || access === 'admin') codes.push('UNAUTHORIZED', 'ACCOUNT_DISABLED');
-  if (access === 'scraper') codes.push('UNAUTHORIZED');
-  if (access === 'member' || access === 'admin') codes.push('FORBIDDEN');
+  if (access === 'scraper' || access === 'installation') codes.push('UNAUTHORIZED');
+  // Not a member or not an ADMIN; an API token without the route's scope, or limited to other workspaces; a route only sessions may call.
+  if (access === 'user' || access === 'member' || access === 'admin' || access === 'scraper') codes.push('FORBIDDEN');
   // A write sent with the session cookie from another site is refused (the webhook endpoint takes no cookie).
   if (method !== 'GET' && !declaration.readsOwnBody) codes.push('FORBIDDEN');
   if (declaration.params || declaration.query || declaration.body) codes.push('VALIDATION_ERROR');

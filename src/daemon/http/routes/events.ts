@@ -11,7 +11,10 @@ const isEventCursor = (position: unknown): position is string => typeof position
 export const eventRoutes = ({ services: { events }, config: { maxPageBytes } }: HttpContext) =>
   ({
     publishEvent: async ({ params, body, caller }) => {
-      const { eventId } = await events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 });
+      const { eventId } =
+        caller.kind === 'extension'
+          ? await events.publishFromExtension(caller, params.id, body)
+          : await events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 });
       return new Reply(null, { eventId });
     },
     listEvents: async ({ params, query: { cursor, ...query } }) => {
