@@ -923,7 +923,7 @@ export function errorCodesOf(declaration: EndpointDeclaration): ErrorCode[] {
   if (access === 'user' || access === 'member' || access === 'admin') codes.push('UNAUTHORIZED', 'ACCOUNT_DISABLED');
   if (access === 'scraper' || access === 'installation') codes.push('UNAUTHORIZED');
   // Not a member or not an ADMIN; an API token without the route's scope, or limited to other workspaces; a route only sessions may call.
-  if (access === 'user' || access === 'member' || access === 'admin' || access === 'scraper') codes.push('FORBIDDEN');
+  if (access === 'user' || access === 'member' || access === 'admin') codes.push('FORBIDDEN');
   // A write sent with the session cookie from another site is refused (the webhook endpoint takes no cookie).
   if (method !== 'GET' && !declaration.readsOwnBody) codes.push('FORBIDDEN');
   if (declaration.params || declaration.query || declaration.body) codes.push('VALIDATION_ERROR');
