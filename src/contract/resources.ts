@@ -292,8 +292,12 @@ export type OffsetMeta = v.InferOutput<typeof OffsetMeta>;
 export const CursorMeta = v.strictObject({ limit: Count, nextCursor: v.optional(v.string()) });
 export type CursorMeta = v.InferOutput<typeof CursorMeta>;
 
-/** `meta` of an accepted publish: the event's id. */
-export const PublishedMeta = v.strictObject({ eventId: v.string() });
+/**
+ * `meta` of an accepted publish: the event's id; `idempotentReplay: true` when
+ * the answer repeats that of an earlier publish with the same `Idempotency-Key`
+ * (and nothing was published this time).
+ */
+export const PublishedMeta = v.strictObject({ eventId: v.string(), idempotentReplay: v.optional(v.literal(true)) });
 export type PublishedMeta = v.InferOutput<typeof PublishedMeta>;
 
 /** `meta` of a subscription made for an extension that is not installed: nothing is delivered until it is. */
