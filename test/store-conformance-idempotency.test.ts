@@ -171,7 +171,7 @@ test('files: the memory of kept keys is bounded by their number, whatever the ke
   for (let n = 0; n < 10 * capacity; n += 1) kept.add(sha256(`key-${n}`), { bodyHash, eventId: randomUUID(), expiresAt: Date.now() + DAY_MS });
   const grown = heapBytes() - before;
   assert.is(kept.size, capacity);
-  // About 150 bytes a key (docs/decisions.md); all ten times the keys would need far more than this.
+  // About 160 bytes a key (docs/decisions.md); all ten times the keys would need far more than this.
   assert.ok(grown < capacity * 300, `${grown} bytes for ${capacity} keys`);
 });
 

@@ -221,7 +221,7 @@ function parseDatabase(flags: ServeFlags, env: NodeJS.ProcessEnv): DatabaseSetti
   return { url, schema };
 }
 
-/** A JavaScript Map holds at most 2^24 entries; ten million kept keys are about 1.6 GB of memory anyway. */
+/** A JavaScript Map holds at most 2^24 entries; ten million kept keys are about 1.5 GB of memory anyway. */
 const MAX_IDEMPOTENCY_KEYS = 10_000_000;
 
 /** Seconds between two runs of a scheduled job: at least 1, at most a week. */

@@ -70,7 +70,7 @@ export interface IdempotencySettings {
   waitMs: number;
 }
 
-/** Keys the file backend keeps at most unless PLATFORM_IDEMPOTENCY_MAX_KEYS says otherwise (about 15 MB of memory). */
+/** Keys the file backend keeps at most unless PLATFORM_IDEMPOTENCY_MAX_KEYS says otherwise (about 16 MB of memory). */
 export const DEFAULT_MAX_KEPT_KEYS = 100_000;
 
 /** How often a request whose key another daemon holds looks again. */

@@ -17,7 +17,7 @@ const FIRST_SLOTS = 1024;
  * `capacity` of them: adding one more forgets the oldest first. Every entry
  * has the same size whatever its key (a 32-byte fingerprint, a body hash, an
  * event id and an expiry), so the memory a client can make it hold is
- * bounded by the capacity alone: about 150 bytes a key (docs/decisions.md).
+ * bounded by the capacity alone: about 160 bytes a key (docs/decisions.md).
  *
  * A Map from fingerprint to slot keeps the order of insertion (oldest first,
  * which is expiry order: every key lives equally long) and finds a key by a
