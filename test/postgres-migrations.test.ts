@@ -61,7 +61,7 @@ test('tables: daemons migrating at once apply each migration once', async () => 
   const databases = [1, 2, 3].map(() => new Database({ url, schema: 'platform' }, noIdleErrors));
   try {
     const applied = await Promise.all(databases.map((database) => migrate(database)));
-    assert.equal(applied.flat().map((migration) => migration.version).sort(), ALL);
+    assert.equal(applied.flat().map((migration) => migration.version).sort((a, b) => a - b), ALL);
     assert.equal(await appliedIn(url, 'platform'), ALL);
   } finally {
     await Promise.all(databases.map((database) => database.close()));
