@@ -73,6 +73,8 @@ export interface Origin {
   depth: number;
   /** The provider's delivery id of an inbound webhook call, kept on the event. */
   sourceId?: string;
+  /** The event's id, when the publisher chose it beforehand (an idempotent publish records it with its key first); else a new one. */
+  eventId?: string;
 }
 
 /**
@@ -112,7 +114,7 @@ export class EventService {
       schemaVersion,
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active));
+    const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active), origin.eventId);
     return { eventId: event.id };
   }
 
@@ -185,10 +187,11 @@ export class EventService {
     draft: EventDraft,
     depth: number,
     subscribers: (event: PlatformEvent) => SubscriberRef[],
+    eventId: string = randomUUID(),
   ): Promise<{ event: PlatformEvent; deliveries: Delivery[] }> {
     const now = this.now();
     const event: PlatformEvent = {
-      id: randomUUID(),
+      id: eventId,
       eventKey: draft.eventKey,
       tenantId: draft.tenantId,
       actor: draft.actor,

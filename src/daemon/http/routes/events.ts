@@ -8,11 +8,18 @@ import { PageBudget } from '../../paging.js';
 /** Where the page stopped, in the event store's own terms: the store reads it (and refuses one it cannot). */
 const isEventCursor = (position: unknown): position is string => typeof position === 'string';
 
-export const eventRoutes = ({ services: { events }, config: { maxPageBytes } }: HttpContext) =>
+export const eventRoutes = ({ services: { events, idempotency }, config: { maxPageBytes } }: HttpContext) =>
   ({
-    publishEvent: async ({ params, body, caller }) => {
-      const { eventId } = await events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 });
-      return new Reply(null, { eventId });
+    publishEvent: async ({ params, body, headers, rawBody, caller }) => {
+      const origin = { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 };
+      const key = headers['Idempotency-Key'];
+      if (key === undefined) {
+        const { eventId } = await events.publish(params.id, body, origin);
+        return new Reply(null, { eventId });
+      }
+      // "The same body" is the same bytes: the hash is of rawBody, as received.
+      const { eventId, replayed } = await idempotency.publish(params.id, key, rawBody, (eventId) => events.publish(params.id, body, { ...origin, eventId }));
+      return new Reply(null, replayed ? { eventId, idempotentReplay: true } : { eventId });
     },
     listEvents: async ({ params, query: { cursor, ...query } }) => {
       checkRange(query.since, query.until);
