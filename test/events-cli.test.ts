@@ -1,4 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -151,6 +153,55 @@ test('events publish takes the payload from --payload, --payload-file or stdin; 
   const typo = await cli(['events', 'list', 'nosuch']);
   assert.is(typo.code, 1);
   assert.match(typo.stderr, 'workspace nosuch not found');
+});
+
+test('events publish --idempotency-key K twice publishes once: the second run answers the first event and says so', async () => {
+  const args = ['events', 'publish', 'acme', 'demo.keyed', '--payload', '{"n":1}', '--idempotency-key', 'nightly-2024-06-01'];
+  const first = /published demo\.keyed to acme: event (\S+)/.exec(await ok(args))?.[1];
+  assert.ok(first);
+  assert.is(await ok(args), `already published demo.keyed to acme with this idempotency key: event ${first} (not published again)\n`);
+  assert.equal(JSON.parse(await ok([...args, '--json'])), { eventId: first, idempotentReplay: true });
+  assert.equal(JSON.parse(await ok(['events', 'list', 'acme', '--event', 'demo.keyed', '--json'])).map((e: { id: string }) => e.id), [first]);
+
+  const otherPayload = await cli(['events', 'publish', 'acme', 'demo.keyed', '--payload', '{"n":2}', '--idempotency-key', 'nightly-2024-06-01']);
+  assert.is(otherPayload.code, 1);
+  assert.match(otherPayload.stderr, 'Idempotency-Key was used');
+  const malformed = await cli(['events', 'publish', 'acme', 'demo.keyed', '--payload', '{}', '--idempotency-key', 'two words']);
+  assert.is(malformed.code, 2);
+  assert.match(malformed.stderr, "option '--idempotency-key <key>' argument 'two words' is invalid");
+});
+
+test('events publish sends a new random Idempotency-Key each run; when no answer comes, it says how to retry with it', async () => {
+  const received: Array<string | undefined> = [];
+  const stub = createServer((req, res) => {
+    received.push(req.headers['idempotency-key'] as string | undefined);
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ code: 'SUCCESS', message: null, data: null, meta: { eventId: 'e-1' }, timestamp: new Date().toISOString() }));
+    });
+  });
+  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+  try {
+    const env = { PLATFORM_URL: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, PLATFORM_TOKEN: 'token', XDG_CONFIG_HOME: '/nonexistent' };
+    for (let run = 0; run < 2; run += 1) {
+      const result = await runCli(['events', 'publish', 'acme', 'demo.stub', '--payload', '{}'], { env });
+      assert.is(result.code, 0, result.stderr);
+    }
+  } finally {
+    await new Promise((resolve) => stub.close(resolve));
+  }
+  assert.is(received.length, 2);
+  for (const key of received) assert.match(key ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.is.not(received[0], received[1]);
+
+  const unreachable = await runCli(['events', 'publish', 'acme', 'demo.lost', '--payload', '{}'], { env: { PLATFORM_URL: 'http://127.0.0.1:1', PLATFORM_TOKEN: 'token', XDG_CONFIG_HOME: '/nonexistent' } });
+  assert.is(unreachable.code, 3);
+  assert.match(unreachable.stderr, /to try again without publishing it twice, add --idempotency-key [0-9a-f-]{36}\n$/);
+  const chosen = await runCli(['events', 'publish', 'acme', 'demo.lost', '--payload', '{}', '--idempotency-key', "it's-mine"], {
+    env: { PLATFORM_URL: 'http://127.0.0.1:1', PLATFORM_TOKEN: 'token', XDG_CONFIG_HOME: '/nonexistent' },
+  });
+  assert.match(chosen.stderr, "add --idempotency-key 'it'\\''s-mine'\n");
 });
 
 test('chat read shows a channel oldest first', async () => {

@@ -265,6 +265,20 @@ test('a cross-site write with the session cookie is 403 before anything runs; Be
   }
 });
 
+test('a preflight from a --cors-origin may ask for the request headers routes declare (Idempotency-Key)', async () => {
+  const trusted = 'https://console.example.test';
+  const site = await startTestDaemon({ corsOrigins: [trusted] });
+  try {
+    const preflight = await call(site.url, 'OPTIONS', '/api/workspaces/acme/events/publish', {
+      headers: { origin: trusted, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' },
+    });
+    assert.is(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-headers')?.split(', '), ['authorization', 'content-type', 'idempotency-key']);
+  } finally {
+    await site.destroy();
+  }
+});
+
 /** A GET with exactly the given Host header (none when undefined), over a raw connection. */
 function getWithHost(url: string, path: string, host: string | undefined, version = '1.1'): Promise<{ status: number; envelope: any }> {
   const { port } = new URL(url);

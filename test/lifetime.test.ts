@@ -18,7 +18,7 @@ import { waitFor } from './helpers/wait.js';
  * retention, segment rotation and restarts.
  */
 
-const JOBS = ['prune-revoked-tokens', 'event-retention', 'prune-login-throttle', 'prune-webhook-replays'] as const;
+const JOBS = ['prune-revoked-tokens', 'event-retention', 'prune-login-throttle', 'prune-webhook-replays', 'prune-idempotency-keys'] as const;
 const EVENT_KEY = 'crm.deal.closed';
 
 /** The configuration `platform serve` makes of these environment variables. */
@@ -28,6 +28,7 @@ const EVERY_SECOND = {
   PLATFORM_TOKEN_PRUNE_INTERVAL: '1',
   PLATFORM_LOGIN_THROTTLE_PRUNE_INTERVAL: '1',
   PLATFORM_WEBHOOK_REPLAY_PRUNE_INTERVAL: '1',
+  PLATFORM_IDEMPOTENCY_PRUNE_INTERVAL: '1',
 };
 
 function lifetimeConfig(env: Record<string, string> = {}, more: Partial<DaemonConfig> = {}): Partial<DaemonConfig> {
@@ -110,8 +111,8 @@ async function stillServes(t: TestDaemon, workspace: string, subscriber: Subscri
 const newestFirst = (ids: string[]) => [...ids].reverse();
 
 test('interval settings are whole seconds, at least 1; every job has one', () => {
-  assert.equal(fromEnv({}).jobs, { eventRetentionMs: 600_000, tokenPruneMs: 600_000, loginThrottlePruneMs: 300_000, webhookReplayPruneMs: 600_000 });
-  assert.equal(fromEnv(EVERY_SECOND).jobs, { eventRetentionMs: 1000, tokenPruneMs: 1000, loginThrottlePruneMs: 1000, webhookReplayPruneMs: 1000 });
+  assert.equal(fromEnv({}).jobs, { eventRetentionMs: 600_000, tokenPruneMs: 600_000, loginThrottlePruneMs: 300_000, webhookReplayPruneMs: 600_000, idempotencyPruneMs: 600_000 });
+  assert.equal(fromEnv(EVERY_SECOND).jobs, { eventRetentionMs: 1000, tokenPruneMs: 1000, loginThrottlePruneMs: 1000, webhookReplayPruneMs: 1000, idempotencyPruneMs: 1000 });
   for (const bad of ['0', '1.5', 'soon', '604801']) {
     assert.throws(() => fromEnv({ PLATFORM_EVENT_RETENTION_INTERVAL: bad }), (error: unknown) => error instanceof ConfigError && error.message.includes('PLATFORM_EVENT_RETENTION_INTERVAL'));
   }

@@ -171,6 +171,23 @@ test('a daemon started later resumes a client from the shared history, which kee
   }
 });
 
+test('requests with one Idempotency-Key sent to both daemons at once publish once, and every answer names that event', async () => {
+  const onOne = await one.admin();
+  const onTwo = api(two.url, onOne.token);
+  await createWorkspace(onOne, 'keyed');
+  const body = { eventKey: 'app.step', payload: { n: 1 } };
+  const send = (on: Api) => on.post('/api/workspaces/keyed/events/publish', body, { headers: { 'idempotency-key': 'across-daemons' } });
+  const answers = await Promise.all(Array.from({ length: 50 }, (_, n) => send(n % 2 === 0 ? onOne : onTwo)));
+  for (const answer of answers) assert.is(answer.status, 200, answer.text);
+  const listed = (await onTwo.get('/api/workspaces/keyed/events')).body.data.map((event: { id: string }) => event.id);
+  assert.is(listed.length, 1, 'published once');
+  assert.equal(new Set(answers.map((answer) => answer.body.meta.eventId)), new Set(listed));
+  assert.is(answers.filter((answer) => answer.body.meta.idempotentReplay !== true).length, 1, 'one publish, the rest replays');
+  const otherBody = await onTwo.post('/api/workspaces/keyed/events/publish', { ...body, payload: { n: 2 } }, { headers: { 'idempotency-key': 'across-daemons' } });
+  assert.is(otherBody.status, 409);
+  assert.is(otherBody.body.code, 'IDEMPOTENCY_KEY_REUSED');
+});
+
 test('two daemons started at once on an empty database both come up: migrated once, one first administrator', async () => {
   const empty = await freshDatabase();
   const both = await Promise.all([startTestDaemon(onDatabase(empty)), startTestDaemon(onDatabase(empty))]);

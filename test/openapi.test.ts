@@ -5,7 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createApiClient } from '../src/contract/client.js';
+import { createApiClient, type HttpRequest } from '../src/contract/client.js';
 import { endpoints } from '../src/contract/endpoints.js';
 import { buildRoutes } from '../src/daemon/http/index.js';
 import { runCli } from './helpers/cli.js';
@@ -95,6 +95,20 @@ test('the typed client builds each path from the table, each segment encoded, an
   assert.is(client.urlOf('listUsers'), '/api/admin/users');
 });
 
+test('the typed client sends the request headers an operation declares, those given', async () => {
+  const sent: HttpRequest[] = [];
+  const client = createApiClient(endpoints, async (request) => {
+    sent.push(request);
+    return { status: 200, headers: new Headers(), body: { code: 'SUCCESS', message: null, data: null, meta: { eventId: 'e-1' } } };
+  });
+  await client.call('publishEvent', { params: { id: 'acme' }, headers: { 'Idempotency-Key': 'k-1' }, body: { eventKey: 'a.b' } });
+  await client.call('publishEvent', { params: { id: 'acme' }, headers: { 'Idempotency-Key': undefined }, body: { eventKey: 'a.b' } });
+  await client.call('publishEvent', { params: { id: 'acme' }, body: { eventKey: 'a.b' } });
+  assert.equal(sent[0]!.headers, { 'Idempotency-Key': 'k-1' });
+  assert.is(sent[1]!.headers, undefined);
+  assert.is(sent[2]!.headers, undefined);
+});
+
 test('parameters, bodies, error codes, security and headers come from the endpoint table', () => {
   const login = document.paths['/api/auth/login']!.post!;
   const loginBody = login.requestBody!.content['application/json']!.schema;
@@ -130,6 +144,21 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
   const yank = document.paths['/api/admin/marketplace/extensions/{key}/versions/{version}']!.delete! as unknown as { operationId: string; summary: string };
   assert.is(yank.operationId, 'yankVersion');
   assert.ok(yank.summary.length > 0);
+  const publish = document.paths['/api/workspaces/{id}/events/publish']!.post!;
+  const key = publish.parameters.find((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key') as
+    | { required: boolean; description?: string; schema: { type: string; minLength: number; maxLength: number } }
+    | undefined;
+  assert.ok(key, 'publishing documents its Idempotency-Key header');
+  assert.is(key.required, false);
+  assert.equal([key.schema.type, key.schema.minLength, key.schema.maxLength], ['string', 1, 255]);
+  assert.match(key.description ?? '', 'IDEMPOTENCY_KEY_REUSED');
+  assert.equal(publish.responses['409']!.content!['application/json']!.schema.properties!.code!.enum, ['CONFLICT', 'IDEMPOTENCY_KEY_REUSED']);
+  assert.equal(document.components.schemas.PublishedMeta, {
+    type: 'object',
+    properties: { eventId: { type: 'string' }, idempotentReplay: { const: true } },
+    required: ['eventId'],
+    additionalProperties: false,
+  });
   const stream = document.paths['/api/workspaces/{id}/stream']!.get!;
   assert.ok(stream.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'Last-Event-ID'));
   assert.ok(document.paths['/api/admin/backup']!.get!.responses['200']!.content!['application/gzip']);

@@ -21,8 +21,8 @@ export function createClient(options: { url?: string; token?: string | null; tim
   const url = options.url ?? resolveUrl(undefined);
   const token = options.token === undefined ? resolveToken(url) : options.token;
   const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-  const api = createApiClient(endpoints, async ({ method, url: path, body }) => {
-    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const api = createApiClient(endpoints, async ({ method, url: path, body, headers: declared }) => {
+    const headers: Record<string, string> = { ...declared, ...(token ? { authorization: `Bearer ${token}` } : {}) };
     try {
       const options: FetchOptions<'json'> = { method, baseURL: url, body: body as FetchOptions['body'], headers, retry: 0, timeout: timeoutSeconds * 1000, ignoreResponseError: true };
       const response = await ofetch.raw(path, options);

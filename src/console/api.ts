@@ -11,9 +11,9 @@ export { ApiError };
  * table when the console is built (vite.config.ts): the table's schemas stay
  * out of the bundle.
  */
-const client = createApiClient(routes, async ({ method, url, body }) => {
+const client = createApiClient(routes, async ({ method, url, body, headers }) => {
   try {
-    const response = await ofetch.raw(url, { method, body: body as never, credentials: 'same-origin', retry: 0, ignoreResponseError: true });
+    const response = await ofetch.raw(url, { method, body: body as never, headers, credentials: 'same-origin', retry: 0, ignoreResponseError: true });
     return { status: response.status, headers: response.headers, body: response._data as unknown };
   } catch {
     throw new ApiError('The daemon cannot be reached. Is `platform serve` running?', 'UNREACHABLE', 0);

@@ -20,7 +20,8 @@ type QueryInput<S extends v.GenericSchema> = {
 
 type OperationInput<O extends OperationId> = (Declared<O, 'params'> extends v.GenericSchema ? { params: v.InferInput<Declared<O, 'params'>> } : { params?: never }) &
   (Declared<O, 'query'> extends v.GenericSchema ? { query?: QueryInput<Declared<O, 'query'>> } : { query?: never }) &
-  (Declared<O, 'body'> extends v.GenericSchema ? { body: v.InferInput<Declared<O, 'body'>> } : { body?: never });
+  (Declared<O, 'body'> extends v.GenericSchema ? { body: v.InferInput<Declared<O, 'body'>> } : { body?: never }) &
+  (Declared<O, 'headers'> extends v.GenericSchema ? { headers?: v.InferInput<Declared<O, 'headers'>> } : { headers?: never });
 
 /** The input of an operation; optional when it takes nothing required. */
 export type CallArgs<O extends OperationId> = Record<string, never> extends OperationInput<O> ? [input?: OperationInput<O>] : [input: OperationInput<O>];
@@ -63,6 +64,8 @@ export interface HttpRequest {
   /** The path with its parameters and query string. */
   url: string;
   body?: unknown;
+  /** The request headers the operation declares, those given (`Idempotency-Key`). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface HttpAnswer {
@@ -101,6 +104,13 @@ function urlWith(route: Route, input: unknown): string {
   return search === '' ? path : `${path}?${search}`;
 }
 
+/** The declared headers given a value; undefined when there are none. */
+function headersOf(input: unknown): Record<string, string> | undefined {
+  const given = (input as { headers?: Record<string, string | undefined> } | undefined)?.headers ?? {};
+  const headers = Object.fromEntries(Object.entries(given).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return Object.keys(headers).length === 0 ? undefined : headers;
+}
+
 const isEnvelope = (body: unknown): body is { code: string; message: string | null; data: unknown; meta: Record<string, unknown> | null } =>
   typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string';
 
@@ -116,7 +126,8 @@ export function createApiClient(routes: Routes, transport: Transport): ApiClient
     async call(operationId, ...args) {
       const route = routes[operationId];
       const body = (args[0] as { body?: unknown } | undefined)?.body;
-      const answer = await transport({ method: route.method, url: urlWith(route, args[0]), body });
+      const headers = headersOf(args[0]);
+      const answer = await transport({ method: route.method, url: urlWith(route, args[0]), body, ...(headers ? { headers } : {}) });
       if (answer.status === 204) return { data: null, meta: null, status: 204, headers: answer.headers } as never;
       if (!isEnvelope(answer.body)) throw new NotAnEnvelopeError(answer.status);
       const envelope = answer.body;

@@ -90,6 +90,12 @@ export interface EndpointDeclaration {
   readonly params?: v.GenericSchema;
   readonly query?: v.GenericSchema;
   readonly body?: v.GenericSchema;
+  /**
+   * Request headers the route reads, keyed by name as the document spells it
+   * (matched whatever the case): validated like the other inputs (400 naming
+   * the header), documented as header parameters, sent by the typed client.
+   */
+  readonly headers?: v.ObjectSchema<v.ObjectEntries, undefined>;
   /** Success status: 200 unless given; 204 answers no body. */
   readonly status?: 200 | 201 | 202 | 204;
   /** `data` and `meta` of the success envelope (null when not given). */
@@ -709,9 +715,11 @@ export const endpoints = {
     scope: 'events:publish',
     params: request.WorkspaceParams,
     body: request.PublishEventBody,
+    headers: request.PublishEventHeaders,
     meta: PublishedMeta,
-    // CONFLICT: a platform.notification for a new chat channel when the workspace has as many as it keeps.
-    errors: ['NOT_FOUND', 'CONFLICT'],
+    // CONFLICT: a platform.notification for a new chat channel when the workspace has as many as it keeps;
+    // or the first request with the same Idempotency-Key still unfinished after the wait.
+    errors: ['NOT_FOUND', 'CONFLICT', 'IDEMPOTENCY_KEY_REUSED'],
   },
   listEvents: {
     method: 'GET',
@@ -926,7 +934,7 @@ export function errorCodesOf(declaration: EndpointDeclaration): ErrorCode[] {
   if (access === 'user' || access === 'member' || access === 'admin') codes.push('FORBIDDEN');
   // A write sent with the session cookie from another site is refused (the webhook endpoint takes no cookie).
   if (method !== 'GET' && !declaration.readsOwnBody) codes.push('FORBIDDEN');
-  if (declaration.params || declaration.query || declaration.body) codes.push('VALIDATION_ERROR');
+  if (declaration.params || declaration.query || declaration.body || declaration.headers) codes.push('VALIDATION_ERROR');
   if (declaration.body) codes.push('INVALID_JSON', 'PAYLOAD_TOO_LARGE');
   if (!declaration.readsOwnBody) codes.push('UNSUPPORTED_MEDIA_TYPE');
   return [...new Set(codes)].sort();

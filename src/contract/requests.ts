@@ -261,6 +261,21 @@ export const PublishEventBody = jsonObject({
   actor: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(255))),
   payload: v.optional(Payload),
 });
+/**
+ * `Idempotency-Key` on a publish: any 1-255 visible ASCII characters (no
+ * space, no control character), chosen by the client, a new one per event it
+ * means to publish. A header sent twice arrives joined by ", " and is refused.
+ */
+export const IdempotencyKey = v.pipe(
+  v.string(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(255, 'must be at most 255 characters'),
+  v.regex(/^[\x21-\x7e]*$/, 'must be visible ASCII characters only (no spaces)'),
+  v.description(
+    'A key of your choice, new for each event: within 24 hours (PLATFORM_IDEMPOTENCY_TTL_SECONDS) the same key in the workspace with the same body bytes is answered as the first request was, with meta.idempotentReplay, and publishes nothing; with another body it is 409 IDEMPOTENCY_KEY_REUSED.',
+  ),
+);
+export const PublishEventHeaders = v.object({ 'Idempotency-Key': v.optional(IdempotencyKey) });
 export const TestSubscriptionBody = jsonObject({
   payload: v.optional(v.custom<Record<string, unknown>>(isJsonObject, 'must be a JSON object')),
 });

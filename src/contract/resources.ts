@@ -362,8 +362,12 @@ export type OffsetMeta = v.InferOutput<typeof OffsetMeta>;
 export const CursorMeta = v.strictObject({ limit: Count, nextCursor: v.optional(v.string()) });
 export type CursorMeta = v.InferOutput<typeof CursorMeta>;
 
-/** `meta` of an accepted publish: the event's id. */
-export const PublishedMeta = v.strictObject({ eventId: v.string() });
+/**
+ * `meta` of an accepted publish: the event's id; `idempotentReplay: true` when
+ * the answer repeats that of an earlier publish with the same `Idempotency-Key`
+ * (and nothing was published this time).
+ */
+export const PublishedMeta = v.strictObject({ eventId: v.string(), idempotentReplay: v.optional(v.literal(true)) });
 
 /** An event type of the catalog: built-in, or declared by the manifests of an extension's versions. */
 export const EventType = v.strictObject({

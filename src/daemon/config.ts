@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import * as v from 'valibot';
 import { DEFAULT_CHAT_LIMITS, type ChatLimits } from './chat/store.js';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
+import { DEFAULT_MAX_KEPT_KEYS } from './events/idempotency.js';
 import { redactUrl, type DatabaseSettings } from './database-settings.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
@@ -46,6 +47,15 @@ export interface DaemonConfig {
   };
   /** PLATFORM_DELIVERY_LEASE (seconds): how long another daemon waits before taking over a delivery claimed by one that stopped answering (PostgreSQL). */
   deliveryLeaseMs: number;
+  /** Publishing with `Idempotency-Key` (docs/decisions.md, "Idempotent publishing"). */
+  idempotency: {
+    /** PLATFORM_IDEMPOTENCY_TTL_SECONDS: how long a key answers as its first request did, from that request. */
+    ttlMs: number;
+    /** PLATFORM_IDEMPOTENCY_MAX_KEYS (files only): keys kept at most; past it the oldest are forgotten before their time. */
+    maxKeys: number;
+    /** How long a request waits for an unfinished one with its key before it is answered 409 (fixed; tests lower it). */
+    waitMs: number;
+  };
   retention: { maxAgeMs: number; maxPerWorkspace: number };
   /**
    * PLATFORM_SECRET_OVERLAP and PLATFORM_DISABLE_AFTER are seconds; kept here in
@@ -111,6 +121,8 @@ export interface JobIntervals {
   loginThrottlePruneMs: number;
   /** PLATFORM_WEBHOOK_REPLAY_PRUNE_INTERVAL: forgetting inbound webhook ids past their 24-hour replay window. */
   webhookReplayPruneMs: number;
+  /** PLATFORM_IDEMPOTENCY_PRUNE_INTERVAL: forgetting idempotency keys past their lifetime. */
+  idempotencyPruneMs: number;
 }
 
 /** Raw `platform serve` flags as commander hands them over. */
@@ -209,6 +221,9 @@ function parseDatabase(flags: ServeFlags, env: NodeJS.ProcessEnv): DatabaseSetti
   return { url, schema };
 }
 
+/** A JavaScript Map holds at most 2^24 entries; ten million kept keys are about 1.5 GB of memory anyway. */
+const MAX_IDEMPOTENCY_KEYS = 10_000_000;
+
 /** Seconds between two runs of a scheduled job: at least 1, at most a week. */
 const Interval = v.pipe(
   v.string(),
@@ -225,6 +240,7 @@ function parseJobIntervals(env: NodeJS.ProcessEnv): JobIntervals {
     tokenPruneMs: seconds('PLATFORM_TOKEN_PRUNE_INTERVAL', 600),
     loginThrottlePruneMs: seconds('PLATFORM_LOGIN_THROTTLE_PRUNE_INTERVAL', 300),
     webhookReplayPruneMs: seconds('PLATFORM_WEBHOOK_REPLAY_PRUNE_INTERVAL', 600),
+    idempotencyPruneMs: seconds('PLATFORM_IDEMPOTENCY_PRUNE_INTERVAL', 600),
   };
 }
 
@@ -309,6 +325,12 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
       denyPrivateTargets: flags.denyPrivateTargets ?? isTrue(env.PLATFORM_DENY_PRIVATE_TARGETS),
     },
     deliveryLeaseMs: parseSetting('PLATFORM_DELIVERY_LEASE', Count(1, 3600), env.PLATFORM_DELIVERY_LEASE, 30) * 1000,
+    idempotency: {
+      ttlMs: parseSetting('PLATFORM_IDEMPOTENCY_TTL_SECONDS', Count(1, 7 * 86_400), env.PLATFORM_IDEMPOTENCY_TTL_SECONDS, 86_400) * 1000,
+      maxKeys: parseSetting('PLATFORM_IDEMPOTENCY_MAX_KEYS', Count(1, MAX_IDEMPOTENCY_KEYS), env.PLATFORM_IDEMPOTENCY_MAX_KEYS, DEFAULT_MAX_KEPT_KEYS),
+      // Longer than a publish takes with its synchronous handlers' default 30 s timeout.
+      waitMs: 60_000,
+    },
     retention: {
       maxAgeMs: parseSetting('PLATFORM_EVENT_RETENTION_DAYS', Count(1, 3650), env.PLATFORM_EVENT_RETENTION_DAYS, 7) * 86_400_000,
       maxPerWorkspace: parseSetting('PLATFORM_EVENT_RETENTION_COUNT', Count(1, 100_000_000), env.PLATFORM_EVENT_RETENTION_COUNT, 100_000),

@@ -11,6 +11,7 @@ import { admitChatMessage, ChatService, postChatMessage } from './chat/service.j
 import { DeadLetterService } from './dispatch/dead-letter-service.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { ActivityFeed } from './events/activity.js';
+import { IdempotentPublishing } from './events/idempotency.js';
 import { EventService } from './events/service.js';
 import { ExtensionConfigService } from './extension-config/service.js';
 import type { JobLock, ScheduledJob } from './jobs.js';
@@ -41,6 +42,8 @@ export interface Services {
   installations: InstallationService;
   subscriptions: SubscriptionService;
   events: EventService;
+  /** Publishes that carry an `Idempotency-Key`: the first publishes, the others answer as it did. */
+  idempotency: IdempotentPublishing;
   /** Runs deliveries; publishing hands them over, the daemon starts and stops it. */
   dispatcher: Dispatcher;
   deadLetters: DeadLetterService;
@@ -92,6 +95,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents },
       deliveryLeaseMs: config.deliveryLeaseMs,
       chat: config.chat,
+      idempotencyMaxKeys: config.idempotency.maxKeys,
     };
     if (config.database) {
       const opened = await openDatabaseStores(config.database, { ...storeOptions, logWarning: (message) => logger.warn(message) });
@@ -140,9 +144,11 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     const { workspaces, installations, subscriptions } = workspaceServices;
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
     const { deadLetters } = stores;
+    const idempotency = new IdempotentPublishing(stores.idempotencyKeys, config.idempotency, logger);
     workspaces.onWorkspaceDeleted(async (workspaceId) => {
       await deadLetters.removeWorkspace(workspaceId);
       await stores.deliveries.removeWorkspace(workspaceId);
+      await idempotency.forgetWorkspace(workspaceId);
     });
     const extensionConfig = await ExtensionConfigService.open(stores.extensionConfig, { catalog, box, workspaces });
     // Before the stores close (closers run last first): read-backs still to be retried stop.
@@ -210,6 +216,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       { name: 'event-retention', intervalMs: intervals.eventRetentionMs, run: () => events.applyRetention() },
       { name: 'prune-login-throttle', intervalMs: intervals.loginThrottlePruneMs, run: () => throttle.prune() },
       { name: 'prune-webhook-replays', intervalMs: intervals.webhookReplayPruneMs, run: () => webhooks.forgetExpiredReplays() },
+      { name: 'prune-idempotency-keys', intervalMs: intervals.idempotencyPruneMs, run: () => idempotency.prune() },
     ];
     return {
       services: {
@@ -219,6 +226,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
         installations,
         subscriptions,
         events,
+        idempotency,
         dispatcher,
         deadLetters: deadLetterService,
         chat: new ChatService(stores.chat, workspaces),

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { ApiError } from '../../contract/client.js';
+import { IdempotencyKey } from '../../contract/requests.js';
 import { clientFor } from '../client.js';
-import { usageError } from '../errors.js';
-import { integerFlag, jsonObjectFlag } from '../flags.js';
+import { CliError, EXIT, usageError } from '../errors.js';
+import { integerFlag, jsonObjectFlag, parseWith } from '../flags.js';
 import { withExample } from '../help.js';
 import { printJson, printLine, printTable } from '../output.js';
 import { fetchCursorListing } from '../paging.js';
@@ -48,6 +51,21 @@ async function readPayload(flags: { payload?: Record<string, unknown>; payloadFi
   return parsePayload(text, 'stdin');
 }
 
+/** A key as a shell reads it back: as it is when it has nothing a shell would act on, else in single quotes. */
+const shellWord = (text: string) => (/^[A-Za-z0-9._:@%+=,/-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`);
+
+/**
+ * The publish failed in a way that leaves its outcome unknown (no answer, or a
+ * fault of the daemon): the message says how to try again safely, with the
+ * same key, which publishes the event at most once.
+ */
+function withRetryHint(error: unknown, key: string): unknown {
+  const unknownOutcome = (error instanceof CliError && error.exitCode === EXIT.unreachable) || (error instanceof ApiError && error.status >= 500);
+  if (!unknownOutcome) return error;
+  const hint = `to try again without publishing it twice, add --idempotency-key ${shellWord(key)}`;
+  return new CliError(`${error.message}\n${hint}`, error instanceof CliError ? error.exitCode : EXIT.daemonError);
+}
+
 export function registerEvents(program: Command): void {
   const events = program.command('events').description('publish and read workspace events');
 
@@ -62,26 +80,38 @@ export function registerEvents(program: Command): void {
     .option('--payload-file <file>', 'read the payload from a JSON file')
     .option('--actor <actor>', 'who publishes (default: your e-mail)')
     .option('--schema-version <version>', 'version of the payload schema')
+    .option(
+      '--idempotency-key <key>',
+      'sent as Idempotency-Key (default: a new random key each run): run again with the same key and payload (within 24 hours, by default), it publishes nothing and answers the first event',
+      parseWith(IdempotencyKey),
+    )
     .option('--json', 'print JSON')
     .action(
       async (
         workspace: string,
         eventKey: string,
-        flags: { payload?: Record<string, unknown>; payloadFile?: string; actor?: string; schemaVersion?: string; json?: boolean },
+        flags: { payload?: Record<string, unknown>; payloadFile?: string; actor?: string; schemaVersion?: string; idempotencyKey?: string; json?: boolean },
         command: Command,
       ) => {
         const payload = await readPayload(flags);
-        const response = await clientFor(command).call('publishEvent', {
-          params: { id: workspace },
-          body: {
-            eventKey,
-            payload,
-            ...(flags.actor ? { actor: flags.actor } : {}),
-            ...(flags.schemaVersion ? { schemaVersion: flags.schemaVersion } : {}),
-          },
-        });
-        const eventId = response.meta.eventId;
-        if (flags.json) printJson({ eventId });
+        const idempotencyKey = flags.idempotencyKey ?? randomUUID();
+        const response = await clientFor(command)
+          .call('publishEvent', {
+            params: { id: workspace },
+            headers: { 'Idempotency-Key': idempotencyKey },
+            body: {
+              eventKey,
+              payload,
+              ...(flags.actor ? { actor: flags.actor } : {}),
+              ...(flags.schemaVersion ? { schemaVersion: flags.schemaVersion } : {}),
+            },
+          })
+          .catch((error: unknown) => {
+            throw withRetryHint(error, idempotencyKey);
+          });
+        const { eventId, idempotentReplay } = response.meta;
+        if (flags.json) printJson({ eventId, ...(idempotentReplay ? { idempotentReplay } : {}) });
+        else if (idempotentReplay) printLine(`already published ${eventKey} to ${workspace} with this idempotency key: event ${eventId} (not published again)`);
         else printLine(`published ${eventKey} to ${workspace}: event ${eventId}`);
       },
     );

@@ -76,6 +76,8 @@ export interface Origin {
   depth: number;
   /** The provider's delivery id of an inbound webhook call, kept on the event. */
   sourceId?: string;
+  /** The event's id, when the publisher chose it beforehand (an idempotent publish records it with its key first); else a new one. */
+  eventId?: string;
 }
 
 /**
@@ -115,7 +117,7 @@ export class EventService {
       schemaVersion,
       ...(origin.sourceId === undefined ? {} : { sourceId: origin.sourceId }),
     };
-    const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active));
+    const { event } = await this.record(draft, origin.depth, (event) => this.subscribersOf(event, active), origin.eventId);
     return { eventId: event.id };
   }
 
@@ -124,9 +126,10 @@ export class EventService {
    * its workspace, only the event keys its manifest publishes (403), as
    * `extension:<key>`, the actor defaulting to the key.
    */
-  async publishFromExtension(caller: ExtensionCaller, workspaceId: string, input: PublishEventInput): Promise<{ eventId: string }> {
+  async publishFromExtension(caller: ExtensionCaller, workspaceId: string, input: PublishEventInput, eventId?: string): Promise<{ eventId: string }> {
     await this.deps.installations.assertMayPublish(caller, workspaceId, input.eventKey);
-    return this.publish(workspaceId, input, { actor: caller.extensionKey, publishedBy: `extension:${caller.extensionKey}`, depth: 1 });
+    const origin: Origin = { actor: caller.extensionKey, publishedBy: `extension:${caller.extensionKey}`, depth: 1 };
+    return this.publish(workspaceId, input, eventId === undefined ? origin : { ...origin, eventId });
   }
 
   /** Newest first, every retained event, into `budget`; see EventStore.page. */
@@ -200,10 +203,11 @@ export class EventService {
     draft: EventDraft,
     depth: number,
     subscribers: (event: PlatformEvent) => SubscriberRef[],
+    eventId: string = randomUUID(),
   ): Promise<{ event: PlatformEvent; deliveries: Delivery[] }> {
     const now = this.now();
     const event: PlatformEvent = {
-      id: randomUUID(),
+      id: eventId,
       eventKey: draft.eventKey,
       tenantId: draft.tenantId,
       actor: draft.actor,

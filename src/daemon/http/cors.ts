@@ -1,7 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { endpoints, type EndpointDeclaration } from '../../contract/endpoints.js';
 
 const ALLOWED_METHODS = 'GET, POST, PUT, PATCH, DELETE';
-const ALLOWED_HEADERS = 'authorization, content-type';
+/** The token, the body's type, and every request header a route declares (Idempotency-Key), so that a page on an allowed origin may send them. */
+const ALLOWED_HEADERS = [
+  ...new Set([
+    'authorization',
+    'content-type',
+    ...(Object.values(endpoints) as EndpointDeclaration[]).flatMap((declaration) => Object.keys(declaration.headers?.entries ?? {}).map((name) => name.toLowerCase())),
+  ]),
+].join(', ');
 
 /**
  * CORS for the origins the operator allowed (`--cors-origin`), and nothing

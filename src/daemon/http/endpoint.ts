@@ -38,6 +38,8 @@ export interface HandlerContext<D extends EndpointDeclaration> {
   params: Output<D, 'params'>;
   query: Output<D, 'query'>;
   body: Output<D, 'body'>;
+  /** The declared request headers, validated, by their declared names. */
+  headers: Output<D, 'headers'>;
   caller: CallerOf<D>;
   /** The bytes of the body as received (empty without a body schema). */
   rawBody: Buffer;
@@ -173,6 +175,7 @@ async function serve(declaration: EndpointDeclaration, handle: (context: never) 
 
   const params = declaration.params ? parseOrThrow(declaration.params, getRouterParams(event, { decode: true })) : undefined;
   const query = declaration.query ? parseOrThrow(declaration.query, getQuery(event)) : undefined;
+  const headers = declaration.headers ? parseOrThrow(declaration.headers, declaredHeaders(req, declaration.headers)) : undefined;
   let body: unknown;
   let rawBody: Buffer = Buffer.alloc(0);
   if (declaration.body) {
@@ -188,7 +191,7 @@ async function serve(declaration: EndpointDeclaration, handle: (context: never) 
     throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be sent as Content-Type: application/json, in UTF-8');
   }
 
-  const result = await handle({ params, query, body, caller, rawBody, event } as never);
+  const result = await handle({ params, query, body, headers, caller, rawBody, event } as never);
   if (declaration.answers) return;
   const status = declaration.status ?? 200;
   if (status === 204) sendEnvelope(res, 204, { code: 'SUCCESS', message: null, data: null, meta: null });
@@ -196,4 +199,9 @@ async function serve(declaration: EndpointDeclaration, handle: (context: never) 
   else if (result instanceof Reply) sendSuccess(res, status, result.data, result.meta);
   else if (result instanceof TextReply) sendText(res, status, result.text);
   else sendSuccess(res, status, result);
+}
+
+/** The declared headers as received, under their declared names (Node keys them in lower case); undefined when absent. */
+function declaredHeaders(req: IncomingMessage, schema: NonNullable<EndpointDeclaration['headers']>): Record<string, unknown> {
+  return Object.fromEntries(Object.keys(schema.entries).map((name) => [name, req.headers[name.toLowerCase()]]));
 }

@@ -138,6 +138,14 @@ function parametersOf(declaration: EndpointDeclaration): Json[] {
       parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: property });
     }
   }
+  if (declaration.headers) {
+    const json = schemaOf(declaration.headers);
+    const required = new Set((json.required ?? []) as string[]);
+    for (const [name, property] of Object.entries((json.properties ?? {}) as Record<string, Json>)) {
+      const { description, ...schema } = property;
+      parameters.push({ name, in: 'header', required: required.has(name), ...(description === undefined ? {} : { description }), schema });
+    }
+  }
   if (declaration.resumable) {
     parameters.push({
       name: 'Last-Event-ID',

@@ -26,6 +26,7 @@ const PLATFORM_FILES = new Set([
   'webhook-requests.log',
   'audit.log',
   'revocations.log',
+  'idempotency-keys.log',
 ]);
 
 /** The platform's own folders, and the files in them that are its own. */

@@ -20,7 +20,9 @@ import type { Copied, CopyStep, ImportTarget } from './import-step.js';
  * Every step, in the order of what refers to what: members refer to users,
  * deliveries to their events.
  * Login throttling and the webhook replay check are kept in memory on files:
- * there is nothing to copy. A domain that moves to PostgreSQL adds its step here.
+ * there is nothing to copy. Idempotency keys are on disk, but as fingerprints of
+ * workspace and key that the database's rows cannot be made from: not copied
+ * (docs/scaling.md). A domain that moves to PostgreSQL adds its step here.
  */
 export const COPY_STEPS: readonly CopyStep[] = [
   { name: 'users', copy: copyUsers },

@@ -7,6 +7,7 @@ import { DEFAULT_CHAT_LIMITS, type ChatLimits, type ChatStore } from '../chat/st
 import type { DeadLetterStore, DeliveryStore } from '../dispatch/store.js';
 import { describeFault } from '../errors.js';
 import type { ActivityLog } from '../events/activity.js';
+import { DEFAULT_MAX_KEPT_KEYS, type IdempotencyKeyStore } from '../events/idempotency.js';
 import type { EventStore } from '../events/store.js';
 import type { ExtensionConfigStore } from '../extension-config/store.js';
 import type { JobLock } from '../jobs.js';
@@ -18,6 +19,7 @@ import { FileCatalogStore } from './file/catalog.js';
 import { FileChatStore } from './file/chat.js';
 import { openFileDispatch, type FileDispatchOptions } from './file/dispatch.js';
 import { FileExtensionConfigStore } from './file/extension-config.js';
+import { FileIdempotencyKeyStore } from './file/idempotency-keys.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
 import { FileApiTokenStore } from './file/api-tokens.js';
@@ -35,6 +37,7 @@ import { PostgresDeadLetterStore } from './postgres/dead-letters.js';
 import { PostgresDeliveryStore } from './postgres/deliveries.js';
 import { PostgresEventStore } from './postgres/events.js';
 import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
+import { PostgresIdempotencyKeyStore } from './postgres/idempotency-keys.js';
 import { PostgresJobLock } from './postgres/job-lock.js';
 import { LeaseKeeper } from './postgres/lease-keeper.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
@@ -68,6 +71,8 @@ export interface Stores {
   /** Pending deliveries (the outbox) and every delivery's record. */
   deliveries: DeliveryStore;
   deadLetters: DeadLetterStore;
+  /** The `Idempotency-Key`s of publishes, claimed and kept. */
+  idempotencyKeys: IdempotencyKeyStore;
   /** What a scheduled job runs under, so that one daemon at a time runs it. */
   jobLock: JobLock;
   /** What live streams show and resume from: ids, and the kept history, shared by every daemon on the backend. */
@@ -85,8 +90,10 @@ export interface StoreOptions {
   events?: Omit<FileDispatchOptions, 'reportError'>;
   /** What chat keeps (default DEFAULT_CHAT_LIMITS). */
   chat?: ChatLimits;
-  /** PostgreSQL: PLATFORM_DELIVERY_LEASE in ms (default 30 s). */
+  /** PostgreSQL: PLATFORM_DELIVERY_LEASE in ms (default 30 s); also the lease of an idempotency key's claim. */
   deliveryLeaseMs?: number;
+  /** Files: PLATFORM_IDEMPOTENCY_MAX_KEYS (default DEFAULT_MAX_KEPT_KEYS). */
+  idempotencyMaxKeys?: number;
   /** PostgreSQL: external deliveries a daemon keeps for itself as it publishes them (default 256); more go to the shared queue for any daemon. */
   holdDeliveriesAtMost?: number;
 }
@@ -117,6 +124,12 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   const extensionConfig = await FileExtensionConfigStore.open(dataDir);
   const logError = options.logError ?? console.error;
   const dispatch = await openFileDispatch(dataDir, { ...options.events, reportError: (error) => logError(describeFault(error)) });
+  const idempotencyKeys = await FileIdempotencyKeyStore.open(dataDir, {
+    maxKeys: options.idempotencyMaxKeys ?? DEFAULT_MAX_KEPT_KEYS,
+    eventRecorded: async (workspaceId, eventId) => (await dispatch.events.find(workspaceId, eventId)) !== undefined,
+    reportError: (error) => logError(describeFault(error)),
+    ...(options.now ? { now: options.now } : {}),
+  });
   return {
     users,
     revocations,
@@ -131,10 +144,12 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     events: dispatch.events,
     deliveries: dispatch.deliveries,
     deadLetters: dispatch.deadLetters,
+    idempotencyKeys,
     recentEventBytes: dispatch.recentEventBytes,
     jobLock: ALONE_ON_FILES,
     activity: new MemoryActivityLog(options.now),
     async close() {
+      await idempotencyKeys.close();
       await dispatch.events.close();
       await users.close();
       await revocations.close();
@@ -157,6 +172,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
   const deliveries = new PostgresDeliveryStore(database, feed, leases, { logError, deadLettersChanged: () => deadLetters.changed() });
   const events = new PostgresEventStore(database, feed, leases, { holdAtMost: options.holdDeliveriesAtMost ?? 256, logError });
   const activity = new PostgresActivityLog(database, feed, logError);
+  const idempotencyKeys = new PostgresIdempotencyKeyStore(database, { leaseMs: options.deliveryLeaseMs ?? 30_000, logError });
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
@@ -171,10 +187,12 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
     events,
     deliveries,
     deadLetters,
+    idempotencyKeys,
     jobLock: new PostgresJobLock(database),
     activity,
     async close() {
       leases.close();
+      idempotencyKeys.close();
       await events.close();
       await deliveries.close();
       await activity.close();

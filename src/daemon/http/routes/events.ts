@@ -8,14 +8,22 @@ import { PageBudget } from '../../paging.js';
 /** Where the page stopped, in the event store's own terms: the store reads it (and refuses one it cannot). */
 const isEventCursor = (position: unknown): position is string => typeof position === 'string';
 
-export const eventRoutes = ({ services: { events }, config: { maxPageBytes } }: HttpContext) =>
+export const eventRoutes = ({ services: { events, idempotency }, config: { maxPageBytes } }: HttpContext) =>
   ({
-    publishEvent: async ({ params, body, caller }) => {
-      const { eventId } =
+    publishEvent: async ({ params, body, headers, rawBody, caller }) => {
+      // A user publishes as themself; an extension's service (its installation token) as the extension, within its manifest.
+      const publish = (eventId?: string) =>
         caller.kind === 'extension'
-          ? await events.publishFromExtension(caller, params.id, body)
-          : await events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 });
-      return new Reply(null, { eventId });
+          ? events.publishFromExtension(caller, params.id, body, eventId)
+          : events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1, ...(eventId === undefined ? {} : { eventId }) });
+      const key = headers['Idempotency-Key'];
+      if (key === undefined) {
+        const { eventId } = await publish();
+        return new Reply(null, { eventId });
+      }
+      // "The same body" is the same bytes: the hash is of rawBody, as received.
+      const { eventId, replayed } = await idempotency.publish(params.id, key, rawBody, (eventId) => publish(eventId));
+      return new Reply(null, replayed ? { eventId, idempotentReplay: true } : { eventId });
     },
     listEvents: async ({ params, query: { cursor, ...query } }) => {
       checkRange(query.since, query.until);
