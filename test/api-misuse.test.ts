@@ -45,7 +45,7 @@ type Operation = { responses: Record<string, { content?: Record<string, { schema
 let t: TestDaemon;
 let document: { paths: Record<string, Record<string, Operation>> };
 let failing: Subscriber;
-const tokens = { admin: '', outsider: '', disabled: '', changer: '' };
+const tokens = { admin: '', outsider: '', disabled: '', changer: '', installation: '', collector: '' };
 let deadLetterId = '';
 
 /** A request as a misbehaving client would send it: any Host, any header, any body. */
@@ -188,6 +188,17 @@ const SPECIAL: Partial<Record<OperationId, Partial<Record<number, () => Misuse |
       json: { eventKey: 'platform.notification', payload: { channel: 'another', message: 'hello' } },
     }),
   },
+  // A user has at most 100 API tokens.
+  createApiToken: {
+    409: async () => {
+      const make = () => send(endpoints.createApiToken, { token: tokens.collector, json: { name: 'one', scopes: ['events:read'] } }, endpoints.createApiToken.path);
+      for (let made = 0; made < 100; made += 1) await make();
+      return { token: tokens.collector, json: { name: 'one too many', scopes: ['events:read'] } };
+    },
+  },
+  // Its version publishes nothing: it has no installation token.
+  rotateInstallationToken: { 409: () => ({ token: tokens.admin, path: pathWith(endpoints.rotateInstallationToken, { id: 'acme', key: 'crm' }) }) },
+  getOwnInstallation: { 415: () => ({ token: tokens.installation, raw: 'plain words', headers: { 'content-type': 'text/plain' } }) },
   listDeadLetters: { 404: () => ({ token: tokens.admin, path: '/api/admin/dead-letters?workspaceId=nowhere' }) },
   replayDeadLetters: { 404: () => ({ token: tokens.admin, json: { extensionKey: 'nowhere' } }) },
   discardDeadLetters: { 404: () => ({ token: tokens.admin, json: { workspaceId: 'nowhere' } }) },
@@ -327,6 +338,13 @@ test.before(async () => {
   ok(await send(endpoints.receiveWebhook, { raw: hook, headers: githubHeaders(signed) }, '/api/webhooks/crm'), 200);
   ok(await send(endpoints.receiveWebhook, { raw: hook, headers: githubHeaders(signed) }, '/api/webhooks/crm'), 200);
   ok(await adminClient.patch(`/api/admin/users/${dora.id}`, { active: false }), 200);
+  tokens.collector = (await createUser(t, 'tess@example.test')).token;
+  ok(await adminClient.post('/api/admin/marketplace/extensions', { extensionKey: 'sender', name: 'Sender' }), 201);
+  const manifest = { manifestVersion: 1, extensionKey: 'sender', version: '1.0.0', publishes: [{ eventKey: 'sender.sent', schemaVersion: '1', schema: {} }] };
+  ok(await adminClient.post('/api/admin/marketplace/extensions/sender/versions', { version: '1.0.0', artifactUrl: 'https://example.test/s.zip', manifest }), 201);
+  const installed = await adminClient.post('/api/workspaces/acme/extensions', { extensionKey: 'sender' });
+  ok(installed, 201);
+  tokens.installation = installed.body.data.installationToken;
 });
 
 test.after(async () => {

@@ -45,6 +45,28 @@ test('a token revoked on one daemon is refused by the other at once', async () =
   assert.is((await api(two.url, user.token).get('/api/auth/me')).status, 401);
 });
 
+test('an API token revoked on one daemon, or rotated installation token, is refused by the other at once', async () => {
+  const user = await createUser(one, 'scripted@example.test');
+  const created = await user.post('/api/auth/tokens', { name: 'script', scopes: ['events:read'] });
+  assert.is(created.status, 201, created.text);
+  const onTwo = api(two.url, created.body.data.token);
+  assert.is((await onTwo.get('/api/auth/me')).status, 200);
+  assert.is((await user.delete(`/api/auth/tokens/${created.body.data.id}`)).status, 204);
+  assert.is((await onTwo.get('/api/auth/me')).status, 401);
+
+  const admin = await one.admin();
+  await publishExtension(admin, 'sender', '1.0.0', {
+    manifest: { manifestVersion: 1, extensionKey: 'sender', version: '1.0.0', publishes: [{ eventKey: 'sender.sent', schemaVersion: '1', schema: {} }] },
+  });
+  await createWorkspace(admin, 'tokens-across');
+  const installed = await admin.post('/api/workspaces/tokens-across/extensions', { extensionKey: 'sender' });
+  assert.is(installed.status, 201, installed.text);
+  const extension = api(two.url, installed.body.data.installationToken);
+  assert.is((await extension.post('/api/workspaces/tokens-across/events/publish', { eventKey: 'sender.sent', payload: {} })).status, 200);
+  assert.is((await admin.post('/api/workspaces/tokens-across/extensions/sender/rotate-token')).status, 200);
+  assert.is((await extension.post('/api/workspaces/tokens-across/events/publish', { eventKey: 'sender.sent', payload: {} })).status, 401);
+});
+
 test('a user disabled on one daemon is refused by the other at once', async () => {
   const user = await createUser(one, 'disabled@example.test');
   assert.is((await api(two.url, user.token).get('/api/auth/me')).status, 200);

@@ -126,8 +126,17 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
   const users = document.paths['/api/admin/users']!.get!;
   assert.equal(users.responses['401']!.content!['application/json']!.schema.properties!.code!.enum, ['UNAUTHORIZED']);
   assert.equal(users.responses['403']!.content!['application/json']!.schema.properties!.code!.enum, ['ACCOUNT_DISABLED', 'FORBIDDEN']);
-  assert.equal(users.security, [{ cookie: [] }, { bearer: [] }]);
-  assert.equal(document.paths['/metrics']!.get!.security, [{ metricsToken: [] }, { cookie: [] }, { bearer: [] }]);
+  assert.equal(users.security, [{ cookie: [] }, { bearer: [] }, { apiToken: ['users:write'] }], 'an API token needs the scope the route names');
+  assert.is((users as unknown as Record<string, unknown>)['x-required-scope'], 'users:write');
+  assert.equal(document.paths['/api/auth/logout']!.post!.security, [{ cookie: [] }, { bearer: [] }], 'a route for sessions only');
+  assert.equal(document.paths['/api/workspaces/{id}/events/publish']!.post!.security, [
+    { cookie: [] },
+    { bearer: [] },
+    { apiToken: ['events:publish'] },
+    { installationToken: [] },
+  ]);
+  assert.equal(document.paths['/api/extension/installation']!.get!.security, [{ installationToken: [] }]);
+  assert.equal(document.paths['/metrics']!.get!.security, [{ metricsToken: [] }, { cookie: [] }, { bearer: [] }, { apiToken: ['deliveries:read'] }]);
   assert.ok(document.paths['/metrics']!.get!.responses['401'], 'metrics refuse a caller without the token');
 
   const workspace = document.paths['/api/workspaces/{id}']!.get!;
@@ -158,7 +167,7 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
 
 test('every operation has an operationId of a verb and a noun (at most 40 characters), a summary and one tag the document declares', () => {
   const tags = new Set((document as unknown as { tags: { name: string }[] }).tags.map((tag) => tag.name));
-  const verbs = /^(get|list|create|update|delete|add|remove|publish|yank|unyank|rename|install|uninstall|rotate|test|stream|replay|discard|receive|download|change|reset|end)[A-Z]/;
+  const verbs = /^(get|list|create|update|delete|add|remove|publish|yank|unyank|rename|install|uninstall|rotate|test|stream|replay|discard|receive|download|change|reset|end|revoke)[A-Z]/;
   const ids = new Set<string>();
   for (const { method, path, operation } of operations()) {
     const { operationId, summary, tags: own } = operation as Operation & { summary?: string; tags?: string[] };

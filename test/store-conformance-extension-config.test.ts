@@ -103,6 +103,7 @@ async function configOf(opened: OpenedStores): Promise<ExtensionConfigService> {
     users: opened.stores.users,
     denyPrivateTargets: false,
     configuredNames: () => [],
+    configurationOf: () => ({}),
   });
   return ExtensionConfigService.open(opened.stores.extensionConfig, { catalog, box: BOX, workspaces });
 }

@@ -362,6 +362,7 @@ async function serviceOf(opened: OpenedStores): Promise<WorkspaceServices> {
     box: BOX,
     users: opened.stores.users,
     configuredNames: () => [],
+    configurationOf: () => ({}),
     denyPrivateTargets: false,
   });
 }

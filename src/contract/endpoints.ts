@@ -1,11 +1,14 @@
 import * as v from 'valibot';
 import type { ErrorCode } from './errors.js';
 import * as request from './requests.js';
+import type { Scope } from './requests.js';
 import {
+  ApiToken,
   AuditRecord,
   CategoryCount,
   ChannelSummary,
   ChatMessage,
+  CreatedApiToken,
   CreatedSubscription,
   CursorMeta,
   DaemonStatus,
@@ -24,11 +27,13 @@ import {
   Installation,
   InstalledExtension,
   OffsetMeta,
+  OwnInstallation,
   PageMeta,
   PlatformEvent,
   PublishedMeta,
   Readiness,
   ReplayedDeadLetters,
+  RotatedInstallationToken,
   RotatedSecret,
   Subscription,
   TestDelivery,
@@ -41,21 +46,26 @@ import {
 
 /**
  * Who may call: anyone; any logged-in user; a member of the workspace named by
- * the path's `id` (or an ADMIN); an ADMIN; or a metrics scraper (the metrics
- * token, or an ADMIN).
+ * the path's `id` (or an ADMIN); an ADMIN; a metrics scraper (the metrics
+ * token, or an ADMIN); or an extension's service with its installation token.
+ * A personal API token acts as its user, within its scopes (see `scope`).
  */
-export type Access = 'public' | 'user' | 'member' | 'admin' | 'scraper';
+export type Access = 'public' | 'user' | 'member' | 'admin' | 'scraper' | 'installation';
+
+/** What a personal API token must grant to call a route; `any`: every token may. */
+export type RequiredScope = Scope | 'any';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export const TAGS = {
   operations: 'Health, readiness, metrics, status, backups and this document.',
-  auth: 'Logging in and out, and the caller’s own account.',
+  auth: 'Logging in and out, the caller’s own account, and personal API tokens for scripts.',
   users: 'User accounts (ADMIN).',
   marketplace: 'The extension catalog: browsing (public), publishing, yanking and configuring (ADMIN), and its audit trail.',
   workspaces: 'Workspaces and their members.',
   installations: 'Extensions installed in a workspace.',
   subscriptions: 'Which extension receives which events of a workspace, and how.',
+  extension: 'What an installed extension’s own service calls with its installation token.',
   'event-types': 'The event types extensions publish, with the JSON Schema of each schemaVersion (public, like the catalog).',
   events: 'Publishing events, reading them and the record of their deliveries, and following them live.',
   'dead-letters': 'Deliveries that failed every attempt: inspect, replay, discard (ADMIN).',
@@ -106,6 +116,18 @@ export interface EndpointDeclaration {
   readonly session?: 'sets' | 'clears';
   /** A live stream that a client resumes with `Last-Event-ID`. */
   readonly resumable?: true;
+  /**
+   * The scope a personal API token needs for this route (a user, member or
+   * ADMIN route; public ones need none). Without one, only a session may call
+   * it (logging out, changing the password, downloading a backup).
+   */
+  readonly scope?: RequiredScope;
+  /**
+   * An extension's installation token may call it too: within the workspace
+   * it was installed in, publishing only its manifest's event keys, reading
+   * only its own subscriptions' deliveries.
+   */
+  readonly forInstallations?: true;
 }
 
 /** A login or password change is well under 1 KiB: nobody needs the daemon's 1 MiB to send one, anonymously least of all. */
@@ -142,9 +164,10 @@ export const endpoints = {
     summary: 'Scrape the Prometheus metrics',
     tag: 'operations',
     access: 'scraper',
+    scope: 'deliveries:read',
     answers: { contentType: 'text/plain; version=0.0.4', description: 'The Prometheus text format.' },
   },
-  getDaemonStatus: { method: 'GET', path: '/api/admin/status', summary: 'Get the daemon’s version, uptime and backlog', tag: 'operations', access: 'admin', data: DaemonStatus },
+  getDaemonStatus: { method: 'GET', path: '/api/admin/status', summary: 'Get the daemon’s version, uptime and backlog', tag: 'operations', access: 'admin', scope: 'deliveries:read', data: DaemonStatus },
   downloadBackup: {
     method: 'GET',
     path: '/api/admin/backup',
@@ -168,7 +191,7 @@ export const endpoints = {
     maxBodyBytes: AUTH_MAX_BODY_BYTES,
     session: 'sets',
   },
-  getCurrentUser: { method: 'GET', path: '/api/auth/me', summary: 'Get the caller’s account', tag: 'auth', access: 'user', data: User },
+  getCurrentUser: { method: 'GET', path: '/api/auth/me', summary: 'Get the caller’s account', tag: 'auth', access: 'user', scope: 'any', data: User },
   changePassword: {
     method: 'PUT',
     path: '/api/auth/me/password',
@@ -182,6 +205,59 @@ export const endpoints = {
   },
   endSession: { method: 'POST', path: '/api/auth/logout', summary: 'End the caller’s session', tag: 'auth', access: 'user', session: 'clears' },
 
+  createApiToken: {
+    method: 'POST',
+    path: '/api/auth/tokens',
+    summary: 'Create a personal API token; the token is shown this once',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    body: request.CreateTokenBody,
+    status: 201,
+    data: CreatedApiToken,
+    errors: ['CONFLICT'],
+  },
+  listApiTokens: {
+    method: 'GET',
+    path: '/api/auth/tokens',
+    summary: 'List your personal API tokens',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    data: v.array(ApiToken),
+  },
+  revokeApiToken: {
+    method: 'DELETE',
+    path: '/api/auth/tokens/:tokenId',
+    summary: 'Revoke one of your personal API tokens',
+    tag: 'auth',
+    access: 'user',
+    scope: 'tokens:write',
+    params: request.TokenParams,
+    status: 204,
+    errors: ['NOT_FOUND'],
+  },
+  listAllApiTokens: {
+    method: 'GET',
+    path: '/api/admin/tokens',
+    summary: 'List every user’s personal API tokens',
+    tag: 'auth',
+    access: 'admin',
+    scope: 'tokens:write',
+    data: v.array(ApiToken),
+  },
+  revokeAnyApiToken: {
+    method: 'DELETE',
+    path: '/api/admin/tokens/:tokenId',
+    summary: 'Revoke any user’s personal API token',
+    tag: 'auth',
+    access: 'admin',
+    scope: 'tokens:write',
+    params: request.TokenParams,
+    status: 204,
+    errors: ['NOT_FOUND'],
+  },
+
   // Users.
   createUser: {
     method: 'POST',
@@ -189,18 +265,20 @@ export const endpoints = {
     summary: 'Create a user account',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     body: request.CreateUserBody,
     status: 201,
     data: User,
     errors: ['CONFLICT'],
   },
-  listUsers: { method: 'GET', path: '/api/admin/users', summary: 'List the user accounts', tag: 'users', access: 'admin', data: v.array(User) },
+  listUsers: { method: 'GET', path: '/api/admin/users', summary: 'List the user accounts', tag: 'users', access: 'admin', scope: 'users:write', data: v.array(User) },
   updateUser: {
     method: 'PATCH',
     path: '/api/admin/users/:id',
     summary: 'Rename, change the roles of, disable or enable a user',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     body: request.PatchUserBody,
     data: User,
@@ -212,6 +290,7 @@ export const endpoints = {
     summary: 'Delete a user account',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     status: 204,
     errors: ['NOT_FOUND', 'CONFLICT'],
@@ -222,6 +301,7 @@ export const endpoints = {
     summary: 'Set a user’s password; their sessions end',
     tag: 'users',
     access: 'admin',
+    scope: 'users:write',
     params: request.UserParams,
     body: request.ResetPasswordBody,
     data: User,
@@ -300,6 +380,7 @@ export const endpoints = {
     summary: 'Add an extension to the catalog',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     body: request.CreateExtensionBody,
     status: 201,
     data: ExtensionDetail,
@@ -311,6 +392,7 @@ export const endpoints = {
     summary: 'Change an extension’s name, description, category or permissions',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.UpdateExtensionBody,
     data: ExtensionDetail,
@@ -322,6 +404,7 @@ export const endpoints = {
     summary: 'Publish a version of an extension',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.PublishVersionBody,
     status: 201,
@@ -334,6 +417,7 @@ export const endpoints = {
     summary: 'Yank a version: no new installs, existing ones keep it',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.VersionParams,
     query: request.YankQuery,
     status: 204,
@@ -345,6 +429,7 @@ export const endpoints = {
     summary: 'Make a yanked version installable again',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.VersionParams,
     data: VersionRecord,
     errors: ['NOT_FOUND'],
@@ -355,6 +440,7 @@ export const endpoints = {
     summary: 'Read the catalog’s audit trail, newest first',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     query: request.AuditQuery,
     data: v.array(AuditRecord),
     meta: OffsetMeta,
@@ -366,6 +452,7 @@ export const endpoints = {
     summary: 'Get an extension’s configuration, secrets masked',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     data: ExtensionConfig,
     errors: ['NOT_FOUND'],
@@ -376,6 +463,7 @@ export const endpoints = {
     summary: 'Set fields of an extension’s configuration',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ExtensionParams,
     body: request.ConfigBody,
     data: ExtensionConfig,
@@ -387,6 +475,7 @@ export const endpoints = {
     summary: 'Remove a field from an extension’s configuration',
     tag: 'marketplace',
     access: 'admin',
+    scope: 'catalog:write',
     params: request.ConfigFieldParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -399,6 +488,7 @@ export const endpoints = {
     summary: 'Create a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     body: request.CreateWorkspaceBody,
     status: 201,
     data: Workspace,
@@ -410,6 +500,7 @@ export const endpoints = {
     summary: 'List the workspaces the caller may see',
     tag: 'workspaces',
     access: 'user',
+    scope: 'events:read',
     data: v.array(Workspace),
   },
   getWorkspace: {
@@ -418,6 +509,7 @@ export const endpoints = {
     summary: 'Get a workspace',
     tag: 'workspaces',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: Workspace,
     errors: ['NOT_FOUND'],
@@ -428,6 +520,7 @@ export const endpoints = {
     summary: 'Rename a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.RenameWorkspaceBody,
     data: Workspace,
@@ -439,6 +532,7 @@ export const endpoints = {
     summary: 'Delete a workspace with everything in it',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     query: request.DeleteWorkspaceQuery,
     data: DeletedWorkspace,
@@ -450,6 +544,7 @@ export const endpoints = {
     summary: 'Make a user a member of a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.MemberParams,
     data: Workspace,
     errors: ['NOT_FOUND'],
@@ -460,6 +555,7 @@ export const endpoints = {
     summary: 'Remove a member from a workspace',
     tag: 'workspaces',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.MemberParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -472,6 +568,7 @@ export const endpoints = {
     summary: 'Install an extension in a workspace',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.InstallBody,
     status: 201,
@@ -484,6 +581,7 @@ export const endpoints = {
     summary: 'List the extensions installed in a workspace',
     tag: 'installations',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(Installation),
     errors: ['NOT_FOUND'],
@@ -494,6 +592,7 @@ export const endpoints = {
     summary: 'Enable, disable, upgrade or downgrade an installation',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.InstallationParams,
     body: request.UpdateInstallationBody,
     data: InstalledExtension,
@@ -505,9 +604,30 @@ export const endpoints = {
     summary: 'Uninstall an extension from a workspace',
     tag: 'installations',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.InstallationParams,
     status: 204,
     errors: ['NOT_FOUND'],
+  },
+
+  rotateInstallationToken: {
+    method: 'POST',
+    path: '/api/workspaces/:id/extensions/:key/rotate-token',
+    summary: 'Issue a new installation token; the old one stops working',
+    tag: 'installations',
+    access: 'admin',
+    scope: 'workspaces:write',
+    params: request.InstallationParams,
+    data: RotatedInstallationToken,
+    errors: ['NOT_FOUND', 'CONFLICT'],
+  },
+  getOwnInstallation: {
+    method: 'GET',
+    path: '/api/extension/installation',
+    summary: 'Read the calling extension’s installation and configuration',
+    tag: 'extension',
+    access: 'installation',
+    data: OwnInstallation,
   },
 
   // Subscriptions.
@@ -517,6 +637,7 @@ export const endpoints = {
     summary: 'Subscribe an extension to an event key; the signing secret is shown this once',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.WorkspaceParams,
     body: request.SubscribeBody,
     status: 201,
@@ -530,6 +651,7 @@ export const endpoints = {
     summary: 'List a workspace’s subscriptions',
     tag: 'subscriptions',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(Subscription),
     errors: ['NOT_FOUND'],
@@ -540,6 +662,7 @@ export const endpoints = {
     summary: 'Enable, disable or move a subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     body: request.ChangeSubscriptionBody,
     data: Subscription,
@@ -551,6 +674,7 @@ export const endpoints = {
     summary: 'Delete a subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -561,6 +685,7 @@ export const endpoints = {
     summary: 'Rotate a subscription’s signing secret; the old one signs too for a while',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     data: RotatedSecret,
     errors: ['NOT_FOUND'],
@@ -571,6 +696,7 @@ export const endpoints = {
     summary: 'Send a test event to one subscription',
     tag: 'subscriptions',
     access: 'admin',
+    scope: 'workspaces:write',
     params: request.SubscriptionParams,
     body: request.TestSubscriptionBody,
     status: 202,
@@ -585,6 +711,8 @@ export const endpoints = {
     summary: 'Publish an event into a workspace',
     tag: 'events',
     access: 'member',
+    forInstallations: true,
+    scope: 'events:publish',
     params: request.WorkspaceParams,
     body: request.PublishEventBody,
     headers: request.PublishEventHeaders,
@@ -599,6 +727,7 @@ export const endpoints = {
     summary: 'List a workspace’s events, newest first',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     query: request.EventsQuery,
     data: v.array(PlatformEvent),
@@ -611,6 +740,7 @@ export const endpoints = {
     summary: 'Get an event with the record of each of its deliveries',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.EventParams,
     data: EventWithDeliveries,
     errors: ['NOT_FOUND'],
@@ -621,6 +751,8 @@ export const endpoints = {
     summary: 'List a workspace’s delivery records, newest first',
     tag: 'events',
     access: 'member',
+    forInstallations: true,
+    scope: 'deliveries:read',
     params: request.WorkspaceParams,
     query: request.DeliveriesQuery,
     data: v.array(DeliveryRecord),
@@ -633,6 +765,7 @@ export const endpoints = {
     summary: 'Follow a workspace’s events and deliveries live',
     tag: 'events',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     answers: STREAM,
     errors: ['NOT_FOUND', 'RATE_LIMITED'],
@@ -644,6 +777,7 @@ export const endpoints = {
     summary: 'Follow every workspace’s events and deliveries live',
     tag: 'events',
     access: 'admin',
+    scope: 'events:read',
     answers: STREAM,
     errors: ['RATE_LIMITED'],
     resumable: true,
@@ -656,6 +790,7 @@ export const endpoints = {
     summary: 'List a workspace’s chat channels',
     tag: 'chat',
     access: 'member',
+    scope: 'events:read',
     params: request.WorkspaceParams,
     data: v.array(ChannelSummary),
     errors: ['NOT_FOUND'],
@@ -666,6 +801,7 @@ export const endpoints = {
     summary: 'Read a chat channel, newest first',
     tag: 'chat',
     access: 'member',
+    scope: 'events:read',
     params: request.ChannelParams,
     query: request.MessagesQuery,
     data: v.array(ChatMessage),
@@ -680,6 +816,7 @@ export const endpoints = {
     summary: 'List dead letters, by workspace, event key and extension',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     query: request.DeadLettersQuery,
     data: v.array(DeadLetter),
     meta: PageMeta,
@@ -691,6 +828,7 @@ export const endpoints = {
     summary: 'Replay the dead letters that match a filter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     body: request.ReplayMatchingBody,
     status: 202,
     data: ReplayedDeadLetters,
@@ -702,6 +840,7 @@ export const endpoints = {
     summary: 'Discard the dead letters that match a filter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     body: request.DiscardMatchingBody,
     data: DiscardedDeadLetters,
     errors: ['NOT_FOUND'],
@@ -712,6 +851,7 @@ export const endpoints = {
     summary: 'Get a dead letter with its event',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.DeadLetterParams,
     data: DeadLetter,
     errors: ['NOT_FOUND'],
@@ -722,6 +862,7 @@ export const endpoints = {
     summary: 'Follow a dead letter’s replay: dead, queued or gone',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.DeadLetterParams,
     data: DeadLetterState,
   },
@@ -731,6 +872,7 @@ export const endpoints = {
     summary: 'Replay one dead letter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     params: request.DeadLetterParams,
     status: 202,
     errors: ['NOT_FOUND', 'CONFLICT'],
@@ -741,6 +883,7 @@ export const endpoints = {
     summary: 'Discard one dead letter',
     tag: 'dead-letters',
     access: 'admin',
+    scope: 'dead-letters:write',
     params: request.DeadLetterParams,
     status: 204,
     errors: ['NOT_FOUND'],
@@ -766,6 +909,7 @@ export const endpoints = {
     summary: 'Read an extension’s inbound webhook requests, newest first',
     tag: 'webhooks',
     access: 'admin',
+    scope: 'deliveries:read',
     params: request.WebhookParams,
     query: request.WebhookRequestsQuery,
     data: v.array(WebhookRequestEntry),
@@ -785,8 +929,9 @@ export function errorCodesOf(declaration: EndpointDeclaration): ErrorCode[] {
   const codes: ErrorCode[] = [...(declaration.errors ?? []), 'MISDIRECTED_REQUEST', 'INTERNAL_ERROR', 'UNAVAILABLE'];
   const { access, method } = declaration;
   if (access === 'user' || access === 'member' || access === 'admin') codes.push('UNAUTHORIZED', 'ACCOUNT_DISABLED');
-  if (access === 'scraper') codes.push('UNAUTHORIZED');
-  if (access === 'member' || access === 'admin') codes.push('FORBIDDEN');
+  if (access === 'scraper' || access === 'installation') codes.push('UNAUTHORIZED');
+  // Not a member or not an ADMIN; an API token without the route's scope, or limited to other workspaces; a route only sessions may call.
+  if (access === 'user' || access === 'member' || access === 'admin') codes.push('FORBIDDEN');
   // A write sent with the session cookie from another site is refused (the webhook endpoint takes no cookie).
   if (method !== 'GET' && !declaration.readsOwnBody) codes.push('FORBIDDEN');
   if (declaration.params || declaration.query || declaration.body || declaration.headers) codes.push('VALIDATION_ERROR');

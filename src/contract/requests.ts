@@ -161,6 +161,40 @@ export const ConfigBody = jsonObject({
   ),
 });
 
+// API tokens.
+/** What a personal API token may do; each route names the one it needs (src/contract/endpoints.ts). */
+export const SCOPES = [
+  'catalog:write',
+  'events:publish',
+  'events:read',
+  'deliveries:read',
+  'dead-letters:write',
+  'workspaces:write',
+  'users:write',
+  'tokens:write',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const MAX_TOKENS_PER_USER = 100;
+export const CreateTokenBody = jsonObject({
+  name: NonEmptyString(100),
+  scopes: v.pipe(
+    v.array(v.picklist(SCOPES, `must be one of ${SCOPES.join(', ')}`)),
+    v.minLength(1, 'must name at least one scope'),
+    v.transform((scopes) => SCOPES.filter((scope) => scopes.includes(scope))),
+  ),
+  workspaces: v.optional(
+    v.pipe(
+      v.array(Slug),
+      v.minLength(1, 'must name at least one workspace, or be left out for every workspace'),
+      v.maxLength(100, 'must name at most 100 workspaces'),
+      v.transform((ids) => [...new Set(ids)]),
+    ),
+  ),
+  expiresInDays: v.optional(v.pipe(v.number(), v.integer('must be a whole number of days'), v.minValue(1), v.maxValue(365)), 90),
+});
+export const TokenParams = v.object({ tokenId: Uuid('must be a token id') });
+
 // Workspaces, installations and subscriptions.
 export const CreateWorkspaceBody = jsonObject({ id: Slug, name: NonEmptyString(200) });
 export const RenameWorkspaceBody = jsonObject({ name: NonEmptyString(200) });

@@ -150,9 +150,52 @@ export type Subscription = v.InferOutput<typeof Subscription>;
 export const CreatedSubscription = v.strictObject({ ...subscriptionEntries, signingSecret: v.string() });
 export type CreatedSubscription = v.InferOutput<typeof CreatedSubscription>;
 
-/** An install or an installation's change: the subscriptions its manifest made now, each with its signing secret (shown this once). */
-export const InstalledExtension = v.strictObject({ ...Installation.entries, subscriptions: v.array(CreatedSubscription) });
+/**
+ * An install or an installation's change: the subscriptions its manifest made
+ * now, each with its signing secret (shown this once), and, at install of a
+ * version whose manifest publishes events, the extension's installation token
+ * (shown this once).
+ */
+export const InstalledExtension = v.strictObject({
+  ...Installation.entries,
+  subscriptions: v.array(CreatedSubscription),
+  installationToken: v.optional(v.string()),
+});
 export type InstalledExtension = v.InferOutput<typeof InstalledExtension>;
+
+/** A new installation token, shown this once; the old one no longer works. */
+export const RotatedInstallationToken = v.strictObject({ installationToken: v.string() });
+export type RotatedInstallationToken = v.InferOutput<typeof RotatedInstallationToken>;
+
+/** What an extension's service reads with its installation token: its installation, and its configuration with SECRET values in clear. */
+export const OwnInstallation = v.strictObject({
+  workspaceId: v.string(),
+  extensionKey: v.string(),
+  version: v.string(),
+  grantedPermissions: v.array(v.string()),
+  configuration: v.record(v.string(), v.unknown()),
+});
+export type OwnInstallation = v.InferOutput<typeof OwnInstallation>;
+
+/** A personal API token, as listed: never with its secret. */
+export const ApiToken = v.strictObject({
+  id: v.string(),
+  /** The user it acts as. */
+  userId: v.string(),
+  name: v.string(),
+  scopes: v.array(v.string()),
+  /** The workspaces it is limited to; null: every workspace its user may use. */
+  workspaces: v.nullable(v.array(v.string())),
+  createdAt: Instant,
+  expiresAt: Instant,
+  /** The last request made with it (to the minute); null when never used. */
+  lastUsedAt: v.nullable(Instant),
+});
+export type ApiToken = v.InferOutput<typeof ApiToken>;
+
+/** A new token: `token` (`plt_` and 43 base64url characters) is shown this once. */
+export const CreatedApiToken = v.strictObject({ ...ApiToken.entries, token: v.string() });
+export type CreatedApiToken = v.InferOutput<typeof CreatedApiToken>;
 
 /** A rotated signing secret, shown this once. */
 export const RotatedSecret = v.strictObject({ signingSecret: v.string() });
@@ -419,6 +462,8 @@ export const ErrorMeta = v.looseObject({
   reasons: v.optional(v.array(v.string())),
   /** 409 CONSENT_REQUIRED: the permissions the version asks for. */
   permissions: v.optional(v.array(v.string())),
+  /** 403 for an API token: the scope the route needs. */
+  requiredScope: v.optional(v.string()),
 });
 export type ErrorMeta = v.InferOutput<typeof ErrorMeta>;
 
@@ -437,6 +482,10 @@ export const namedResources = {
   DeletedWorkspace,
   Installation,
   InstalledExtension,
+  RotatedInstallationToken,
+  OwnInstallation,
+  ApiToken,
+  CreatedApiToken,
   Subscription,
   CreatedSubscription,
   RotatedSecret,

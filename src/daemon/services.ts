@@ -31,6 +31,8 @@ import type { WorkspaceService } from './workspaces/service.js';
 import type { SubscriptionService } from './workspaces/subscriptions.js';
 import { createChatPlugin } from '../handlers/chat/index.js';
 import { BUILT_IN_EVENT_TYPES } from './events/built-in-types.js';
+import { ApiTokenService } from './auth/api-tokens.js';
+import { MAX_TOKENS_PER_USER } from '../contract/requests.js';
 
 /** Every domain service of a running daemon. Route modules take what they need. */
 export interface Services {
@@ -117,7 +119,10 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     closers.push(() => passwords.close());
     const throttle = new LoginThrottle(stores.loginAttempts, config.loginThrottle.maxFailures, config.loginThrottle.windowSeconds * 1000);
     const names = await UserNames.load(users);
-    const auth = new AuthService(users, tokens, passwords, throttle, names);
+    const apiTokens = new ApiTokenService(stores.apiTokens, MAX_TOKENS_PER_USER);
+    // Closed before the stores (closers run last first): the uses noted last are written.
+    closers.push(() => apiTokens.close());
+    const auth = new AuthService(users, tokens, passwords, throttle, names, apiTokens);
     const catalog = await CatalogService.open(stores.catalog, { fullNameOf: (id) => names.fullNameOf(id), builtInEventTypes: BUILT_IN_EVENT_TYPES });
 
     const { channelsPerWorkspace } = config.chat;
@@ -134,6 +139,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       denyPrivateTargets: config.dispatch.denyPrivateTargets,
       // Asked only once requests come, when the configuration service below is open.
       configuredNames: (extensionKey) => extensionConfig.configuredNames(extensionKey),
+      configurationOf: (extensionKey) => extensionConfig.values(extensionKey),
     });
     const { workspaces, installations, subscriptions } = workspaceServices;
     auth.onUserDeleted((userId) => workspaces.forgetMember(userId));
@@ -174,6 +180,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       deliveries: stores.deliveries,
       workspaces,
       subscriptions,
+      installations,
       subscribers: workspaceServices.subscribers,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),

@@ -5,6 +5,7 @@ import { ERROR_STATUS } from '../../src/contract/errors.js';
 import { buildRoutes } from '../../src/daemon/http/index.js';
 import { keyHash } from '../../src/daemon/http/json-scan.js';
 import { ADMIN, createUser, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { MAX_TOKENS_PER_USER } from '../../src/contract/requests.js';
 import { configureExtension, publishExtension, workspaceWith } from '../helpers/fixtures.js';
 import { call, type HttpResult } from '../helpers/http.js';
 import {
@@ -53,7 +54,8 @@ type Identity = 'anonymous' | 'user' | 'admin';
 const IDENTITIES: Identity[] = ['anonymous', 'user', 'admin'];
 
 interface RouteFixture {
-  access: 'public' | 'user' | 'admin';
+  /** `installation`: an extension's installation token only, which no caller here has. */
+  access: 'public' | 'user' | 'admin' | 'installation';
   params?: Record<string, string>;
   /** Parameters that take any text (a chat channel): a hostile value there may be a genuinely valid read. */
   freeTextParams?: string[];
@@ -108,6 +110,14 @@ const ROUTES: Record<string, RouteFixture> = {
     maxBody: 8 * 1024,
   },
   'POST /api/auth/logout': { access: 'user', baseline: [200], endsTheSession: true },
+  // Both callers have as many tokens as a user may: a valid body is refused too.
+  'POST /api/auth/tokens': { access: 'user', body: { name: 'fuzz', scopes: ['events:read'], workspaces: [WORKSPACE], expiresInDays: 30 }, baseline: [409] },
+  'GET /api/auth/tokens': { access: 'user', baseline: [200] },
+  'DELETE /api/auth/tokens/:tokenId': { access: 'user', params: { tokenId: MISSING_ID }, baseline: [404] },
+  'GET /api/admin/tokens': { access: 'admin', baseline: [200] },
+  'DELETE /api/admin/tokens/:tokenId': { access: 'admin', params: { tokenId: MISSING_ID }, baseline: [404] },
+  // For an extension's installation token only: every caller here is refused.
+  'GET /api/extension/installation': { access: 'installation', baseline: [401] },
   'POST /api/admin/users': {
     access: 'admin',
     body: { email: ADMIN.email, fullName: 'Fuzz', password: 'fuzz-password-1', roles: ['USER'] },
@@ -200,6 +210,7 @@ const ROUTES: Record<string, RouteFixture> = {
     baseline: [404],
   },
   'DELETE /api/workspaces/:id/extensions/:key': { access: 'admin', params: { id: WORKSPACE, key: MISSING }, baseline: [404] },
+  'POST /api/workspaces/:id/extensions/:key/rotate-token': { access: 'admin', params: { id: WORKSPACE, key: MISSING }, baseline: [404] },
   'POST /api/workspaces/:id/subscriptions': {
     access: 'admin',
     params: { id: MISSING },
@@ -362,7 +373,7 @@ const code = (expected: string): Expect => ({ kind: 'code', code: expected });
 /** Where the caller stops before any input is read: 401 or 403, or null when it passes. */
 function gateOf(fixture: RouteFixture, identity: Identity): Answer | null {
   if (fixture.access === 'public') return null;
-  if (identity === 'anonymous') return { status: 401, code: 'UNAUTHORIZED' };
+  if (identity === 'anonymous' || fixture.access === 'installation') return { status: 401, code: 'UNAUTHORIZED' };
   if (fixture.access === 'admin' && identity === 'user') return { status: 403, code: 'FORBIDDEN' };
   return null;
 }
@@ -720,6 +731,9 @@ test('every route refuses hostile input with a 4xx envelope and changes nothing'
   const user = await createUser(t, 'fuzz-user@example.test');
   await workspaceWith(admin, WORKSPACE, EXTENSION);
   assert.is((await admin.put(`/api/admin/workspaces/${WORKSPACE}/members/${user.id}`)).status, 200);
+  for (const caller of [admin, user]) {
+    for (let made = 0; made < MAX_TOKENS_PER_USER; made += 1) assert.is((await caller.post('/api/auth/tokens', { name: 'kept', scopes: ['events:read'] })).status, 201);
+  }
   await publishExtension(admin, WEBHOOK_EXTENSION);
   await configureExtension(admin, WEBHOOK_EXTENSION, [
     ['webhook.scheme', 'STRING', 'api-key'],

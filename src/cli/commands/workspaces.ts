@@ -75,6 +75,9 @@ function printWiring(installed: InstalledExtension): void {
     printLine(`subscribed to ${subscription.eventKey} (${subscription.kind}, id ${subscription.id})${subscription.deliveryUrl ? `: deliveries are POSTed to ${subscription.deliveryUrl}` : ''}`);
     if (subscription.kind === 'EXTERNAL_SERVICE') printLine(`  signing secret (shown only now): ${subscription.signingSecret}`);
   }
+  if (installed.installationToken) {
+    printLine(`installation token (shown only now; the extension's service publishes its events with it): ${installed.installationToken}`);
+  }
   if (installed.missingConfiguration.length > 0) {
     process.stderr.write(
       `platform: warning: ${installed.extensionKey} needs configuration still missing: ${installed.missingConfiguration.join(', ')} (platform ext config set ${installed.extensionKey} …)\n`,
@@ -267,6 +270,19 @@ export function registerWorkspaces(program: Command): void {
       );
       printLine(`${extensionKey} in ${workspace} is now at ${installation.version}`);
       printWiring(installation);
+    });
+
+  withExample(
+    extensions
+      .command('rotate-token <workspace> <key>')
+      .description('issue a new installation token for the extension’s service (ADMIN); the old one stops working; printed once'),
+    'platform extensions rotate-token acme crm',
+  )
+    .option('--json', 'print JSON')
+    .action(async (workspace: string, key: string, flags: { json?: boolean }, command: Command) => {
+      const { data } = await clientFor(command).call('rotateInstallationToken', { params: { id: workspace, key } });
+      if (flags.json) return printJson(data);
+      printLine(`installation token of ${key} in ${workspace} (shown only now; the old one no longer works): ${data.installationToken}`);
     });
 
   withExample(

@@ -5,6 +5,7 @@ import type { UserNames } from './names.js';
 import { LoginThrottle } from './throttle.js';
 import type { PasswordHasher } from './passwords.js';
 import type { TokenClaims, TokenService } from './tokens.js';
+import { API_TOKEN_PREFIX, type ApiTokenService, type StoredApiToken } from './api-tokens.js';
 import { emailTaken, toPublicUser, type PublicUser, type UserRecord, type UserStore } from './users.js';
 import type { ChangePasswordInput, CreateUserInput, LoginInput, PatchUserInput } from './schemas.js';
 
@@ -13,10 +14,16 @@ export interface Session {
   claims: TokenClaims;
 }
 
-/** The caller of an authenticated request, as re-read from storage. */
+/**
+ * The user an authenticated request acts as, as re-read from storage, and
+ * what it authenticated with: a session (a login's JWT) or a personal API
+ * token (which limits what the request may do to its scopes and workspaces).
+ */
 export interface Caller {
+  kind: 'user';
   user: UserRecord;
-  claims: TokenClaims;
+  session: TokenClaims | null;
+  apiToken: StoredApiToken | null;
 }
 
 const invalidCredentials = () => new DomainError('INVALID_CREDENTIALS', 'invalid e-mail or password');
@@ -36,6 +43,7 @@ export class AuthService {
     private readonly passwords: PasswordHasher,
     readonly throttle: LoginThrottle,
     readonly names: UserNames,
+    readonly apiTokens: ApiTokenService,
   ) {
     // Hashed once, at start, before anything is served: no worker needs to stay up for it.
     this.decoyHash = bcrypt.hashSync(randomBytes(16).toString('hex'), passwords.cost);
@@ -55,8 +63,15 @@ export class AuthService {
     return { user: toPublicUser(user), session: await this.tokens.issue(user.id, user.tokenVersion) };
   }
 
-  /** Resolves a bearer token to its user: 401 for any token problem, 403 for a disabled account. */
+  /** Resolves a bearer token (a session's JWT, or a `plt_` API token) to its user: 401 for any token problem, 403 for a disabled account. */
   async authenticate(token: string): Promise<Caller> {
+    if (token.startsWith(API_TOKEN_PREFIX)) {
+      const apiToken = await this.apiTokens.resolve(token);
+      const user = await this.users.get(apiToken.userId);
+      if (!user) throw new DomainError('UNAUTHORIZED', 'the account of this API token no longer exists');
+      if (!user.active) throw accountDisabled();
+      return { kind: 'user', user, session: null, apiToken };
+    }
     const claims = await this.tokens.claimsOf(token);
     // Both reads at once (on PostgreSQL each is a round trip); a revoked token is refused first.
     const [user] = await Promise.all([this.users.get(claims.sub), this.tokens.assertNotRevoked(claims)]);
@@ -66,11 +81,13 @@ export class AuthService {
     if (user.tokenVersion !== claims.tv) {
       throw new DomainError('UNAUTHORIZED', 'the session was ended by a password change or by disabling the account; log in again');
     }
-    return { user, claims };
+    return { kind: 'user', user, session: claims, apiToken: null };
   }
 
+  /** Only a session logs out (an API token is revoked instead): the endpoint lets no token call this. */
   async logout(caller: Caller): Promise<void> {
-    await this.tokens.revoke(caller.claims);
+    if (caller.session === null) throw invalid('authorization', 'an API token is revoked, not logged out');
+    await this.tokens.revoke(caller.session);
     this.accessChanged(caller.user.id);
   }
 
@@ -145,6 +162,7 @@ export class AuthService {
   async deleteUser(caller: Caller, id: string): Promise<void> {
     if (caller.user.id === id) throw conflict('you cannot delete your own account; another administrator can');
     await this.users.remove(id);
+    await this.apiTokens.forgetUser(id);
     await this.names.refresh(id);
     for (const listener of this.deletionListeners) await listener(id);
     this.accessChanged(id);

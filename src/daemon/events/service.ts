@@ -13,6 +13,7 @@ import type { DomainMetrics } from '../metrics.js';
 import type { PluginRegistry } from '../plugins/registry.js';
 import { parseOrThrow } from '../validation.js';
 import type { WorkspaceService } from '../workspaces/service.js';
+import type { ExtensionCaller, InstallationService } from '../workspaces/installations.js';
 import type { StoredSubscription } from '../workspaces/types.js';
 import type { ActivityFeed } from './activity.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
@@ -36,6 +37,8 @@ export interface EventServiceDependencies {
   deliveries: DeliveryStore;
   workspaces: WorkspaceService;
   subscriptions: SubscriptionService;
+  /** What an extension's installation token may publish and read. */
+  installations: Pick<InstallationService, 'assertMayPublish' | 'assertOwnSubscription'>;
   /** Memory of the subscribers, for masking their credentials in what deliveries recorded. */
   subscribers: SubscriberRegistry;
   plugins: PluginRegistry;
@@ -118,6 +121,17 @@ export class EventService {
     return { eventId: event.id };
   }
 
+  /**
+   * An extension's own service publishes with its installation token: into
+   * its workspace, only the event keys its manifest publishes (403), as
+   * `extension:<key>`, the actor defaulting to the key.
+   */
+  async publishFromExtension(caller: ExtensionCaller, workspaceId: string, input: PublishEventInput, eventId?: string): Promise<{ eventId: string }> {
+    await this.deps.installations.assertMayPublish(caller, workspaceId, input.eventKey);
+    const origin: Origin = { actor: caller.extensionKey, publishedBy: `extension:${caller.extensionKey}`, depth: 1 };
+    return this.publish(workspaceId, input, eventId === undefined ? origin : { ...origin, eventId });
+  }
+
   /** Newest first, every retained event, into `budget`; see EventStore.page. */
   async list(workspaceId: string, query: EventPageQuery, budget: PageBudget<PlatformEvent>): Promise<EventPage> {
     await this.deps.workspaces.assertExists(workspaceId);
@@ -146,7 +160,9 @@ export class EventService {
     return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
   }
 
-  async deliveries(workspaceId: string, query: DeliveryQuery, budget: PageBudget<DeliveryRecord>): Promise<DeliveryPage> {
+  /** The delivery records of a workspace; an extension's service reads those of one of its own subscriptions only (403). */
+  async deliveries(workspaceId: string, query: DeliveryQuery, budget: PageBudget<DeliveryRecord>, extension?: ExtensionCaller): Promise<DeliveryPage> {
+    if (extension) await this.deps.installations.assertOwnSubscription(extension, workspaceId, query.subscriptionId);
     await this.deps.workspaces.assertExists(workspaceId);
     return this.deps.deliveries.list(workspaceId, query, budget);
   }

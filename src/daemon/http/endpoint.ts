@@ -5,6 +5,8 @@ import type * as v from 'valibot';
 import { DomainError, forbidden, unauthorized } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
 import type { AuthService, Caller } from '../auth/service.js';
+import type { StoredApiToken } from '../auth/api-tokens.js';
+import { INSTALLATION_TOKEN_PREFIX, type ExtensionCaller } from '../workspaces/installations.js';
 import { isAdmin } from '../auth/users.js';
 import { ClientGoneError, hasBody, isJsonContentType, readJsonBody } from './body.js';
 import { isCrossSiteWrite, type CrossSitePolicy } from './cross-site.js';
@@ -23,13 +25,22 @@ export const sessionCookieName = (secureCookies: boolean) => (secureCookies ? `_
 
 type Output<D, K extends string> = D extends { readonly [P in K]: infer S extends v.GenericSchema } ? v.InferOutput<S> : undefined;
 
+/** Who called: nobody in particular, a user (with a session or an API token), or an extension's service (with its installation token). */
+type CallerOf<D extends EndpointDeclaration> = D['access'] extends 'public' | 'scraper'
+  ? null
+  : D['access'] extends 'installation'
+    ? ExtensionCaller
+    : D extends { readonly forInstallations: true }
+      ? Caller | ExtensionCaller
+      : Caller;
+
 export interface HandlerContext<D extends EndpointDeclaration> {
   params: Output<D, 'params'>;
   query: Output<D, 'query'>;
   body: Output<D, 'body'>;
   /** The declared request headers, validated, by their declared names. */
   headers: Output<D, 'headers'>;
-  caller: D['access'] extends 'public' | 'scraper' ? null : Caller;
+  caller: CallerOf<D>;
   /** The bytes of the body as received (empty without a body schema). */
   rawBody: Buffer;
   event: H3Event;
@@ -67,6 +78,8 @@ export class TextReply {
 
 export interface EndpointDeps {
   auth: AuthService;
+  /** The extension an installation token belongs to, or 401. */
+  authenticateInstallation: (token: string) => Promise<ExtensionCaller>;
   /** 403 unless the caller is an ADMIN or a member of the workspace. */
   assertMember: (caller: Caller, workspaceId: string) => Promise<void>;
   maxBodyBytes: number;
@@ -109,6 +122,29 @@ export function endpointHandler(declaration: EndpointDeclaration, handle: (conte
   });
 }
 
+/** The workspace a route acts on: the `:id` of a path under /api/workspaces or /api/admin/workspaces, else null. */
+function workspaceOf(declaration: EndpointDeclaration, event: H3Event): string | null {
+  const under = declaration.path.startsWith('/api/workspaces/:id') || declaration.path.startsWith('/api/admin/workspaces/:id');
+  return under ? ((event.context.params ?? {}).id ?? '') : null;
+}
+
+/**
+ * A personal API token acts as its user within its scopes and workspaces: a
+ * route without a scope is for sessions only; a token limited to workspaces
+ * calls the routes of those workspaces (and those any token may call).
+ */
+function assertTokenAllows(declaration: EndpointDeclaration, token: StoredApiToken, workspaceId: string | null): void {
+  const required = declaration.scope;
+  if (required === undefined) throw forbidden('an API token cannot do this: log in (a session) to do it');
+  if (required !== 'any' && !token.scopes.includes(required)) {
+    throw new DomainError('FORBIDDEN', `this API token lacks the ${required} scope`, { requiredScope: required });
+  }
+  if (token.workspaces === null || required === 'any') return;
+  if (workspaceId === null || !token.workspaces.includes(workspaceId)) {
+    throw forbidden(`this API token is limited to the workspaces ${token.workspaces.join(', ')}`);
+  }
+}
+
 async function serve(declaration: EndpointDeclaration, handle: (context: never) => unknown, deps: EndpointDeps, event: H3Event): Promise<void> {
   const { req, res } = event.node;
   const { access } = declaration;
@@ -117,13 +153,24 @@ async function serve(declaration: EndpointDeclaration, handle: (context: never) 
   if (!declaration.readsOwnBody && isCrossSiteWrite(req, deps.crossSite)) {
     throw forbidden('a cross-site request may not act with the session cookie: send Authorization: Bearer instead');
   }
-  let caller: Caller | null = null;
-  if (access === 'user' || access === 'member' || access === 'admin') {
+  let caller: Caller | ExtensionCaller | null = null;
+  if (access === 'user' || access === 'member' || access === 'admin' || access === 'installation') {
     const token = bearerToken(req, deps.sessionCookie);
     if (!token) throw unauthorized('authentication required: log in or send Authorization: Bearer <token>');
-    caller = await deps.auth.authenticate(token);
-    if (access === 'admin' && !isAdmin(caller.user)) throw forbidden('this action requires the ADMIN role');
-    if (access === 'member') await deps.assertMember(caller, (event.context.params ?? {}).id ?? '');
+    if (token.startsWith(INSTALLATION_TOKEN_PREFIX)) {
+      if (access !== 'installation' && !declaration.forInstallations) {
+        throw forbidden('an installation token publishes its extension’s events, reads its installation and its own subscriptions’ deliveries; nothing else');
+      }
+      // Which workspace and which event keys it may use is the handler's to check, with the domain.
+      caller = await deps.authenticateInstallation(token);
+    } else {
+      if (access === 'installation') throw unauthorized('this route is for an extension’s installation token (pli_…)');
+      const user = await deps.auth.authenticate(token);
+      if (user.apiToken) assertTokenAllows(declaration, user.apiToken, workspaceOf(declaration, event));
+      if (access === 'admin' && !isAdmin(user.user)) throw forbidden('this action requires the ADMIN role');
+      if (access === 'member') await deps.assertMember(user, (event.context.params ?? {}).id ?? '');
+      caller = user;
+    }
   }
 
   const params = declaration.params ? parseOrThrow(declaration.params, getRouterParams(event, { decode: true })) : undefined;

@@ -59,6 +59,7 @@ export function buildRoutes(services: Services, config: DaemonConfig): RouteTabl
   );
   const deps = {
     auth: services.auth,
+    authenticateInstallation: (token: string) => services.installations.authenticate(token),
     assertMember: (caller: Caller, workspaceId: string) => services.workspaces.assertMember(caller.user, workspaceId),
     maxBodyBytes: config.maxBodyBytes,
     crossSite: { corsOrigins: config.corsOrigins, secureCookies: config.secureCookies },

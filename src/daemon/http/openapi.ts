@@ -164,6 +164,7 @@ const SECURITY: Record<EndpointDeclaration['access'], Json[]> = {
   member: [{ cookie: [] }, { bearer: [] }],
   admin: [{ cookie: [] }, { bearer: [] }],
   scraper: [{ metricsToken: [] }, { cookie: [] }, { bearer: [] }],
+  installation: [{ installationToken: [] }],
 };
 
 const ACCESS_NOTE: Record<EndpointDeclaration['access'], string> = {
@@ -172,7 +173,22 @@ const ACCESS_NOTE: Record<EndpointDeclaration['access'], string> = {
   member: 'Members of the workspace and ADMINs.',
   admin: 'ADMIN only.',
   scraper: 'The metrics token (`PLATFORM_METRICS_TOKEN`) or an ADMIN.',
+  installation: 'An extension’s own service, with its installation token.',
 };
+
+/**
+ * How an operation may be called: the access's schemes, a personal API token
+ * with the operation's scope (OpenAPI 3.1 lets a non-OAuth requirement list
+ * roles: here, the scope), and an installation token where one may call.
+ */
+function securityOf(declaration: EndpointDeclaration): Json[] {
+  const { scope } = declaration;
+  return [
+    ...SECURITY[declaration.access],
+    ...(scope === undefined || declaration.access === 'public' ? [] : [{ apiToken: scope === 'any' ? [] : [scope] }]),
+    ...(declaration.forInstallations ? [{ installationToken: [] }] : []),
+  ];
+}
 
 function operationOf(operationId: string, declaration: EndpointDeclaration): Json {
   const responses: Json = { [String(declaration.status ?? 200)]: successOf(declaration) };
@@ -188,7 +204,8 @@ function operationOf(operationId: string, declaration: EndpointDeclaration): Jso
     summary: declaration.summary,
     description: ACCESS_NOTE[declaration.access],
     tags: [declaration.tag],
-    security: SECURITY[declaration.access],
+    security: securityOf(declaration),
+    ...(declaration.scope === undefined || declaration.access === 'public' ? {} : { 'x-required-scope': declaration.scope }),
     parameters: parametersOf(declaration),
     responses,
   };
@@ -226,6 +243,17 @@ export function openApiDocument(sessionCookie: string): Json {
         cookie: { type: 'apiKey', in: 'cookie', name: sessionCookie, description: 'The session cookie that logging in sets.' },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The session token, sent as `Authorization: Bearer`.' },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'The metrics token (`PLATFORM_METRICS_TOKEN`), for `/metrics` only.' },
+        apiToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A personal API token (`plt_…`), acting as its user within its scopes: each operation lists the scope it needs (`x-required-scope` and this requirement’s roles), or none when only a session may call it.',
+        },
+        installationToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An extension’s installation token (`pli_…`): its own service publishes its manifest’s events, reads its installation and its own subscriptions’ deliveries.',
+        },
       },
     },
     paths,

@@ -15,6 +15,7 @@ const PLATFORM_FILES = new Set([
   'dead-letters.log',
   'extension-config.json',
   'revocations.json',
+  'api-tokens.json',
   'master.key',
   'jwt-secret',
   'initial-admin-password',

@@ -3,6 +3,7 @@ import { FileCatalogStore } from './file/catalog.js';
 import { FileExtensionConfigStore } from './file/extension-config.js';
 import { readChatChannels, readRevocations, readWebhookRequests } from './file/log-contents.js';
 import { FileRevocationStore } from './file/revocations.js';
+import { FileApiTokenStore } from './file/api-tokens.js';
 import { FileUserStore } from './file/users.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
 import { copyDeliveries, copyEventLog } from './import-events.js';
@@ -26,6 +27,7 @@ import type { Copied, CopyStep, ImportTarget } from './import-step.js';
 export const COPY_STEPS: readonly CopyStep[] = [
   { name: 'users', copy: copyUsers },
   { name: 'revoked sessions', copy: copyRevocations },
+  { name: 'API tokens', copy: copyApiTokens },
   { name: 'the catalog', copy: copyCatalog },
   { name: 'workspaces', copy: copyWorkspaces },
   { name: 'extension configuration', copy: copyExtensionConfig },
@@ -129,6 +131,15 @@ async function copyRevocations(dataDir: string, { stores }: ImportTarget): Promi
   const revoked = await readRevocations(dataDir, Math.floor(Date.now() / 1000));
   for (const [jti, expiresAt] of revoked) await stores.revocations.revoke(jti, expiresAt);
   return [{ kind: 'revoked sessions', count: revoked.size }];
+}
+
+/** Each token as it is (its hash, its last use): scripts keep working after the move. */
+async function copyApiTokens(dataDir: string, { stores }: ImportTarget): Promise<Copied[]> {
+  const tokens = await reading(FileApiTokenStore.open(dataDir), (store) => store.listAll());
+  for (const token of tokens) await stores.apiTokens.insert(token, Number.MAX_SAFE_INTEGER);
+  const used = tokens.filter((token) => token.lastUsedAt !== null);
+  if (used.length > 0) await stores.apiTokens.recordUses(new Map(used.map((token) => [token.id, token.lastUsedAt!])));
+  return [{ kind: 'API tokens', count: tokens.length }];
 }
 
 /** Written row by row: the store's `create` writes one audit record of its own per extension. */

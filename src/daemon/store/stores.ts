@@ -1,5 +1,6 @@
 import type { LoginAttemptStore } from '../auth/throttle.js';
 import type { RevocationStore } from '../auth/tokens.js';
+import type { ApiTokenStore } from '../auth/api-tokens.js';
 import type { UserStore } from '../auth/users.js';
 import type { CatalogStore } from '../catalog/store.js';
 import { DEFAULT_CHAT_LIMITS, type ChatLimits, type ChatStore } from '../chat/store.js';
@@ -21,6 +22,7 @@ import { FileExtensionConfigStore } from './file/extension-config.js';
 import { FileIdempotencyKeyStore } from './file/idempotency-keys.js';
 import { MemoryLoginAttemptStore } from './file/login-attempts.js';
 import { FileRevocationStore } from './file/revocations.js';
+import { FileApiTokenStore } from './file/api-tokens.js';
 import { FileUserStore } from './file/users.js';
 import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
@@ -40,6 +42,7 @@ import { PostgresJobLock } from './postgres/job-lock.js';
 import { LeaseKeeper } from './postgres/lease-keeper.js';
 import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
 import { PostgresRevocationStore } from './postgres/revocations.js';
+import { PostgresApiTokenStore } from './postgres/api-tokens.js';
 import { PostgresUserStore } from './postgres/users.js';
 import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
 import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
@@ -55,6 +58,7 @@ import { StartupError } from '../errors.js';
 export interface Stores {
   users: UserStore;
   revocations: RevocationStore;
+  apiTokens: ApiTokenStore;
   loginAttempts: LoginAttemptStore;
   catalog: CatalogStore;
   chat: ChatStore;
@@ -112,6 +116,7 @@ export interface FileStores extends Stores {
 export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<FileStores> {
   const users = await FileUserStore.open(dataDir);
   const revocations = await FileRevocationStore.open(dataDir);
+  const apiTokens = await FileApiTokenStore.open(dataDir);
   const catalog = await FileCatalogStore.open(dataDir);
   const chat = await FileChatStore.open(dataDir, options.chat ?? DEFAULT_CHAT_LIMITS);
   const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
@@ -128,6 +133,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
   return {
     users,
     revocations,
+    apiTokens,
     loginAttempts: new MemoryLoginAttemptStore(options.now),
     catalog,
     chat,
@@ -147,6 +153,7 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
       await dispatch.events.close();
       await users.close();
       await revocations.close();
+      await apiTokens.close();
       await catalog.close();
       await chat.close();
       await webhookRequests.close();
@@ -169,6 +176,7 @@ export function postgresStores(database: Database, feed: ChangeFeed, options: St
   return {
     users: new PostgresUserStore(database, feed),
     revocations: new PostgresRevocationStore(database),
+    apiTokens: new PostgresApiTokenStore(database),
     loginAttempts: new PostgresLoginAttemptStore(database, options.now),
     catalog: new PostgresCatalogStore(database, feed),
     chat: new PostgresChatStore(database, options.chat ?? DEFAULT_CHAT_LIMITS),

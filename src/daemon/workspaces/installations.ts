@@ -1,9 +1,11 @@
 import semver from 'semver';
 import { DEFAULT_SUBSCRIPTION_PATH, type Manifest, type SubscribedEvent } from '../../contract/manifest.js';
-import { conflict, DomainError, invalid, notFound } from '../errors.js';
+import { conflict, DomainError, forbidden, invalid, notFound, unauthorized } from '../errors.js';
+import { isBearerSecret, newBearerSecret, secretHashOf } from '../secrets/bearer.js';
 import type { ReadBack } from '../read-back.js';
 import { alreadyInstalled, installationNotFound, type InstallationChange, type WorkspaceStore } from './store.js';
 import { toPublicSubscription, type SubscriptionService } from './subscriptions.js';
+import type { OwnInstallation } from '../../contract/types.js';
 import type { CatalogReader, Installation, InstalledExtension, StoredInstallation, StoredSubscription } from './types.js';
 import { resolveVersion } from './versions.js';
 
@@ -32,7 +34,21 @@ export interface InstallationDependencies {
   fullUrlOf(subscription: StoredSubscription): string | null;
   /** The configuration fields set for an extension. */
   configuredNames(extensionKey: string): readonly string[];
+  /** An extension's configuration as its handlers see it: SECRET values decrypted. */
+  configurationOf(extensionKey: string): Readonly<Record<string, unknown>>;
 }
+
+/** An extension's own service, calling with its installation token. */
+export interface ExtensionCaller {
+  kind: 'extension';
+  workspaceId: string;
+  extensionKey: string;
+}
+
+export const INSTALLATION_TOKEN_PREFIX = 'pli_';
+
+/** An installation token is issued to a version whose manifest publishes events: its service publishes them with it. */
+const needsToken = (manifest: Manifest) => (manifest.publishes?.length ?? 0) > 0;
 
 /** A subscription a manifest asks for, made and not yet stored, with its secret to show once. */
 interface Drafted {
@@ -75,9 +91,18 @@ export class InstallationService {
     // Subscriptions left from an earlier install of the extension are its wiring again, not made twice.
     const existing = (await this.store.listSubscriptions(workspaceId)).filter((subscription) => subscription.extensionKey === extensionKey);
     const drafted = await this.draftMissing(workspaceId, manifest, existing, input.serviceBaseUrl);
-    const installation: StoredInstallation = { workspaceId, extensionKey, version, enabled: true, installedAt: new Date().toISOString(), grantedPermissions };
+    const token = needsToken(manifest) ? newBearerSecret(INSTALLATION_TOKEN_PREFIX) : null;
+    const installation: StoredInstallation = {
+      workspaceId,
+      extensionKey,
+      version,
+      enabled: true,
+      installedAt: new Date().toISOString(),
+      grantedPermissions,
+      ...(token === null ? {} : { tokenHash: secretHashOf(token) }),
+    };
     await this.readBack.storing(workspaceId, this.store.install(installation, drafted.map(({ subscription }) => subscription)));
-    return this.answer(installation, drafted);
+    return this.answer(installation, drafted, token);
   }
 
   /**
@@ -102,6 +127,7 @@ export class InstallationService {
     const own = (await this.store.listSubscriptions(workspaceId)).filter((subscription) => subscription.extensionKey === extensionKey);
     const drafted = rewired ? await this.draftMissing(workspaceId, manifest, own, change.serviceBaseUrl) : [];
     const previous = rewired ? this.manifestOf(extensionKey, current.version) : NO_MANIFEST;
+    let issued: string | null = null;
 
     const updating = this.store.updateInstallation(workspaceId, extensionKey, (stored, subscriptions): InstallationChange | null => {
       // Planned on what was read before; a change in between is the caller's to retry.
@@ -109,7 +135,16 @@ export class InstallationService {
         throw conflict(`the installation of ${extensionKey} in ${workspaceId} changed meanwhile; try again`);
       }
       const enabled = change.enabled ?? stored.enabled;
-      const unchanged = version === stored.version && enabled === stored.enabled && samePermissions(grantedPermissions, stored.grantedPermissions ?? []);
+      // Disabling ends the token for good (a new one is rotated in after enabling); a version publishing nothing has none;
+      // a version that publishes, installed without one, gets one now.
+      const keepsToken = enabled && needsToken(manifest);
+      issued = keepsToken && (!stored.tokenHash || !stored.enabled) && stored.version !== version ? newBearerSecret(INSTALLATION_TOKEN_PREFIX) : null;
+      const tokenHash = !keepsToken ? undefined : issued !== null ? secretHashOf(issued) : stored.tokenHash;
+      const unchanged =
+        version === stored.version &&
+        enabled === stored.enabled &&
+        tokenHash === stored.tokenHash &&
+        samePermissions(grantedPermissions, stored.grantedPermissions ?? []);
       if (unchanged) return null;
       const declared = manifest.subscribes ?? [];
       const dropped = subscriptions.filter(
@@ -126,15 +161,70 @@ export class InstallationService {
           }
         }
       }
+      const { tokenHash: _old, ...rest } = stored;
       return {
-        installation: { ...stored, version, enabled, grantedPermissions },
+        installation: { ...rest, version, enabled, grantedPermissions, ...(tokenHash === undefined ? {} : { tokenHash }) },
         subscribe: drafted.map(({ subscription }) => subscription),
         update: moved,
         unsubscribe: dropped.map((subscription) => subscription.id),
       };
     });
     const installation = await this.readBack.storing(workspaceId, updating);
-    return this.answer(installation, drafted);
+    return this.answer(installation, drafted, issued);
+  }
+
+  /** A new installation token; the old one stops working at once. 409 when the extension is disabled or its version publishes nothing. */
+  async rotateToken(workspaceId: string, extensionKey: string): Promise<{ installationToken: string }> {
+    await this.dependencies.assertWorkspaceExists(workspaceId);
+    const token = newBearerSecret(INSTALLATION_TOKEN_PREFIX);
+    await this.readBack.storing(
+      workspaceId,
+      this.store.updateInstallation(workspaceId, extensionKey, (stored) => {
+        if (!stored.enabled) throw conflict(`${extensionKey} is disabled in ${workspaceId}: enable it first`);
+        if (!needsToken(this.manifestOf(extensionKey, stored.version))) {
+          throw conflict(`${extensionKey}@${stored.version} publishes no events: it has no installation token`);
+        }
+        return { installation: { ...stored, tokenHash: secretHashOf(token) }, subscribe: [], update: [], unsubscribe: [] };
+      }),
+    );
+    return { installationToken: token };
+  }
+
+  /** The extension an installation token belongs to, or 401 (unknown, rotated, disabled or uninstalled alike). */
+  async authenticate(secret: string): Promise<ExtensionCaller> {
+    const installation = isBearerSecret(INSTALLATION_TOKEN_PREFIX, secret) ? await this.store.findInstallationByTokenHash(secretHashOf(secret)) : undefined;
+    if (!installation?.enabled) throw unauthorized('the installation token is invalid, rotated, or its extension is disabled or uninstalled');
+    return { kind: 'extension', workspaceId: installation.workspaceId, extensionKey: installation.extensionKey };
+  }
+
+  /** What the extension's service reads about itself, its configuration's secrets in clear (for it alone). */
+  async ownInstallation(caller: ExtensionCaller): Promise<OwnInstallation> {
+    const installation = await this.store.getInstallation(caller.workspaceId, caller.extensionKey);
+    if (!installation) throw unauthorized('the installation of this token is gone');
+    return {
+      workspaceId: installation.workspaceId,
+      extensionKey: installation.extensionKey,
+      version: installation.version,
+      grantedPermissions: installation.grantedPermissions ?? [],
+      configuration: { ...this.dependencies.configurationOf(installation.extensionKey) },
+    };
+  }
+
+  /** An extension publishes into its own workspace only the event keys its installed version's manifest publishes (403). */
+  async assertMayPublish(caller: ExtensionCaller, workspaceId: string, eventKey: string): Promise<void> {
+    const installation = await this.store.getInstallation(caller.workspaceId, caller.extensionKey);
+    const publishes = installation ? (this.manifestOf(caller.extensionKey, installation.version).publishes ?? []) : [];
+    if (workspaceId !== caller.workspaceId || !publishes.some((type) => type.eventKey === eventKey)) {
+      throw forbidden(`${caller.extensionKey} may publish into ${caller.workspaceId} only the events its manifest publishes (${[...new Set(publishes.map((type) => type.eventKey))].join(', ') || 'none'})`);
+    }
+  }
+
+  /** An extension reads the deliveries of its own subscriptions only (403). */
+  async assertOwnSubscription(caller: ExtensionCaller, workspaceId: string, subscriptionId: string | undefined): Promise<void> {
+    const own = subscriptionId === undefined ? undefined : await this.store.getSubscription(workspaceId, subscriptionId);
+    if (workspaceId !== caller.workspaceId || own?.extensionKey !== caller.extensionKey) {
+      throw forbidden(`${caller.extensionKey} reads the deliveries of its own subscriptions only: give the subscriptionId of one of them`);
+    }
   }
 
   async uninstall(workspaceId: string, extensionKey: string): Promise<void> {
@@ -195,10 +285,11 @@ export class InstallationService {
     };
   }
 
-  private answer(installation: StoredInstallation, drafted: readonly Drafted[]): InstalledExtension {
+  private answer(installation: StoredInstallation, drafted: readonly Drafted[], token: string | null): InstalledExtension {
     return {
       ...this.shown(installation),
       subscriptions: drafted.map(({ subscription, signingSecret }) => ({ ...toPublicSubscription(subscription), signingSecret })),
+      ...(token === null ? {} : { installationToken: token }),
     };
   }
 }

@@ -40,6 +40,8 @@ export async function openWorkspaceServices(
     denyPrivateTargets: boolean;
     /** The configuration fields set for an extension (an installation reports the required ones missing). */
     configuredNames(extensionKey: string): readonly string[];
+    /** An extension's configuration, SECRET values decrypted (what its installation token reads). */
+    configurationOf(extensionKey: string): Readonly<Record<string, unknown>>;
   },
 ): Promise<WorkspaceServices> {
   const { catalog, handlers, box, users, denyPrivateTargets } = dependencies;
@@ -54,6 +56,7 @@ export async function openWorkspaceServices(
     subscriptions,
     fullUrlOf: (subscription) => subscribers.fullUrl(subscription),
     configuredNames: dependencies.configuredNames,
+    configurationOf: dependencies.configurationOf,
   });
   await subscribers.reload(null);
   store.onChange((workspaceId) => void subscribers.reload(workspaceId).catch(() => undefined));

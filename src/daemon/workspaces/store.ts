@@ -68,6 +68,8 @@ export interface WorkspaceStore {
   removeMemberEverywhere(userId: string): Promise<void>;
 
   listInstallations(workspaceId: string): Promise<StoredInstallation[]>;
+  /** The installation whose token has this hash (read from the store: a rotation on any daemon holds at once). */
+  findInstallationByTokenHash(tokenHash: string): Promise<StoredInstallation | undefined>;
   getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined>;
   /**
    * With the subscriptions its manifest wires, together. Throws CONFLICT when

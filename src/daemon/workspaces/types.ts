@@ -12,6 +12,8 @@ export interface StoredInstallation {
   installedAt: string;
   /** The manifest's permissions an ADMIN granted; absent in data written before manifests: none. */
   grantedPermissions?: string[];
+  /** SHA-256 of the installation token, while the extension has one (its manifest publishes events, and it is enabled). */
+  tokenHash?: string;
 }
 
 export const SUBSCRIBER_KINDS = ['EXTERNAL_SERVICE', 'IN_PROCESS'] as const;

@@ -35,5 +35,10 @@ export const authRoutes = ({ services: { auth }, config }: HttpContext) => {
       setSessionCookie(event, '', 0);
       return null;
     },
+    createApiToken: ({ caller, body }) => auth.apiTokens.create(caller.user.id, body),
+    listApiTokens: ({ caller }) => auth.apiTokens.list(caller.user.id),
+    revokeApiToken: ({ caller, params }) => auth.apiTokens.revoke(params.tokenId, caller.user.id),
+    listAllApiTokens: () => auth.apiTokens.listAll(),
+    revokeAnyApiToken: ({ params }) => auth.apiTokens.revoke(params.tokenId, null),
   } satisfies Partial<Handlers>;
 };

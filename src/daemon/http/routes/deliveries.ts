@@ -6,11 +6,11 @@ import { PageBudget } from '../../paging.js';
 
 export const deliveryRoutes = ({ services: { events }, config: { maxPageBytes } }: HttpContext) =>
   ({
-    listDeliveries: async ({ params, query: { cursor, ...query } }) => {
+    listDeliveries: async ({ params, query: { cursor, ...query }, caller }) => {
       checkRange(query.since, query.until);
       const before = cursor === undefined ? undefined : decodeCursor(cursor, 'deliveries', params.id, isSequence);
       const budget = new PageBudget<DeliveryRecord>(maxPageBytes, (record) => JSON.stringify(toPublicDeliveryRecord(events.withoutCredentials(record))));
-      const { lastSeq, more } = await events.deliveries(params.id, { ...query, before }, budget);
+      const { lastSeq, more } = await events.deliveries(params.id, { ...query, before }, budget, caller.kind === 'extension' ? caller : undefined);
       const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
       return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
     },

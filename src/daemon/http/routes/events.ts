@@ -11,14 +11,18 @@ const isEventCursor = (position: unknown): position is string => typeof position
 export const eventRoutes = ({ services: { events, idempotency }, config: { maxPageBytes } }: HttpContext) =>
   ({
     publishEvent: async ({ params, body, headers, rawBody, caller }) => {
-      const origin = { actor: caller.user.email, publishedBy: caller.user.id, depth: 1 };
+      // A user publishes as themself; an extension's service (its installation token) as the extension, within its manifest.
+      const publish = (eventId?: string) =>
+        caller.kind === 'extension'
+          ? events.publishFromExtension(caller, params.id, body, eventId)
+          : events.publish(params.id, body, { actor: caller.user.email, publishedBy: caller.user.id, depth: 1, ...(eventId === undefined ? {} : { eventId }) });
       const key = headers['Idempotency-Key'];
       if (key === undefined) {
-        const { eventId } = await events.publish(params.id, body, origin);
+        const { eventId } = await publish();
         return new Reply(null, { eventId });
       }
       // "The same body" is the same bytes: the hash is of rawBody, as received.
-      const { eventId, replayed } = await idempotency.publish(params.id, key, rawBody, (eventId) => events.publish(params.id, body, { ...origin, eventId }));
+      const { eventId, replayed } = await idempotency.publish(params.id, key, rawBody, (eventId) => publish(eventId));
       return new Reply(null, replayed ? { eventId, idempotentReplay: true } : { eventId });
     },
     listEvents: async ({ params, query: { cursor, ...query } }) => {

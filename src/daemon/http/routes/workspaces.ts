@@ -16,6 +16,8 @@ export const workspaceRoutes = ({ services: { workspaces, installations, subscri
     listInstallations: ({ params }) => installations.listInstallations(params.id),
     updateInstallation: ({ params, body }) => installations.updateInstallation(params.id, params.key, body),
     uninstallExtension: ({ params }) => installations.uninstall(params.id, params.key),
+    rotateInstallationToken: ({ params }) => installations.rotateToken(params.id, params.key),
+    getOwnInstallation: ({ caller }) => installations.ownInstallation(caller),
 
     createSubscription: async ({ params, body }) => {
       const { subscription, warnings } = await subscriptions.subscribe(params.id, body);

@@ -35,6 +35,7 @@ const installationKey = (workspaceId: string, extensionKey: string) => `${worksp
 export class FileWorkspaceStore implements WorkspaceStore {
   private workspaces = new Map<string, Workspace>();
   private installations = new Map<string, StoredInstallation>();
+  private byTokenHash = new Map<string, StoredInstallation>();
   private subscriptions = new Map<string, StoredSubscription>();
   private byTopic = new Map<string, StoredSubscription[]>();
 
@@ -123,6 +124,10 @@ export class FileWorkspaceStore implements WorkspaceStore {
     return this.collection.data.installations.filter((installation) => installation.workspaceId === workspaceId);
   }
 
+  async findInstallationByTokenHash(tokenHash: string): Promise<StoredInstallation | undefined> {
+    return this.byTokenHash.get(tokenHash);
+  }
+
   async getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined> {
     return this.installations.get(installationKey(workspaceId, extensionKey));
   }
@@ -134,6 +139,7 @@ export class FileWorkspaceStore implements WorkspaceStore {
       if (this.installations.has(key)) throw alreadyInstalled(installation.workspaceId, installation.extensionKey);
       data.installations.push(installation);
       this.installations.set(key, installation);
+      if (installation.tokenHash) this.byTokenHash.set(installation.tokenHash, installation);
       if (subscriptions.length === 0) return;
       data.subscriptions.push(...subscriptions);
       for (const subscription of subscriptions) this.indexSubscription(subscription);
@@ -154,6 +160,8 @@ export class FileWorkspaceStore implements WorkspaceStore {
       if (!next) return current;
       data.installations[data.installations.indexOf(current)] = next.installation;
       this.installations.set(key, next.installation);
+      if (current.tokenHash) this.byTokenHash.delete(current.tokenHash);
+      if (next.installation.tokenHash) this.byTokenHash.set(next.installation.tokenHash, next.installation);
       if (next.subscribe.length + next.update.length + next.unsubscribe.length > 0) {
         const replaced = new Map(next.update.map((subscription) => [subscription.id, subscription]));
         const dropped = new Set(next.unsubscribe);
@@ -174,6 +182,7 @@ export class FileWorkspaceStore implements WorkspaceStore {
       if (!current) throw installationNotFound(workspaceId, extensionKey);
       data.installations = data.installations.filter((installation) => installation !== current);
       this.installations.delete(key);
+      if (current.tokenHash) this.byTokenHash.delete(current.tokenHash);
     });
   }
 
@@ -276,6 +285,7 @@ export class FileWorkspaceStore implements WorkspaceStore {
     const data = this.collection.data;
     this.workspaces = new Map(data.workspaces.map((workspace) => [workspace.id, workspace]));
     this.installations = new Map(data.installations.map((i) => [installationKey(i.workspaceId, i.extensionKey), i]));
+    this.byTokenHash = new Map(data.installations.filter((i) => i.tokenHash).map((i) => [i.tokenHash!, i]));
     this.reindexSubscriptions();
   }
 }

@@ -34,6 +34,7 @@ interface InstallationRow {
   enabled: boolean;
   installed_at: Date;
   granted_permissions: string[];
+  token_hash: string | null;
 }
 
 interface SubscriptionRow {
@@ -60,7 +61,7 @@ const SELECT_WORKSPACES = `
   SELECT w.id, w.name, w.created_at,
          coalesce(array_agg(m.user_id ORDER BY m.seq) FILTER (WHERE m.user_id IS NOT NULL), '{}') AS members
   FROM workspaces w LEFT JOIN workspace_members m ON m.workspace_id = w.id`;
-const INSTALLATION_COLUMNS = 'workspace_id, extension_key, version, enabled, installed_at, granted_permissions';
+const INSTALLATION_COLUMNS = 'workspace_id, extension_key, version, enabled, installed_at, granted_permissions, token_hash';
 const SUBSCRIPTION_COLUMNS = `id, workspace_id, event_key, extension_key, kind, service_base_url, sealed_service_base_url,
   sealed_signing_secret, sealed_previous_signing_secret, previous_secret_until, enabled, disabled_reason, failing_since, created_at,
   delivery_path`;
@@ -79,6 +80,7 @@ const toInstallation = (row: InstallationRow): StoredInstallation => ({
   enabled: row.enabled,
   installedAt: row.installed_at.toISOString(),
   grantedPermissions: row.granted_permissions,
+  ...(row.token_hash === null ? {} : { tokenHash: row.token_hash }),
 });
 
 const toSubscription = (row: SubscriptionRow): StoredSubscription => ({
@@ -135,6 +137,11 @@ const updatedSubscriptionValues = (next: StoredSubscription): unknown[] => [
   next.failingSince ?? null,
   next.deliveryPath ?? null,
 ];
+
+const INSTALLATION_BY_TOKEN = {
+  name: 'installation-by-token',
+  text: `SELECT ${INSTALLATION_COLUMNS} FROM installations WHERE token_hash = $1`,
+};
 
 /** Every publish asks whether its workspace exists, then which subscriptions receive its event. */
 const EXISTING_WORKSPACES = { name: 'existing-workspaces', text: 'SELECT id FROM workspaces WHERE id = ANY($1::text[])' };
@@ -285,6 +292,11 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     return rows.map(toInstallation);
   }
 
+  async findInstallationByTokenHash(tokenHash: string): Promise<StoredInstallation | undefined> {
+    const { rows } = await this.database.query<InstallationRow>(INSTALLATION_BY_TOKEN, [tokenHash]);
+    return rows[0] && toInstallation(rows[0]);
+  }
+
   async getInstallation(workspaceId: string, extensionKey: string): Promise<StoredInstallation | undefined> {
     const { rows } = await this.database.query<InstallationRow>(
       `SELECT ${INSTALLATION_COLUMNS} FROM installations WHERE workspace_id = $1 AND extension_key = $2`,
@@ -297,13 +309,14 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
     const { workspaceId, extensionKey } = installation;
     try {
       await this.database.transaction(async (tx) => {
-        await tx.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+        await tx.query(`INSERT INTO installations (${INSTALLATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
           workspaceId,
           extensionKey,
           installation.version,
           installation.enabled,
           installation.installedAt,
           installation.grantedPermissions ?? [],
+          installation.tokenHash ?? null,
         ]);
         for (const subscription of subscriptions) await tx.query(INSERT_SUBSCRIPTION, subscriptionValues(subscription));
         await this.feed.notify(tx, TOPIC, workspaceId);
@@ -334,13 +347,10 @@ export class PostgresWorkspaceStore implements WorkspaceStore {
       const next = change(current, own.rows.map(toSubscription));
       if (!next) return current;
       const { installation } = next;
-      await tx.query('UPDATE installations SET version = $3, enabled = $4, granted_permissions = $5 WHERE workspace_id = $1 AND extension_key = $2', [
-        workspaceId,
-        extensionKey,
-        installation.version,
-        installation.enabled,
-        installation.grantedPermissions ?? [],
-      ]);
+      await tx.query(
+        'UPDATE installations SET version = $3, enabled = $4, granted_permissions = $5, token_hash = $6 WHERE workspace_id = $1 AND extension_key = $2',
+        [workspaceId, extensionKey, installation.version, installation.enabled, installation.grantedPermissions ?? [], installation.tokenHash ?? null],
+      );
       if (next.unsubscribe.length > 0) await tx.query('DELETE FROM subscriptions WHERE id = ANY($1::text[])', [next.unsubscribe]);
       for (const subscription of next.update) await tx.query(UPDATE_SUBSCRIPTION, updatedSubscriptionValues(subscription));
       for (const subscription of next.subscribe) await tx.query(INSERT_SUBSCRIPTION, subscriptionValues(subscription));
