@@ -96,9 +96,9 @@ export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | nu
     // serveStatic asks for the request's path with each accepted encoding's suffix first (Vary: Accept-Encoding), then as is.
     const representation = (id: string): { file: ConsoleFile; encoding?: string } | undefined => {
       if (id === path) return { file };
-      const encoding = Object.entries(ENCODINGS).find(([, suffix]) => id === path + suffix);
-      const compressed = encoding && files.get(file.urlPath + encoding[1]);
-      return compressed ? { file: compressed, encoding: encoding[0] } : undefined;
+      const variant = Object.entries(ENCODINGS).find(([, suffix]) => id === path + suffix);
+      const compressed = variant && files.get(file.urlPath + variant[1]);
+      return compressed ? { file: compressed, encoding: variant[0] } : undefined;
     };
     const encoding = preferredEncoding(event.node.req.headers['accept-encoding']);
     // The answer depends on Accept-Encoding whenever a compressed copy exists.
