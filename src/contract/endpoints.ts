@@ -191,6 +191,14 @@ export const endpoints = {
     maxBodyBytes: AUTH_MAX_BODY_BYTES,
     session: 'sets',
   },
+  getSession: {
+    method: 'GET',
+    path: '/api/auth/session',
+    summary: 'Get the signed-in user, or null: never a 401',
+    tag: 'auth',
+    access: 'public',
+    data: v.nullable(User),
+  },
   getCurrentUser: { method: 'GET', path: '/api/auth/me', summary: 'Get the caller’s account', tag: 'auth', access: 'user', scope: 'any', data: User },
   changePassword: {
     method: 'PUT',

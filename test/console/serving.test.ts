@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CONSOLE_DIR } from '../../src/daemon/http/console.js';
@@ -85,6 +86,53 @@ test('HEAD of the page answers its headers without a body', async () => {
   assert.is(result.status, 200);
   assertConsoleHeaders(result.headers, 'no-cache');
   assert.is(await result.text(), '');
+});
+
+/** A GET as a browser sends it, with this Accept-Encoding, the body as it came over the wire. */
+function rawGet(path: string, acceptEncoding: string | null): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, t.url);
+    request(url, { headers: acceptEncoding === null ? {} : { 'accept-encoding': acceptEncoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('assets are served brotli- or gzip-compressed as the browser accepts, each form with its own ETag', async () => {
+  const plain = await rawGet(script, null);
+  assert.is(plain.status, 200);
+  assert.is(plain.headers['content-encoding'], undefined);
+  const brotli = await rawGet(script, 'gzip, deflate, br, zstd');
+  assert.is(brotli.headers['content-encoding'], 'br');
+  assert.match(String(brotli.headers.vary), /accept-encoding/i);
+  assert.ok(brotliDecompressSync(brotli.body).equals(plain.body), 'the same script');
+  assert.ok(brotli.body.length < plain.body.length / 2);
+  const gzip = await rawGet(script, 'gzip');
+  assert.is(gzip.headers['content-encoding'], 'gzip');
+  assert.ok(gunzipSync(gzip.body).equals(plain.body));
+  assert.is(new Set([plain.headers.etag, brotli.headers.etag, gzip.headers.etag]).size, 3);
+  assertConsoleHeaders(new Headers(brotli.headers as Record<string, string>), 'public, max-age=31536000, immutable');
+  assert.is((await rawGet(`${script}.br`, 'br')).status, 404, 'a compressed copy is not served by its own name');
+});
+
+test('robots.txt tells crawlers to stay out', async () => {
+  const robots = await fetch(`${t.url}/robots.txt`);
+  assert.is(robots.status, 200);
+  assert.match(robots.headers.get('content-type') ?? '', 'text/plain');
+  assert.match(await robots.text(), /User-agent: \*\s+Disallow: \//);
+});
+
+test('the first load (the page’s own script and styles) is at most 80 KB as served compressed', async () => {
+  const html = await (await fetch(`${t.url}/`)).text();
+  const loaded = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.(?:js|css))"/g)].map((match) => match[1]!);
+  assert.ok(loaded.length >= 2, loaded.join(', '));
+  let bytes = 0;
+  for (const asset of loaded) bytes += (await rawGet(asset, 'br')).body.length;
+  assert.ok(bytes <= 80 * 1024, `${bytes} bytes`);
 });
 
 test('the JS and CSS of the console together stay within 150 KB gzipped', () => {

@@ -102,6 +102,7 @@ const ROUTES: Record<string, RouteFixture> = {
     baseline: [401, 429],
     maxBody: 8 * 1024,
   },
+  'GET /api/auth/session': { access: 'public', baseline: [200] },
   'GET /api/auth/me': { access: 'user', baseline: [200] },
   'PUT /api/auth/me/password': {
     access: 'user',

@@ -20,11 +20,29 @@ const TYPES: Record<string, string> = {
 };
 
 interface ConsoleFile {
+  urlPath: string;
   contents: Buffer;
   type: string;
   etag: string;
   mtime: Date;
   hashed: boolean;
+}
+
+/** The compressed copies the build makes of each text file (vite.config.ts), by Content-Encoding, best first. */
+const ENCODINGS = { br: '.br', gzip: '.gz' } as const;
+type Encoding = keyof typeof ENCODINGS;
+const ENCODED = /\.(br|gz)$/;
+
+/** The best encoding the request accepts (brotli before gzip, whatever order the browser lists them in), or null. */
+function preferredEncoding(acceptEncoding: string | undefined): Encoding | null {
+  const accepted = new Set(
+    (acceptEncoding ?? '')
+      .split(',')
+      .map((part) => part.trim().split(';'))
+      .filter(([, ...params]) => !params.some((param) => /^\s*q=0(\.0*)?\s*$/.test(param)))
+      .map(([name]) => name!.trim().toLowerCase()),
+  );
+  return (Object.keys(ENCODINGS) as Encoding[]).find((encoding) => accepted.has(encoding)) ?? null;
 }
 
 /**
@@ -42,6 +60,7 @@ function loadConsole(dir: string): Map<string, ConsoleFile> | null {
     const contents = readFileSync(path);
     const urlPath = `/${relative(dir, path).split(sep).join('/')}`;
     files.set(urlPath, {
+      urlPath,
       contents,
       type: TYPES[extname(name)] ?? 'application/octet-stream',
       etag: `"${createHash('sha256').update(contents).digest('base64url').slice(0, 27)}"`,
@@ -68,14 +87,32 @@ export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | nu
     if (event.method !== 'GET' && event.method !== 'HEAD') return;
     const path = getRequestPath(event).split('?', 1)[0]!;
     if (isApiPath(path) || reserved.has(path)) return;
-    const file = files.get(path) ?? (path.startsWith('/assets/') ? undefined : page);
+    // A compressed copy is served for its file, never by its own name.
+    const file = ENCODED.test(path) ? undefined : (files.get(path) ?? (path.startsWith('/assets/') ? undefined : page));
     // A missing asset (an old hash after an upgrade) is a 404, not the page under a script's name.
     if (!file) return;
     const headers = consoleHeaders(file.hashed ? 'hashed-asset' : 'page');
     setResponseHeaders(event, headers);
+    // serveStatic asks for the request's path with each accepted encoding's suffix first (Vary: Accept-Encoding), then as is.
+    const representation = (id: string): { file: ConsoleFile; encoding?: string } | undefined => {
+      if (id === path) return { file };
+      const variant = Object.entries(ENCODINGS).find(([, suffix]) => id === path + suffix);
+      const compressed = variant && files.get(file.urlPath + variant[1]);
+      return compressed ? { file: compressed, encoding: variant[0] } : undefined;
+    };
+    const encoding = preferredEncoding(event.node.req.headers['accept-encoding']);
+    // The answer depends on Accept-Encoding whenever a compressed copy exists.
+    if (files.has(file.urlPath + ENCODINGS.br)) event.node.res.setHeader('vary', 'accept-encoding');
     const served = await serveStatic(event, {
-      getMeta: () => ({ type: file.type, etag: file.etag, mtime: file.mtime, size: file.contents.length }),
-      getContents: () => file.contents,
+      encodings: encoding === null ? {} : { [encoding]: ENCODINGS[encoding] },
+      getMeta: (id) => {
+        const found = representation(id);
+        if (!found) return undefined;
+        // Each form has its own ETag: a cache must not answer a gzip request with brotli bytes.
+        const { etag, mtime, contents } = found.file;
+        return { type: file.type, etag, mtime, size: contents.length, ...(found.encoding ? { encoding: found.encoding } : {}) };
+      },
+      getContents: (id) => representation(id)?.file.contents,
       fallthrough: true,
     });
     // serveStatic refuses paths with `..` segments: those go on to the router's JSON 404.

@@ -1,7 +1,8 @@
 import { setCookie, type H3Event } from 'h3';
 import { toPublicUser } from '../../auth/users.js';
 import type { HttpContext } from '../context.js';
-import { sessionCookieName, type Handlers } from '../endpoint.js';
+import { bearerToken, sessionCookieName, type Handlers } from '../endpoint.js';
+import { DomainError } from '../../errors.js';
 
 /** The TCP peer: behind a reverse proxy, the proxy's address. */
 const clientAddressOf = (event: H3Event) => event.node.req.socket.remoteAddress ?? 'unknown';
@@ -19,6 +20,17 @@ export const authRoutes = ({ services: { auth }, config }: HttpContext) => {
     });
 
   return {
+    // The console asks at its first load whether the browser's cookie is a session, without a 401 to log when it is not.
+    getSession: async ({ event }) => {
+      const token = bearerToken(event.node.req, cookieName);
+      if (!token) return null;
+      try {
+        return toPublicUser((await auth.authenticate(token)).user);
+      } catch (error) {
+        if (error instanceof DomainError) return null;
+        throw error;
+      }
+    },
     createSession: async ({ body, event }) => {
       const { user, session } = await auth.login(body, clientAddressOf(event));
       setSessionCookie(event, session.token, auth.tokens.ttlSeconds);
