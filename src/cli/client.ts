@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ofetch, type FetchOptions } from 'ofetch';
+import type { FetchOptions } from 'ofetch';
 import { createApiClient, NotAnEnvelopeError, type ApiClient, type CallArgs } from '../contract/client.js';
 import { endpoints, type OperationId } from '../contract/endpoints.js';
 import { CliError, EXIT } from './errors.js';
@@ -25,6 +25,9 @@ export function createClient(options: { url?: string; token?: string | null; tim
     const headers: Record<string, string> = { ...declared, ...(token ? { authorization: `Bearer ${token}` } : {}) };
     try {
       const options: FetchOptions<'json'> = { method, baseURL: url, body: body as FetchOptions['body'], headers, retry: 0, timeout: timeoutSeconds * 1000, ignoreResponseError: true };
+      // Imported at the first request: ofetch reads globalThis.fetch as it loads, which makes Node load its
+      // fetch engine (about 80 ms), a cost `--help`, completion and usage errors need not pay.
+      const { ofetch } = await import('ofetch');
       const response = await ofetch.raw(path, options);
       return { status: response.status, headers: response.headers, body: response._data as unknown };
     } catch (error) {
