@@ -1,5 +1,5 @@
 /**
- * Group 17 (`--only peer`): the platform beside what a team would build
+ * Group 19 (`--only peer`): the platform beside what a team would build
  * instead, on the same cores: an HTTP service that authenticates a publish
  * (bearer JWT), validates it and adds it to BullMQ, with a BullMQ worker
  * POSTing each event, signed, to the subscriber (bench/http-bullmq-peer.mjs),
@@ -9,9 +9,9 @@
  * subscriber for both; raw BullMQ (producers adding jobs in-process, no HTTP)
  * is the second reference.
  *
- *  - 17a: scenario 4 (publish + deliver, 50 connections) against the peer.
- *  - 17b: scenario 4 against raw BullMQ's single producer.
- *  - 17c: scenario 5 (paced 2,000 events/s) publish-to-delivery p99 against the peer's.
+ *  - 19a: scenario 4 (publish + deliver, 50 connections) against the peer.
+ *  - 19b: scenario 4 against raw BullMQ's single producer.
+ *  - 19c: scenario 5 (paced 2,000 events/s) publish-to-delivery p99 against the peer's.
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -152,7 +152,7 @@ export async function measureHttpPeer(base: Load, kit: BenchKit): Promise<void> 
     .map(([name, tally]) => `${name}: ${tally.produced} acknowledged, ${tally.delivered} delivered, ${tally.errors} errors${tally.drained ? '' : ', NOT all delivered within 60 s'}`);
   const caveat = undelivered.length === 0 ? '' : ` (${undelivered.join('; ')})`;
   kit.record({
-    scenario: `17a. scenario 4 vs an HTTP + BullMQ service (JWT, validation, queue.add; a worker POSTs signed), ${length}`,
+    scenario: `19a. scenario 4 vs an HTTP + BullMQ service (JWT, validation, queue.add; a worker POSTs signed), ${length}`,
     value: Math.round((ours / peer) * 100) / 100,
     unit: `x the peer's delivered events/s (${ours.toLocaleString('en')} vs ${peer.toLocaleString('en')})`,
     p50: null,
@@ -164,7 +164,7 @@ export async function measureHttpPeer(base: Load, kit: BenchKit): Promise<void> 
     note: `CPU per event: ours ${perEvent(tallies.ours)} µs (daemon), peer ${perEvent(tallies.peer)} µs (service + Redis); every event fsynced before its answer in ours, Redis syncs every second${caveat}`,
   });
   kit.record({
-    scenario: `17b. scenario 4 vs raw BullMQ (50 producers adding jobs in-process, no HTTP), ${length}`,
+    scenario: `19b. scenario 4 vs raw BullMQ (50 producers adding jobs in-process, no HTTP), ${length}`,
     value: Math.round((ours / bull) * 100) / 100,
     unit: `x BullMQ's delivered jobs/s (${bull.toLocaleString('en')})`,
     p50: null,
@@ -185,7 +185,7 @@ export async function measureHttpPeer(base: Load, kit: BenchKit): Promise<void> 
   const p99 = (values: number[]) => kit.percentile(values, 99);
   const p50 = (values: number[]) => kit.percentile(values, 50);
   kit.record({
-    scenario: `17c. paced ${PACED_RATE.toLocaleString('en')} events/s: publish-to-delivery p99, ours vs the HTTP + BullMQ peer, ${rounds} x ${pacedSeconds} s`,
+    scenario: `19c. paced ${PACED_RATE.toLocaleString('en')} events/s: publish-to-delivery p99, ours vs the HTTP + BullMQ peer, ${rounds} x ${pacedSeconds} s`,
     value: p99(latencies.ours),
     unit: 'ms p99',
     p50: p50(latencies.ours),
