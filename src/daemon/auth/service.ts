@@ -153,6 +153,8 @@ export class AuthService {
         record.active = patch.active;
       }
     });
+    // Disabling ends the user's API tokens as it ends their sessions: for good.
+    if (patch.active === false) await this.apiTokens.forgetUser(id);
     if (patch.fullName !== undefined) await this.names.refresh(id);
     this.accessChanged(id);
     return toPublicUser(user);
