@@ -28,6 +28,13 @@ const routes: RouteRecordRaw[] = [
     props: extensionKey,
     meta: { title: (route) => `${param(route, 'key')} · Marketplace` },
   },
+  { path: '/event-types', component: () => import('./pages/EventTypesPage.vue'), meta: { title: 'Event types' } },
+  {
+    path: '/event-types/:eventKey',
+    component: () => import('./pages/EventTypePage.vue'),
+    props: true,
+    meta: { title: (route) => `${param(route, 'eventKey')} · Event types` },
+  },
   { path: '/workspaces', component: () => import('./pages/WorkspacesPage.vue'), meta: { title: 'Workspaces' } },
   { path: '/workspaces/:id', component: () => import('./pages/WorkspacePage.vue'), props: true, meta: { title: 'Workspace' } },
   {
