@@ -28,6 +28,12 @@ const routes: RouteRecordRaw[] = [
     props: extensionKey,
     meta: { title: (route) => `${param(route, 'key')} · Marketplace` },
   },
+  {
+    path: '/marketplace/:key/versions/:version',
+    component: () => import('./pages/VersionPage.vue'),
+    props: (route) => ({ ...extensionKey(route), version: param(route, 'version') }),
+    meta: { title: (route) => `${param(route, 'key')} ${param(route, 'version')} · Marketplace` },
+  },
   { path: '/event-types', component: () => import('./pages/EventTypesPage.vue'), meta: { title: 'Event types' } },
   {
     path: '/event-types/:eventKey',
