@@ -4,9 +4,13 @@ import { isAdmin, loadSession, session } from './session';
 /** `key` is reserved by Vue, so the extension key reaches pages as `extensionKey`. */
 const extensionKey = (route: RouteLocationNormalized) => ({ extensionKey: String(route.params.key) });
 
+/** A route parameter as text (a repeated one is not used here). */
+const param = (route: RouteLocationNormalized, name: string) => String(route.params[name]);
+
 declare module 'vue-router' {
   interface RouteMeta {
-    title: string;
+    /** The document's title, before ` · platform`; a page about one thing names it. */
+    title: string | ((route: RouteLocationNormalized) => string);
     /** Reachable without signing in. */
     public?: boolean;
     admin?: boolean;
@@ -18,7 +22,25 @@ const routes: RouteRecordRaw[] = [
   { path: '/login', component: () => import('./pages/LoginPage.vue'), meta: { title: 'Sign in', public: true } },
   { path: '/', component: () => import('./pages/OverviewPage.vue'), meta: { title: 'Overview' } },
   { path: '/marketplace', component: () => import('./pages/MarketplacePage.vue'), meta: { title: 'Marketplace' } },
-  { path: '/marketplace/:key', component: () => import('./pages/ExtensionPage.vue'), props: extensionKey, meta: { title: 'Extension' } },
+  {
+    path: '/marketplace/:key',
+    component: () => import('./pages/ExtensionPage.vue'),
+    props: extensionKey,
+    meta: { title: (route) => `${param(route, 'key')} · Marketplace` },
+  },
+  {
+    path: '/marketplace/:key/versions/:version',
+    component: () => import('./pages/VersionPage.vue'),
+    props: (route) => ({ ...extensionKey(route), version: param(route, 'version') }),
+    meta: { title: (route) => `${param(route, 'key')} ${param(route, 'version')} · Marketplace` },
+  },
+  { path: '/event-types', component: () => import('./pages/EventTypesPage.vue'), meta: { title: 'Event types' } },
+  {
+    path: '/event-types/:eventKey',
+    component: () => import('./pages/EventTypePage.vue'),
+    props: true,
+    meta: { title: (route) => `${param(route, 'eventKey')} · Event types` },
+  },
   { path: '/workspaces', component: () => import('./pages/WorkspacesPage.vue'), meta: { title: 'Workspaces' } },
   { path: '/workspaces/:id', component: () => import('./pages/WorkspacePage.vue'), props: true, meta: { title: 'Workspace' } },
   {
@@ -70,5 +92,6 @@ router.beforeEach(async (to) => {
 });
 
 router.afterEach((to) => {
-  document.title = `${to.meta.title} · platform`;
+  const title = typeof to.meta.title === 'function' ? to.meta.title(to) : to.meta.title;
+  document.title = `${title} · platform`;
 });

@@ -92,7 +92,7 @@ browserTest('a workspace is created, and a member added', async () => {
 });
 
 browserTest('installing a yanked version shows the envelope error next to Install', async () => {
-  await page.getByRole('textbox', { name: 'Extension key' }).first().fill('old-kit');
+  await page.getByRole('combobox', { name: 'Extension key' }).fill('old-kit');
   await page.getByRole('button', { name: 'Install', exact: true }).click();
   const section = page.getByRole('region', { name: 'Installed extensions' });
   await section.getByRole('alert').filter({ hasText: 'yanked' }).waitFor();
@@ -101,7 +101,7 @@ browserTest('installing a yanked version shows the envelope error next to Instal
 });
 
 browserTest('an extension is installed, moved to another version, disabled, enabled and uninstalled', async () => {
-  const keyBox = page.getByRole('textbox', { name: 'Extension key' }).first();
+  const keyBox = page.getByRole('combobox', { name: 'Extension key' });
   await keyBox.fill('shop-kit');
   await page.getByRole('textbox', { name: 'Version (optional)' }).fill('1.0.0');
   await page.getByRole('button', { name: 'Install', exact: true }).click();
