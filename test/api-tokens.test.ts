@@ -212,12 +212,18 @@ async function expireToken(id: string): Promise<void> {
   admin = await t.admin();
 }
 
+/** Where tokens are kept: the API tokens, or the installations (which hold their extension's token). */
+async function storedText(what: 'api-tokens' | 'installations'): Promise<string> {
+  if (TEST_BACKEND === 'postgres') {
+    const table = what === 'api-tokens' ? 'api_tokens' : 'installations';
+    return JSON.stringify((await onDatabaseOf(t.dataDir, (client) => client.query(`SELECT * FROM platform.${table}`))).rows);
+  }
+  return readFileSync(join(t.dataDir, what === 'api-tokens' ? 'api-tokens.json' : 'workspaces.json'), 'utf8');
+}
+
 test('stored only as a hash', async () => {
   const { token } = await tokenFor(admin, { scopes: ['events:read'] });
-  const stored =
-    TEST_BACKEND === 'postgres'
-      ? JSON.stringify((await onDatabaseOf(t.dataDir, (client) => client.query('SELECT * FROM platform.api_tokens'))).rows)
-      : readFileSync(join(t.dataDir, 'api-tokens.json'), 'utf8');
+  const stored = await storedText('api-tokens');
   assert.ok(stored.length > 0);
   assert.not.ok(stored.includes(token.slice(4)), 'the secret is nowhere in storage');
 });
@@ -271,6 +277,9 @@ test('an installation token: publishes its manifest’s events into its workspac
   assert.match(installationToken, /^pli_[A-Za-z0-9_-]{43}$/);
   assert.not.ok(JSON.stringify((await admin.get('/api/workspaces/acme/extensions')).body).includes(installationToken), 'shown once');
   const extension = api(t.url, installationToken);
+  const storedInstallations = await storedText('installations');
+  assert.match(storedInstallations, 'crm');
+  assert.not.ok(storedInstallations.includes(installationToken.slice(4)), 'an installation token is kept as a hash only');
 
   const published = await extension.post('/api/workspaces/acme/events/publish', { eventKey: 'crm.deal.closed', payload: { dealId: 'D-1' } });
   assert.is(published.status, 200, published.text);
