@@ -1,5 +1,5 @@
 import { onScopeDispose, reactive, watch } from 'vue';
-import { DEFAULT_SUBSCRIPTION_PATH, type Manifest } from '../contract/manifest';
+import { DEFAULT_SUBSCRIPTION_PATH, deliveryUrlOf, type Manifest } from '../contract/manifest';
 import { isStrictSemver, problemWith, Slug } from '../contract/schemas';
 import type { ExtensionDetail, Health, SubscriberKind, Subscription } from '../contract/types';
 import { ApiError, call, messageOf } from './api';
@@ -11,17 +11,6 @@ import { ApiError, call, messageOf } from './api';
  * still missing. The daemon applies the manifest and has the last word; these
  * are its rules (docs/api.md, Installations), read from the same answers.
  */
-
-/**
- * Where a subscription made from a manifest delivers: the service URL without
- * its trailing slashes, then the entry's path (default /events), before any
- * query string. The daemon's rule (its dispatcher builds the same URL).
- */
-export function deliveryUrlOf(serviceBaseUrl: string, path = DEFAULT_SUBSCRIPTION_PATH): string {
-  const queryAt = serviceBaseUrl.search(/[?#]/);
-  const [base, query] = queryAt === -1 ? [serviceBaseUrl, ''] : [serviceBaseUrl.slice(0, queryAt), serviceBaseUrl.slice(queryAt)];
-  return `${base.replace(/\/+$/, '')}${path}${query}`;
-}
 
 /** A subscription a manifest declares, as an install or a change of version will leave it. */
 export interface PlannedSubscription {

@@ -126,3 +126,14 @@ export interface Manifest {
 
 /** Where deliveries of a subscription created from a manifest go, below the service URL given at install. */
 export const DEFAULT_SUBSCRIPTION_PATH = '/events';
+
+/**
+ * Where an external subscriber receives its deliveries: the service URL
+ * without its trailing slashes, then the path (`/events` unless a manifest
+ * said otherwise), before any query string (`/hooks/events?key=v`).
+ */
+export function deliveryUrlOf(serviceBaseUrl: string, path = DEFAULT_SUBSCRIPTION_PATH): string {
+  const queryAt = serviceBaseUrl.search(/[?#]/);
+  const [base, query] = queryAt === -1 ? [serviceBaseUrl, ''] : [serviceBaseUrl.slice(0, queryAt), serviceBaseUrl.slice(queryAt)];
+  return `${base.replace(/\/+$/, '')}${path}${query}`;
+}

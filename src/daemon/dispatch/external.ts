@@ -1,4 +1,3 @@
-import { DEFAULT_SUBSCRIPTION_PATH } from '../../contract/manifest.js';
 import { standardWebhooksDigest } from '../../handlers/webhooks/standard-webhooks.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
@@ -28,13 +27,6 @@ export interface ExternalDelivery {
 /** Standard Webhooks: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>, with the key already decoded. */
 function signature(key: Buffer, id: string, timestampSeconds: number, body: Buffer): string {
   return `v1,${standardWebhooksDigest(key, id, String(timestampSeconds), body).toString('base64')}`;
-}
-
-/** Where an external subscriber receives its deliveries: the path (`/events` unless a manifest said otherwise) after the URL's own, before a query string (`/hooks/events?key=v`). */
-export function deliveryUrlOf(serviceBaseUrl: string, path = DEFAULT_SUBSCRIPTION_PATH): string {
-  const queryAt = serviceBaseUrl.search(/[?#]/);
-  const [base, query] = queryAt === -1 ? [serviceBaseUrl, ''] : [serviceBaseUrl.slice(0, queryAt), serviceBaseUrl.slice(queryAt)];
-  return `${base.replace(/\/+$/, '')}${path}${query}`;
 }
 
 /**

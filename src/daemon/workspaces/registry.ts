@@ -1,6 +1,6 @@
 import type { SecretBox } from '../secrets/box.js';
 import { credentialsOf, redactSecrets } from '../dispatch/url-credentials.js';
-import { deliveryUrlOf } from '../dispatch/external.js';
+import { deliveryUrlOf } from '../../contract/manifest.js';
 import type { WorkspaceContents, WorkspaceStore } from './store.js';
 import { inactivityOf, type Inactivity, type StoredInstallation, type StoredSubscription } from './types.js';
 

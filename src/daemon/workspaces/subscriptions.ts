@@ -1,8 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { invalid, notFound } from '../errors.js';
 import type { SecretBox } from '../secrets/box.js';
-import { deliveryUrlOf } from '../dispatch/external.js';
-import { DEFAULT_SUBSCRIPTION_PATH } from '../../contract/manifest.js';
+import { DEFAULT_SUBSCRIPTION_PATH, deliveryUrlOf } from '../../contract/manifest.js';
 import { assertPublicTarget } from '../dispatch/targets.js';
 import { hasCredentials, maskCredentials, showsCredentials } from '../dispatch/url-credentials.js';
 import type { ReadBack } from '../read-back.js';
