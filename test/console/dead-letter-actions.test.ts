@@ -56,16 +56,31 @@ browserTest('the list shows attempts and the last status: the HTTP status, or th
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
-browserTest('a row is replayed, and another discarded after confirming', async () => {
-  const row = rows().filter({ has: page.getByRole('cell', { name: 'builder', exact: true }) }).first();
-  await row.getByRole('button', { name: /^Replay jobs\.done to builder/ }).click();
-  await page.getByRole('status').filter({ hasText: 'Replayed jobs.done to builder: the delivery is queued again.' }).waitFor();
-  await page.getByText(`1–${2 * EVENTS - 1} of ${2 * EVENTS - 1}`).waitFor();
+browserTest("a row's replay shows its outcome in the row: delivered, or failed again", async () => {
+  const builders = rows().filter({ has: page.getByRole('cell', { name: 'builder', exact: true }) });
+  const first = builders.nth(0);
+  await first.getByRole('button', { name: /^Replay jobs\.done to builder/ }).click();
+  await page.getByRole('status').filter({ hasText: 'Replayed jobs.done to builder: delivered.' }).waitFor();
+  assert.is(await first.locator('td[data-label="Last status"]').textContent(), 'delivered');
+  assert.is(await first.getByRole('button').count(), 0, 'a delivered row has nothing left to do');
   await waitFor('the replayed delivery', () => subscriber.deliveredEventIds().size === 1);
 
+  subscriber.answer(() => ({ status: 503 }));
+  await builders.nth(1).getByRole('button', { name: /^Replay jobs\.done to builder/ }).click();
+  await page.getByRole('status').filter({ hasText: 'Replayed jobs.done to builder: failed again.' }).waitFor();
+  // The list reloads: the delivered row is gone, the one that failed again is back with one more replay.
+  await page.getByText(`1–${2 * EVENTS - 1} of ${2 * EVENTS - 1}`).waitFor();
+  const again = rows().filter({ hasText: 'failed again: 503' });
+  assert.is(await again.count(), 1);
+  assert.is(await again.locator('td[data-label="Replays"]').textContent(), '1');
+  subscriber.answer(() => ({ status: 200 }));
+});
+
+browserTest('a row is discarded after confirming', async () => {
   await rows().filter({ has: page.getByRole('cell', { name: 'mailer', exact: true }) }).first().getByRole('button', { name: /^Discard jobs\.done to mailer/ }).click();
   const dialog = page.getByRole('dialog', { name: 'Discard this dead letter?' });
   await dialog.waitFor();
+  await assertAccessible(page, 'discard one dialog');
   await dialog.getByRole('button', { name: 'Discard dead letter' }).click();
   await page.getByRole('status').filter({ hasText: 'Discarded jobs.done to mailer.' }).waitFor();
   await page.getByText(`1–${2 * EVENTS - 2} of ${2 * EVENTS - 2}`).waitFor();
@@ -102,6 +117,34 @@ browserTest('discarding every match says first how many match', async () => {
   await page.getByRole('status').filter({ hasText: 'Discarded 1 dead letter.' }).waitFor();
   await page.getByText('No dead letter matches this filter.').waitFor();
   assert.is(await count(), 0);
+});
+
+browserTest("a dead letter's replay shows its outcome without a reload: failed again, then delivered", async () => {
+  subscriber.answer(() => ({ status: 503 }));
+  assert.is((await admin.post('/api/workspaces/ops/events/publish', { eventKey: 'jobs.done', payload: { n: 'late' } })).status, 200);
+  await waitFor('the new dead letters', async () => (await count()) === 2);
+  const [letter] = (await admin.get('/api/admin/dead-letters?extensionKey=builder')).body.data as { id: string; event: { id: string } }[];
+  await visit(page, `/dead-letters/${letter!.id}`);
+  await page.getByRole('heading', { level: 1, name: 'Dead letter' }).waitFor();
+  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.getByRole('status').filter({ hasText: 'Failed again' }).waitFor();
+  await page.getByRole('definition').filter({ hasText: /^1$/ }).waitFor();
+
+  subscriber.answer(() => ({ status: 200 }));
+  await page.getByRole('button', { name: 'Replay' }).click();
+  const delivered = page.getByRole('status').filter({ hasText: 'Delivered' });
+  await delivered.waitFor();
+  await assertAccessible(page, 'a delivered replay');
+  await delivered.getByRole('link').click();
+  await page.getByRole('heading', { level: 1, name: 'Event jobs.done' }).waitFor();
+  assert.match(page.url(), letter!.event.id);
+
+  // Back on the dead letter's address, it is no error that it is gone.
+  await visit(page, `/dead-letters/${letter!.id}`);
+  await page.getByRole('status').filter({ hasText: 'This dead letter was replayed and delivered; see its event.' }).waitFor();
+  assert.is(await page.locator('.error').count(), 0);
+  await page.getByRole('link', { name: 'its event' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Event jobs.done' }).waitFor();
   assert.equal(errors, [], 'no console errors');
 });
 
