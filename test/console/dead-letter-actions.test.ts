@@ -135,6 +135,9 @@ browserTest("a dead letter's replay shows its outcome without a reload: failed a
   const delivered = page.getByRole('status').filter({ hasText: 'Delivered' });
   await delivered.waitFor();
   await assertAccessible(page, 'a delivered replay');
+  await page.setViewportSize({ width: 360, height: 800 });
+  await assertAccessible(page, 'a delivered replay, 360 px');
+  await page.setViewportSize({ width: 1280, height: 900 });
   await delivered.getByRole('link').click();
   await page.getByRole('heading', { level: 1, name: 'Event jobs.done' }).waitFor();
   assert.match(page.url(), letter!.event.id);
