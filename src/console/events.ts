@@ -83,3 +83,18 @@ export function standing(record: DeliveryRecord, format: (iso: string) => string
 
 /** Date and time to the second, for the steps of a timeline. */
 export const formatInstant = (iso: string) => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/**
+ * Date and time to the millisecond, only for a delivery's attempts: retries a
+ * few hundred milliseconds apart must not look simultaneous.
+ */
+export const formatPreciseInstant = (iso: string) =>
+  new Date(iso).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    fractionalSecondDigits: 3,
+  });

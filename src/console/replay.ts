@@ -45,3 +45,45 @@ export async function replayMatching(
   report({ ...progress });
   return progress;
 }
+
+/** How a replay of one dead letter ended: delivered (the letter is gone) or dead again. */
+export type ReplayOutcome = 'delivered' | 'failed';
+
+/** How often a replay in flight is checked. */
+const FOLLOW_MS = 1000;
+
+/**
+ * Follows one replayed dead letter, about once a second while its delivery is
+ * queued. Answers null when `signal` aborts first (the page was left).
+ */
+export async function followReplay(id: string, signal: AbortSignal): Promise<ReplayOutcome | null> {
+  while (!signal.aborted) {
+    const { data } = await call('getDeadLetterState', { params: { id } });
+    if (data.state === 'gone') return 'delivered';
+    if (data.state === 'dead') return 'failed';
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_MS));
+  }
+  return null;
+}
+
+/** The page of a dead letter's event, where its deliveries are. */
+export const eventPath = (event: { tenantId: string; id: string }) =>
+  `/workspaces/${encodeURIComponent(event.tenantId)}/events/${encodeURIComponent(event.id)}`;
+
+// A delivered replay leaves no dead letter behind, and `gone` also means discarded:
+// the tab remembers which letters it replayed, so that a reload can say what happened.
+const REMEMBERED = 'platform.replayed.';
+export function rememberReplay(id: string, event: { tenantId: string; id: string }): void {
+  try {
+    sessionStorage.setItem(REMEMBERED + id, eventPath(event));
+  } catch {
+    // Storage may be unavailable; the page then only shows that the letter is not found.
+  }
+}
+export function replayedEvent(id: string): string | null {
+  try {
+    return sessionStorage.getItem(REMEMBERED + id);
+  } catch {
+    return null;
+  }
+}

@@ -108,9 +108,22 @@ browserTest("an event's page shows each delivery's attempts as a timeline", asyn
   assert.is(await attempts.count(), 2);
   assert.match((await attempts.nth(0).textContent()) ?? '', /Attempt 1 · .* · failed, retried · HTTP 503 after \d+ ms/);
   assert.match((await attempts.nth(1).textContent()) ?? '', /Attempt 2 · .* · succeeded · HTTP 200 after \d+ ms/);
+  // Retries a few milliseconds apart must not look simultaneous: the timeline shows milliseconds.
+  const times: string[] = [];
+  for (const n of [0, 1]) {
+    const time = attempts.nth(n).locator('time');
+    const millis = String(new Date((await time.getAttribute('datetime'))!).getMilliseconds()).padStart(3, '0');
+    const shown = (await time.textContent()) ?? '';
+    assert.match(shown, new RegExp(`\\d{2}:\\d{2}[.,]${millis}\\b`), `attempt ${n + 1}'s time to the millisecond`);
+    times.push(shown);
+  }
+  assert.is.not(times[0], times[1]);
   await attempts.nth(1).getByText('Response (first 2 KiB)').click();
   assert.is(await attempts.nth(1).locator('pre').textContent(), '{}');
   await assertAccessible(page, 'event page');
+  await page.setViewportSize({ width: 360, height: 800 });
+  await assertAccessible(page, 'event page, 360 px');
+  await page.setViewportSize({ width: 1440, height: 900 });
   await screenshots(page, 'event');
 });
 
