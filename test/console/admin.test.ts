@@ -98,8 +98,8 @@ browserTest('a dead letter is replayed from its page and delivered to the real s
   subscriber.answer(() => ({ status: 200 }));
   await visit(page, '/dead-letters');
   await page.getByRole('link', { name: 'orders.created' }).first().click();
-  await page.getByRole('heading', { level: 1, name: 'Dead letter' }).waitFor();
-  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dead letter', exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Replay', exact: true }).click();
   const outcome = page.getByRole('status').filter({ hasText: 'Delivered' }).or(page.getByRole('alert'));
   await outcome.waitFor();
   assert.match((await outcome.textContent()) ?? '', 'Delivered');

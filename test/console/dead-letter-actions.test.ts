@@ -125,13 +125,13 @@ browserTest("a dead letter's replay shows its outcome without a reload: failed a
   await waitFor('the new dead letters', async () => (await count()) === 2);
   const [letter] = (await admin.get('/api/admin/dead-letters?extensionKey=builder')).body.data as { id: string; event: { id: string } }[];
   await visit(page, `/dead-letters/${letter!.id}`);
-  await page.getByRole('heading', { level: 1, name: 'Dead letter' }).waitFor();
-  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dead letter', exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Replay', exact: true }).click();
   await page.getByRole('status').filter({ hasText: 'Failed again' }).waitFor();
   await page.getByRole('definition').filter({ hasText: /^1$/ }).waitFor();
 
   subscriber.answer(() => ({ status: 200 }));
-  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.getByRole('button', { name: 'Replay', exact: true }).click();
   const delivered = page.getByRole('status').filter({ hasText: 'Delivered' });
   await delivered.waitFor();
   await assertAccessible(page, 'a delivered replay');

@@ -51,7 +51,7 @@ browserTest('every match is replayed in batches with its progress, the disabled 
   const dialog = page.getByRole('dialog');
   assert.match((await dialog.textContent()) ?? '', `${2 * EVENTS} dead letters will be delivered again`);
   await assertAccessible(page, 'replay dialog');
-  await dialog.getByRole('button', { name: 'Replay' }).click();
+  await dialog.getByRole('button', { name: 'Replay', exact: true }).click();
 
   const done = page.getByRole('status').filter({ hasText: `Replayed ${EVENTS} dead letters.` });
   await done.waitFor();
@@ -65,7 +65,7 @@ browserTest('every match is replayed in batches with its progress, the disabled 
 
 browserTest("a dead letter leads to its event's timeline", async () => {
   await page.getByRole('link', { name: 'jobs.done' }).first().click();
-  await page.getByRole('heading', { level: 1, name: 'Dead letter' }).waitFor();
+  await page.getByRole('heading', { level: 1, name: 'Dead letter', exact: true }).waitFor();
   await page.getByRole('definition').getByRole('link', { name: 'jobs.done' }).click();
   await page.getByRole('heading', { level: 1, name: 'Event jobs.done' }).waitFor();
   await page.getByRole('article', { name: /archiver/ }).getByText('dead letter', { exact: true }).waitFor();

@@ -157,14 +157,15 @@ browserTest('dead letters are replayed by filter to the real subscriber, and one
   await page.waitForURL(/eventKey=orders\.paid/);
   await page.getByText('1–2 of 2').waitFor();
   await page.getByRole('button', { name: 'Replay all matching' }).click();
-  await page.getByRole('dialog').getByRole('button', { name: 'Replay' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Replay', exact: true }).click();
   await page.getByRole('status').filter({ hasText: 'Replayed 2 dead letters.' }).waitFor();
   await waitFor('two deliveries', () => subscriber.received.filter((delivery) => delivery.status === 200).length === 2);
   assert.equal((await deadLetters()).map((letter) => letter.event.eventKey), ['orders.void']);
 
   await visit(page, '/dead-letters');
   await page.getByRole('link', { name: 'orders.void' }).click();
-  await page.getByRole('button', { name: 'Discard' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dead letter', exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Discard', exact: true }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Discard dead letter' }).click();
   await page.getByText('No dead letter.').waitFor();
   assert.equal(await deadLetters(), []);
