@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import semver from 'semver';
 import { test } from 'uvu';
@@ -568,6 +568,17 @@ test('a restart keeps extensions, versions, yanks, search and the audit trail', 
   assert.is((await publish('durable', '1.2.0')).status, 201, 'and the catalog still takes changes');
 });
 
+/** The files of `dir` this process holds open (Linux: read from /proc). */
+const openFilesUnder = (dir: string): string[] =>
+  readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(`${dir}/`) ? [target] : [];
+    } catch {
+      return []; // closed meanwhile, or the listing's own descriptor
+    }
+  });
+
 filesOnly(test)('one file per extension under catalog/; a corrupt one stops the start, naming it, untouched (files only: reads and breaks the catalog files)', async () => {
   const file = join(t.dataDir, 'catalog', 'durable.json');
   const stored = JSON.parse(readFileSync(file, 'utf8'));
@@ -582,6 +593,7 @@ filesOnly(test)('one file per extension under catalog/; a corrupt one stops the 
     assert.is((error as Error).name, 'StartupError');
     assert.match((error as Error).message, file);
   }
+  assert.equal(openFilesUnder(t.dataDir), [], 'a refused start closes what it had opened');
   assert.is(readFileSync(file, 'utf8'), '{"schemaVersion":1,"extension":');
   writeFileSync(file, JSON.stringify(stored));
   t = await startTestDaemon({}, t.dataDir);

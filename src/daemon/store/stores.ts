@@ -114,53 +114,60 @@ export interface FileStores extends Stores {
 
 /** The data directory's stores (the default backend). */
 export async function openFileStores(dataDir: string, options: StoreOptions = {}): Promise<FileStores> {
-  const users = await FileUserStore.open(dataDir);
-  const revocations = await FileRevocationStore.open(dataDir);
-  const apiTokens = await FileApiTokenStore.open(dataDir);
-  const catalog = await FileCatalogStore.open(dataDir);
-  const chat = await FileChatStore.open(dataDir, options.chat ?? DEFAULT_CHAT_LIMITS);
-  const webhookRequests = await FileWebhookRequestStore.open(dataDir, options.logError ?? console.error);
-  const workspaces = await FileWorkspaceStore.open(dataDir);
-  const extensionConfig = await FileExtensionConfigStore.open(dataDir);
   const logError = options.logError ?? console.error;
-  const dispatch = await openFileDispatch(dataDir, { ...options.events, reportError: (error) => logError(describeFault(error)) });
-  const idempotencyKeys = await FileIdempotencyKeyStore.open(dataDir, {
-    maxKeys: options.idempotencyMaxKeys ?? DEFAULT_MAX_KEPT_KEYS,
-    eventRecorded: async (workspaceId, eventId) => (await dispatch.events.find(workspaceId, eventId)) !== undefined,
-    reportError: (error) => logError(describeFault(error)),
-    ...(options.now ? { now: options.now } : {}),
-  });
-  return {
-    users,
-    revocations,
-    apiTokens,
-    loginAttempts: new MemoryLoginAttemptStore(options.now),
-    catalog,
-    chat,
-    webhookRequests,
-    webhookReplays: new MemoryWebhookReplayStore(options.now),
-    workspaces,
-    extensionConfig,
-    events: dispatch.events,
-    deliveries: dispatch.deliveries,
-    deadLetters: dispatch.deadLetters,
-    idempotencyKeys,
-    recentEventBytes: dispatch.recentEventBytes,
-    jobLock: ALONE_ON_FILES,
-    activity: new MemoryActivityLog(options.now),
-    async close() {
-      await idempotencyKeys.close();
-      await dispatch.events.close();
-      await users.close();
-      await revocations.close();
-      await apiTokens.close();
-      await catalog.close();
-      await chat.close();
-      await webhookRequests.close();
-      await workspaces.close();
-      await extensionConfig.close();
-    },
+  // Closed last first, on close or when a later store refuses to open: a start that fails leaves no file open.
+  const opened: Array<{ close(): Promise<void> }> = [];
+  const closeOpened = async () => {
+    for (const store of opened.reverse()) await store.close();
   };
+  const open = async <T extends { close(): Promise<void> }>(store: Promise<T>): Promise<T> => {
+    const ready = await store;
+    opened.push(ready);
+    return ready;
+  };
+  try {
+    const users = await open(FileUserStore.open(dataDir));
+    const revocations = await open(FileRevocationStore.open(dataDir));
+    const apiTokens = await open(FileApiTokenStore.open(dataDir));
+    const catalog = await open(FileCatalogStore.open(dataDir));
+    const chat = await open(FileChatStore.open(dataDir, options.chat ?? DEFAULT_CHAT_LIMITS));
+    const webhookRequests = await open(FileWebhookRequestStore.open(dataDir, logError));
+    const workspaces = await open(FileWorkspaceStore.open(dataDir));
+    const extensionConfig = await open(FileExtensionConfigStore.open(dataDir));
+    const dispatch = await openFileDispatch(dataDir, { ...options.events, reportError: (error) => logError(describeFault(error)) });
+    opened.push(dispatch.events);
+    const idempotencyKeys = await open(
+      FileIdempotencyKeyStore.open(dataDir, {
+        maxKeys: options.idempotencyMaxKeys ?? DEFAULT_MAX_KEPT_KEYS,
+        eventRecorded: async (workspaceId, eventId) => (await dispatch.events.find(workspaceId, eventId)) !== undefined,
+        reportError: (error) => logError(describeFault(error)),
+        ...(options.now ? { now: options.now } : {}),
+      }),
+    );
+    return {
+      users,
+      revocations,
+      apiTokens,
+      loginAttempts: new MemoryLoginAttemptStore(options.now),
+      catalog,
+      chat,
+      webhookRequests,
+      webhookReplays: new MemoryWebhookReplayStore(options.now),
+      workspaces,
+      extensionConfig,
+      events: dispatch.events,
+      deliveries: dispatch.deliveries,
+      deadLetters: dispatch.deadLetters,
+      idempotencyKeys,
+      recentEventBytes: dispatch.recentEventBytes,
+      jobLock: ALONE_ON_FILES,
+      activity: new MemoryActivityLog(options.now),
+      close: closeOpened,
+    };
+  } catch (error) {
+    await closeOpened().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The stores of a migrated PostgreSQL schema; closing them leaves the database and its feed open. */
