@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measureBacklog } from './backlog.js';
 import { measureHttpPeer } from './http-peer.js';
+import { measureLighthouse } from './lighthouse.js';
 import type { BenchKit, Load, Row, Started, Subscriber } from './kit.js';
 import { measurePostgres } from './postgres.js';
 import { benchLogFile } from './log-files.js';
@@ -1176,8 +1177,6 @@ async function measureConsole(_base: Load): Promise<void> {
       const context = await browser.newContext({ baseURL: url });
       const signedIn = await context.request.post('/api/auth/login', { data: ADMIN });
       if (!signedIn.ok()) throw new Error(`console sign-in failed: ${signedIn.status()}`);
-      // What the console's sign-in page leaves behind (src/console/session.ts).
-      await context.addInitScript({ content: "localStorage.setItem('platform.signedIn', '1')" });
       const page = await context.newPage();
       page.on('response', (response) => {
         const path = new URL(response.url()).pathname;
@@ -1239,6 +1238,7 @@ async function measureConsole(_base: Load): Promise<void> {
   } finally {
     await browser.close();
   }
+  await measureLighthouse(kit());
 }
 
 main().catch((error: unknown) => {
