@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { test } from 'uvu';
@@ -7,6 +8,7 @@ import { ADMIN } from './helpers/daemon.js';
 import { publishConcurrently, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { rssMb } from './helpers/memory.js';
 import { api, call, tokenOf } from './helpers/http.js';
+import { keepArtifact } from './helpers/artifacts.js';
 import { tempDir } from './helpers/temp.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -69,11 +71,23 @@ test(`a daemon restarted on ${EVENTS} pending deliveries gives back its start-up
       }
       const beforeSettle = performance.now() - spawnedAt;
       assert.ok(beforeSettle < SETTLE_MS, `the start took ${Math.round(beforeSettle)} ms: the collection may have run before RSS was read`);
+      // Each change of RSS, kept with the daemon's log should the drop not come (it once did not, on a machine under heavy load).
+      const readings: string[] = [];
+      let last = held;
       const settled = await waitFor(
         `RSS to fall ${DROP_MB} MB below ${held.toFixed(0)} MB`,
-        () => (rssMb(daemon.child.pid!) <= held - DROP_MB ? rssMb(daemon.child.pid!) : undefined),
+        () => {
+          const rss = rssMb(daemon.child.pid!);
+          if (rss !== last) readings.push(`${Math.round(performance.now() - spawnedAt)} ms: ${rss.toFixed(1)} MB`);
+          last = rss;
+          return rss <= held - DROP_MB ? rss : undefined;
+        },
         SETTLE_MS + 15_000,
-      );
+      ).catch((error: Error) => {
+        const memory = readFileSync(`/proc/${daemon.child.pid}/status`, 'utf8').split('\n').filter((line) => /^(Vm|Rss)/.test(line));
+        const kept = keepArtifact('start-settle', [`held ${held.toFixed(1)} MB`, ...readings, '', ...memory, '', daemon.output()].join('\n'));
+        throw new Error(`${error.message} (RSS readings and the daemon's log: ${kept})`);
+      });
       console.log(`  (RSS ${held.toFixed(0)} MB once started on ${EVENTS} pending deliveries, ${settled.toFixed(0)} MB once settled)`);
       assert.is(failures, EVENTS, 'no retry came meanwhile: the daemon was idle');
     } finally {
