@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import type { Api } from '../helpers/http.js';
 import { createWorkspace, FAST_DISPATCH, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
-import { startSubscriber, type Subscriber } from '../helpers/subscriber.js';
+import { startSubscriber, type Answer, type Subscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
 import { assertAccessible, browserTest, closeAll, openConsole, screenshots, visit } from './browser.js';
 
@@ -22,7 +22,7 @@ browserTest.before(async () => {
   await publishExtension(admin, 'ledger', '1.0.0');
   await createWorkspace(admin, 'shop');
   await install(admin, 'shop', 'ledger');
-  subscriber = await startSubscriber((_request, index) =>
+  subscriber = await startSubscriber((_request, index): Answer =>
     index === 0 ? { status: 503, headers: { 'retry-after': '0' }, body: 'busy' } : { status: 202, headers: { 'x-receipt': 'r-42' }, body: '{"queued":true}' },
   );
   const { host } = new URL(subscriber.url);
