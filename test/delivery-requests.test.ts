@@ -138,4 +138,14 @@ test('an attempt that sent no request (the connection was refused) records none'
   }
 });
 
+test('an in-process delivery (the built-in chat) sends no HTTP request: its attempts record none', async () => {
+  await workspaceWith(admin, 'inproc', 'crm');
+  const published = await admin.post('/api/workspaces/inproc/events/publish', { eventKey: 'platform.notification', payload: { channel: 'deals', message: 'hi' } });
+  assert.is(published.status, 200, published.text);
+  const delivery = await finishedDelivery('inproc', published.body.meta.eventId);
+  assert.equal([delivery.kind, delivery.status], ['IN_PROCESS', 'SUCCEEDED']);
+  assert.is(delivery.attempts.length, 1);
+  assert.equal(Object.keys(delivery.attempts[0]).sort(), ['durationMs', 'number', 'outcome', 'startedAt']);
+});
+
 test.run();

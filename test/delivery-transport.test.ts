@@ -68,6 +68,34 @@ test('a subscriber that answers gets the body once, with the headers made from i
   }
 });
 
+test('a request whose answer never comes is still reported sent, once its head went out', async () => {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const impatient = createDeliveryTransport({ deliveryConcurrency: 1, deliveryTimeoutMs: 100, denyPrivateTargets: false });
+  const sent: Array<Record<string, string>> = [];
+  try {
+    const failed = await impatient
+      .post(`http://127.0.0.1:${port}/events`, {
+        deliveryId: 'msg_unanswered',
+        headers: { 'content-type': 'application/json' },
+        body: async () => ({ bytes: Buffer.from('{}'), headers: {} }),
+        sent: (headers) => sent.push(headers),
+      })
+      .then(
+        () => null,
+        (error: Error) => error,
+      );
+    assert.is(failed?.name, 'TimeoutError');
+    assert.is(sent.length, 1);
+    assert.equal([sent[0]!['webhook-id'], sent[0]!['content-length']], ['msg_unanswered', '2']);
+  } finally {
+    impatient.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 /** Names lowercased, as a record keeps them. */
 function headersOf(raw: string[]): Record<string, string> {
   const headers: Record<string, string> = {};

@@ -8,7 +8,7 @@
 export const HEADER_VALUE_CHARS = 512;
 /** An answer's headers are kept in the order they came up to this many bytes (names and values); the rest are left out. */
 export const RESPONSE_HEADER_BYTES = 2048;
-/** A request's headers are the daemon's own (a URL is at most 2,048 characters): this bound is never reached, only kept. */
+/** A request's headers are the daemon's own, with a URL of at most 2,048 characters: well under this, bounded all the same. */
 export const REQUEST_HEADER_BYTES = 4096;
 
 const CUT_MARK = '…';
