@@ -50,7 +50,7 @@ export async function postEvent(
   options: { transport: DeliveryTransport; timeoutMs: number; isStopping: () => boolean; now: number },
 ): Promise<AttemptOutcome> {
   const timestamp = Math.floor(options.now / 1000);
-  // Set once the request's headers went out: a failure after that (a timeout) still records what was sent.
+  // Set once the request's headers went out: a failure after that (a timeout, a reset connection) still records what was sent.
   let sent: Answered = {};
   try {
     const answer = await options.transport.post(delivery.url, {
@@ -89,7 +89,7 @@ export async function postEvent(
     const unreadable = chain.find((cause) => cause.name === 'PayloadUnreadable');
     if (unreadable) return { ok: false, retryable: true, error: { message: unreadable.message ?? 'the payload could not be read', status: null } };
     const refused = chain.find((cause) => cause.code === 'EPRIVATETARGET');
-    if (refused) return { ...sent, ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
+    if (refused) return { ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
     if (chain.some((cause) => cause.name === 'TimeoutError')) {
       return { ...sent, ok: false, retryable: true, error: { message: `no answer within ${options.timeoutMs} ms`, status: null } };
     }
