@@ -44,6 +44,8 @@ async function observable(api: Api) {
     workspaces: await data('/api/workspaces'),
     subscriptions: await data('/api/workspaces/w0/subscriptions'),
     deadLetters: (await data('/api/admin/dead-letters')).map((letter: { id: string }) => letter.id),
+    // Its attempt with the request it sent and the headers of the answer.
+    deadDeliveries: await data('/api/workspaces/w0/deliveries?status=DEAD'),
     config: await data('/api/admin/marketplace/extensions/crm/config'),
   };
 }
@@ -82,6 +84,8 @@ test.after(async () => {
 
 filesOnly(test)('a backup taken while 10 clients publish restores every acknowledged event, whole records only, and the same state (files only: backs up the data directory)', async () => {
   const before = await observable(admin);
+  assert.ok(before.deadDeliveries[0].attempts[0].request.headers['webhook-signature'], 'set-up: the attempt recorded its request');
+  assert.ok(before.deadDeliveries[0].attempts[0].response.headers.date, 'set-up: the attempt recorded the headers of the answer');
   const acknowledged: Array<{ id: string; workspace: string }> = [];
   let publishing = true;
   const clients = Array.from({ length: CLIENTS }, async (_, client) => {

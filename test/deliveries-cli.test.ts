@@ -45,6 +45,21 @@ test('events show prints the event and a timeline of attempts; deliveries list f
   assert.match(shown, /attempt 1 RETRY HTTP 500 in \d+ ms: subscriber answered HTTP 500/);
   assert.match(shown, /attempt 2 SUCCESS HTTP 200/);
   assert.match(shown, ': SUCCEEDED');
+  assert.not.match(shown, 'webhook-signature', 'headers only with --verbose');
+
+  // --verbose: each attempt's request headers as the subscriber received them, and the answer.
+  const verbose = await ok(['events', 'show', 'acme', eventIds[0]!, '--verbose']);
+  const requests = receiver.received.filter((request) => request.json.id === eventIds[0]);
+  assert.is(requests.length, 2);
+  assert.match(verbose, `request: POST ${receiver.url}/events`);
+  for (const request of requests) {
+    for (const name of ['content-type', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+      assert.match(verbose, `\n        ${name}: ${request.headers[name]}\n`);
+    }
+  }
+  assert.match(verbose, /attempt 1 RETRY HTTP 500 [^\n]*\n(?:.*\n)*?      answer: HTTP 500\n/);
+  assert.match(verbose, /      answer: HTTP 200\n        [a-z-]+: /);
+  assert.match(verbose, '      answer body (first 2 KiB):\n        {}\n');
 
   const firstPage = await ok(['deliveries', 'list', 'acme', '--limit', '2']);
   assert.match(firstPage, '(more: --all to list every page)');

@@ -273,6 +273,9 @@ test('db import copies the events, every delivery record with its attempts, pend
     before = await listings(admin);
     assert.equal(before.finished[0]!.map((record: { eventId: string }) => record.eventId), [ids['ok-3'], ids['ok-2'], ids['ok-1']]);
     assert.equal(before.finished[1]!.map((record: { status: string }) => record.status), ['DEAD', 'DEAD']);
+    // Compared whole below: attempts with the request they sent and the headers of the answer.
+    assert.ok(before.finished[0]![0].attempts[0].request.headers['webhook-signature'], 'set-up: an attempt with its request');
+    assert.ok(before.finished[0]![0].attempts[0].response.headers.date, 'set-up: an attempt with the headers of the answer');
   } finally {
     fileDaemon.child.kill('SIGTERM');
     await fileDaemon.exited;

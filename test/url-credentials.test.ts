@@ -249,12 +249,14 @@ filesOnly(test)('platform keys rotate re-seals URL credentials; deliveries still
 // Last: it leaves a clear key in a recorded excerpt, as an earlier version did.
 test('an excerpt recorded with credentials by an earlier version is shown masked', async () => {
   await t.stop();
-  // As an earlier version recorded it: the key in clear in the excerpt.
+  // As an earlier version recorded it: the key in clear in the excerpt, where the echoed path ends in an escaped quote
+  // (the request's URL, which no version recorded in clear, ends in a plain one).
+  const [echoedMasked, echoedInClear] = ['events?****\\"', `events?api_key=${API_KEY}&v=2\\"`];
   if (TEST_BACKEND === 'files') {
-    writeFileSync(join(t.dataDir, 'deliveries.log'), read('deliveries.log').replaceAll('events?****', `events?api_key=${API_KEY}&v=2`));
+    writeFileSync(join(t.dataDir, 'deliveries.log'), read('deliveries.log').replaceAll(echoedMasked, echoedInClear));
   } else {
     await onDatabase((client) =>
-      client.query(`UPDATE platform.delivery_attempts SET attempt = replace(attempt::text, 'events?****', $1)::json`, [`events?api_key=${API_KEY}&v=2`]),
+      client.query(`UPDATE platform.delivery_attempts SET attempt = replace(attempt::text, $1, $2)::json`, [echoedMasked, echoedInClear]),
     );
   }
   const stored = Object.values(await storedText()).join('');

@@ -235,6 +235,16 @@ export const DeliveryAttempt = v.strictObject({
   error: v.optional(v.string()),
   /** The first bytes of the subscriber's answer. */
   responseExcerpt: v.optional(v.string()),
+  /**
+   * The HTTP request the attempt sent: where to (credentials in the URL as
+   * `****`) and its headers as sent, names lowercased (an Authorization
+   * header's credentials as `****`). Its body is the event. Absent when no
+   * request went out (the connection failed, an in-process handler, an
+   * attempt recorded by an earlier version).
+   */
+  request: v.optional(v.strictObject({ url: v.string(), headers: v.record(v.string(), v.string()) })),
+  /** The headers of the subscriber's answer, names lowercased; absent without an answer. */
+  response: v.optional(v.strictObject({ headers: v.record(v.string(), v.string()) })),
 });
 export type DeliveryAttempt = v.InferOutput<typeof DeliveryAttempt>;
 

@@ -13,7 +13,32 @@ const byName = (program: Command, name: string) => {
   return found;
 };
 
-function printDelivery(delivery: DeliveryRecord): void {
+/** What a subscriber wrote, safe to print on a terminal: control characters (escape sequences) as U+FFFD, lines indented. */
+const printable = (text: string, indent: string) =>
+  text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '\uFFFD').replace(/\r?\n/g, `\n${indent}`);
+
+function printHeaders(headers: Record<string, string>, indent: string): void {
+  for (const [name, value] of Object.entries(headers)) printLine(`${indent}${printable(`${name}: ${value}`, indent)}`);
+}
+
+/** An attempt's request and the subscriber's answer in full (as recorded: the answer's first 2 KiB). */
+function printExchange(attempt: DeliveryAttempt): void {
+  if (attempt.request) {
+    printLine(`      request: POST ${attempt.request.url} (body: the event, as --json shows it, with workspaceId)`);
+    printHeaders(attempt.request.headers, '        ');
+  } else {
+    printLine('      request: none sent');
+  }
+  if (attempt.httpStatus === undefined) return printLine('      answer: none');
+  printLine(`      answer: HTTP ${attempt.httpStatus}`);
+  printHeaders(attempt.response?.headers ?? {}, '        ');
+  if (attempt.responseExcerpt) {
+    printLine('      answer body (first 2 KiB):');
+    printLine(`        ${printable(attempt.responseExcerpt, '        ')}`);
+  }
+}
+
+function printDelivery(delivery: DeliveryRecord, verbose: boolean): void {
   const to = delivery.subscriptionId ? `subscription ${delivery.subscriptionId}` : 'built-in plugin';
   printLine(`delivery ${delivery.id} to ${delivery.extensionKey} (${delivery.kind}, ${to}): ${delivery.status}`);
   printLine(`  ${when(delivery.createdAt)}  created`);
@@ -21,7 +46,8 @@ function printDelivery(delivery: DeliveryRecord): void {
     const status = attempt.httpStatus === undefined ? '' : ` HTTP ${attempt.httpStatus}`;
     const error = attempt.error ? `: ${attempt.error}` : '';
     printLine(`  ${when(attempt.startedAt)}  attempt ${attempt.number} ${attempt.outcome}${status} in ${attempt.durationMs} ms${error}`);
-    if (attempt.responseExcerpt) printLine(`      answer: ${attempt.responseExcerpt.replace(/\s+/g, ' ').slice(0, 200)}`);
+    if (verbose && delivery.kind === 'EXTERNAL_SERVICE') printExchange(attempt);
+    else if (attempt.responseExcerpt) printLine(`      answer: ${printable(attempt.responseExcerpt.replace(/\s+/g, ' ').slice(0, 200), '')}`);
   }
   if (delivery.nextAttemptAt) printLine(`  ${when(delivery.nextAttemptAt)}  next attempt`);
   if (delivery.completedAt) printLine(`  ${when(delivery.completedAt)}  ${delivery.status.toLowerCase()}`);
@@ -32,15 +58,17 @@ export function registerDeliveries(program: Command): void {
   withExample(
     byName(program, 'events').command('show <workspace> <eventId>').description('an event, then each of its deliveries as a timeline of attempts'),
     'platform events show acme 0b8e4f9a-3c1d-4e2f-8a7b-6c5d4e3f2a1b',
+    'platform events show acme 0b8e4f9a-3c1d-4e2f-8a7b-6c5d4e3f2a1b --verbose',
   )
+    .option('--verbose', "with each attempt's request headers, and the answer's status, headers and first 2 KiB")
     .option('--json', 'print JSON')
-    .action(async (workspace: string, eventId: string, flags: { json?: boolean }, command: Command) => {
+    .action(async (workspace: string, eventId: string, flags: { verbose?: boolean; json?: boolean }, command: Command) => {
       const { data: event } = await clientFor(command).call('getEvent', { params: { id: workspace, eventId } });
       if (flags.json) return printJson(event);
       printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publishedBy ?? '-'})`);
       printLine(`payload: ${JSON.stringify(event.payload)}`);
       if (event.deliveries.length === 0) return printLine('(no deliveries)');
-      for (const delivery of event.deliveries) printDelivery(delivery);
+      for (const delivery of event.deliveries) printDelivery(delivery, flags.verbose === true);
     });
 
   withExample(

@@ -279,6 +279,9 @@ export class Dispatcher {
     }
 
     const seconds = (performance.now() - attemptStarted) / 1000;
+    // A subscriber may echo its credentials in its answer: they are recorded masked.
+    const mask = (text: string) => this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, text);
+    const { request, responseHeaders, responseExcerpt } = outcome;
     const made = (result: DeliveryAttempt['outcome'], error: DeliveryError | null): MadeAttempt => ({
       seconds,
       record: {
@@ -287,9 +290,11 @@ export class Dispatcher {
         outcome: result,
         ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
         ...(error === null ? {} : { error: error.message }),
-        ...(outcome.responseExcerpt === undefined
+        ...(responseExcerpt === undefined ? {} : { responseExcerpt: mask(responseExcerpt) }),
+        ...(request === undefined ? {} : { request }),
+        ...(responseHeaders === undefined
           ? {}
-          : { responseExcerpt: this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, outcome.responseExcerpt) }),
+          : { response: { headers: Object.fromEntries(Object.entries(responseHeaders).map(([name, value]) => [name, mask(value)])) } }),
       },
     });
     if (outcome.ok) return { kind: 'succeeded', attempt: made('SUCCESS', null), httpStatus: outcome.httpStatus };

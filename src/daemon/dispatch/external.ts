@@ -1,13 +1,23 @@
 import { standardWebhooksDigest } from '../../handlers/webhooks/standard-webhooks.js';
+import { PLATFORM_VERSION } from '../version.js';
 import { isRetryableStatus, parseRetryAfter } from './retry.js';
 import type { DeliveryTransport } from './transport.js';
-import type { CarriedEvent, DeliveryError } from './types.js';
+import type { CarriedEvent, DeliveryAttempt, DeliveryError } from './types.js';
+import { maskCredentials } from './url-credentials.js';
 
-/** What the subscriber answered, for the delivery record: its status and the start of its body. */
+/**
+ * For the delivery record: the request sent (once its headers went out) and
+ * what the subscriber answered (its status, headers and the start of its body).
+ */
 export interface Answered {
+  request?: NonNullable<DeliveryAttempt['request']>;
   httpStatus?: number;
+  responseHeaders?: Record<string, string>;
   responseExcerpt?: string;
 }
+
+/** Sent with every delivery: subscribers can tell the platform's requests, and its version, from others. */
+const USER_AGENT = `platform/${PLATFORM_VERSION}`;
 
 export type AttemptOutcome =
   | ({ ok: true } & Answered)
@@ -40,18 +50,31 @@ export async function postEvent(
   options: { transport: DeliveryTransport; timeoutMs: number; isStopping: () => boolean; now: number },
 ): Promise<AttemptOutcome> {
   const timestamp = Math.floor(options.now / 1000);
+  // Set once the request's headers went out: a failure after that (a timeout, a reset connection) still records what was sent.
+  let sent: Answered = {};
   try {
     const answer = await options.transport.post(delivery.url, {
       deliveryId: delivery.deliveryId,
-      headers: { 'content-type': 'application/json', 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) },
+      // The transport sends webhook-id, the delivery id.
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'webhook-timestamp': String(timestamp),
+      },
       body: async () => {
         const bytes = await delivery.event.body();
         const signatures = delivery.signingKeys.map((key) => signature(key, delivery.deliveryId, timestamp, bytes));
         return { bytes, headers: { 'webhook-signature': signatures.join(' ') } };
       },
+      sent: (headers) => (sent = { request: { url: maskCredentials(delivery.url), headers } }),
     });
     const { status } = answer;
-    const answered: Answered = { httpStatus: status, ...(answer.excerpt === null ? {} : { responseExcerpt: answer.excerpt }) };
+    const answered: Answered = {
+      ...sent,
+      httpStatus: status,
+      responseHeaders: answer.headers,
+      ...(answer.excerpt === null ? {} : { responseExcerpt: answer.excerpt }),
+    };
     if (status >= 200 && status < 300) return { ok: true, ...answered };
     return {
       ...answered,
@@ -68,9 +91,9 @@ export async function postEvent(
     const refused = chain.find((cause) => cause.code === 'EPRIVATETARGET');
     if (refused) return { ok: false, retryable: false, error: { message: refused.message ?? 'private target', status: null } };
     if (chain.some((cause) => cause.name === 'TimeoutError')) {
-      return { ok: false, retryable: true, error: { message: `no answer within ${options.timeoutMs} ms`, status: null } };
+      return { ...sent, ok: false, retryable: true, error: { message: `no answer within ${options.timeoutMs} ms`, status: null } };
     }
-    return { ok: false, retryable: true, error: { message: `network error: ${networkReason(error)}`, status: null } };
+    return { ...sent, ok: false, retryable: true, error: { message: `network error: ${networkReason(error)}`, status: null } };
   }
 }
 

@@ -1,23 +1,32 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { connect, isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import { RESPONSE_EXCERPT_BYTES } from './types.js';
 import { isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
+import { CREDENTIAL_HEADERS, maskAuthorization, recordedHeaders, REQUEST_HEADER_BYTES, RESPONSE_HEADER_BYTES } from './recorded-headers.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** A POST whose body (and the headers that depend on it, a signature) is made only once the connection is up. */
 export interface LazyPost {
-  /** Sent as webhook-id: how `abandon` finds the request. */
+  /** Sent as webhook-id: how `abandon` finds the request, and how its head is told from others (see SEND_HEADERS_CHANNEL). */
   deliveryId: string;
   headers: Record<string, string>;
   body: () => Promise<{ bytes: Buffer; headers: Record<string, string> }>;
+  /**
+   * Called once the request's headers went out, with every header sent
+   * (those the transport adds too, names lowercased, an Authorization
+   * header's credentials as `****`, bounded as a record keeps them).
+   */
+  sent: (headers: Record<string, string>) => void;
 }
 
-/** What a subscriber answered: its status, its Retry-After, the start of its body. */
+/** What a subscriber answered: its status, its Retry-After, its headers (bounded as a record keeps them), the start of its body. */
 export interface Answer {
   status: number;
   retryAfter: string | null;
+  headers: Record<string, string>;
   excerpt: string | null;
 }
 
@@ -36,6 +45,15 @@ export interface DeliveryTransport {
  * MB at most; a URL not kept is parsed again (about a microsecond).
  */
 const KNOWN_TARGETS = 1_000;
+
+/**
+ * undici announces here every request head it writes (the request line and
+ * headers, its own included, but not the content-length that goes with the
+ * body): the only place that says exactly what was sent.
+ */
+const SEND_HEADERS_CHANNEL = 'undici:client:sendHeaders';
+/** The webhook-id line of a request head: which delivery it is. */
+const WEBHOOK_ID_LINE = /\r\nwebhook-id: ([^\r]*)\r\n/;
 
 interface Target {
   origin: string;
@@ -81,6 +99,18 @@ export function createDeliveryTransport(settings: {
   });
   const targets = new Map<string, Target>();
   const inFlight = new Map<string, AbortController>();
+  /** Requests about to be written, by webhook-id: what hears of their head, and the length of their body. */
+  const writing = new Map<string, { sent: LazyPost['sent']; contentLength: number }>();
+  // Every undici client of the process announces its heads here: only this transport's deliveries are taken.
+  const onHeadSent = (message: unknown) => {
+    const head = (message as { headers: string }).headers;
+    const deliveryId = WEBHOOK_ID_LINE.exec(head)?.[1];
+    const request = deliveryId === undefined ? undefined : writing.get(deliveryId);
+    if (!request) return;
+    writing.delete(deliveryId!);
+    request.sent(headersOfHead(head, request.contentLength));
+  };
+  subscribe(SEND_HEADERS_CHANNEL, onHeadSent);
 
   function targetOf(url: string): Target {
     let target = targets.get(url);
@@ -117,7 +147,7 @@ export function createDeliveryTransport(settings: {
     });
   }
 
-  async function post(url: string, { deliveryId, headers, body }: LazyPost): Promise<Answer> {
+  async function post(url: string, { deliveryId, headers, body, sent }: LazyPost): Promise<Answer> {
     if (!url.startsWith('https:') && !url.startsWith('http:')) throw new TypeError('only http and https URLs are delivered to');
     const target = targetOf(url);
     if (denyPrivateTargets && isIP(target.host) && isNonPublicAddress(target.host)) throw new PrivateTargetError(target.host);
@@ -128,11 +158,12 @@ export function createDeliveryTransport(settings: {
     try {
       if (!live.has(target.origin)) await reachable(target, controller.signal);
       const made = await body();
+      writing.set(deliveryId, { sent, contentLength: made.bytes.length });
       const response = await dispatcher.request({
         origin: target.origin,
         path: target.path,
         method: 'POST',
-        headers: target.authorization === null ? { ...headers, ...made.headers } : { ...headers, ...made.headers, authorization: target.authorization },
+        headers: { ...headers, 'webhook-id': deliveryId, ...made.headers, ...(target.authorization === null ? {} : { authorization: target.authorization }) },
         body: made.bytes,
         signal: controller.signal,
       });
@@ -141,6 +172,7 @@ export function createDeliveryTransport(settings: {
       throw controller.signal.aborted ? controller.signal.reason : error;
     } finally {
       clearTimeout(timer);
+      writing.delete(deliveryId);
       if (inFlight.get(deliveryId) === controller) inFlight.delete(deliveryId);
     }
   }
@@ -151,9 +183,33 @@ export function createDeliveryTransport(settings: {
       inFlight.get(deliveryId)?.abort(new LeaseLostError());
     },
     close() {
+      unsubscribe(SEND_HEADERS_CHANNEL, onHeadSent);
       void dispatcher.destroy();
     },
   };
+}
+
+/** A request head as undici wrote it, with the content-length it writes with the body: the headers as a record keeps them. */
+function headersOfHead(head: string, contentLength: number): Record<string, string> {
+  const entries: Array<[string, string]> = [];
+  // The first line is the request line; the head ends with CRLF, so the last is empty.
+  for (const line of head.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    entries.push([name, CREDENTIAL_HEADERS.has(name) ? maskAuthorization(value) : value]);
+  }
+  entries.push(['content-length', String(contentLength)]);
+  return recordedHeaders(entries, REQUEST_HEADER_BYTES);
+}
+
+/** An answer's headers as undici gives them (a repeated one as an array), in the order they came. */
+function* answerHeaders(headers: Dispatcher.ResponseData['headers']): Generator<[string, string]> {
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const each of Array.isArray(value) ? value : [value]) yield [name, each];
+  }
 }
 
 const originOf = (origin: string | URL) => (typeof origin === 'string' ? new URL(origin).origin : origin.origin);
@@ -175,7 +231,7 @@ export class TimeoutError extends Error {
   }
 }
 
-/** The answer's status, Retry-After and first bytes; a body cut short still answers with what came. */
+/** The answer's status, Retry-After, headers and first bytes; a body cut short still answers with what came. */
 async function drain(response: Dispatcher.ResponseData, signal: AbortSignal): Promise<Answer> {
   const status = response.statusCode;
   // Only 200-599 are answers a delivery can act on.
@@ -197,5 +253,10 @@ async function drain(response: Dispatcher.ResponseData, signal: AbortSignal): Pr
   }
   const retryAfter = response.headers['retry-after'];
   const text = excerpt.length === 0 || NULL_BODY_STATUSES.has(status) ? '' : Buffer.concat(excerpt).toString('utf8');
-  return { status, retryAfter: typeof retryAfter === 'string' ? retryAfter : (retryAfter?.[0] ?? null), excerpt: text === '' ? null : text };
+  return {
+    status,
+    retryAfter: typeof retryAfter === 'string' ? retryAfter : (retryAfter?.[0] ?? null),
+    headers: recordedHeaders(answerHeaders(response.headers), RESPONSE_HEADER_BYTES),
+    excerpt: text === '' ? null : text,
+  };
 }
