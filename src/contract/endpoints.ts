@@ -767,6 +767,18 @@ export const endpoints = {
     meta: CursorMeta,
     errors: ['NOT_FOUND'],
   },
+  redeliverDelivery: {
+    method: 'POST',
+    path: '/api/workspaces/:id/deliveries/:deliveryId/redeliver',
+    summary: 'Send a delivery again, as a new delivery of the same event to the same subscriber',
+    tag: 'events',
+    access: 'admin',
+    scope: 'dead-letters:write',
+    params: request.DeliveryParams,
+    status: 202,
+    data: TestDelivery,
+    errors: ['NOT_FOUND', 'CONFLICT'],
+  },
   streamWorkspace: {
     method: 'GET',
     path: '/api/workspaces/:id/stream',

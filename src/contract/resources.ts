@@ -261,6 +261,8 @@ export const DeliveryRecord = v.strictObject({
   nextAttemptAt: v.optional(Instant),
   createdAt: Instant,
   completedAt: v.optional(Instant),
+  /** The delivery this one sends again (`…/deliveries/{deliveryId}/redeliver`); absent on a delivery made by a publish. */
+  redeliveryOf: v.optional(v.string()),
 });
 export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
 

@@ -14,4 +14,5 @@ export const deliveryRoutes = ({ services: { events }, config: { maxPageBytes } 
       const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
       return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
     },
+    redeliverDelivery: ({ params }) => events.redeliver(params.id, params.deliveryId),
   }) satisfies Partial<Handlers>;
