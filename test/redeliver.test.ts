@@ -75,6 +75,8 @@ test('a SUCCEEDED delivery is sent again as a new delivery, signed under its own
   assert.is(record.redeliveryOf, original.id);
   assert.is(record.subscriptionId, subscription.id);
   assert.is(record.attempts.length, 1);
+  assert.equal((await admin.get(`/api/workspaces/again/deliveries/${deliveryId}`)).body.data, record, 'one record is read by its id');
+  assert.equal((await admin.get(`/api/workspaces/again/deliveries/${original.id}`)).body.data.status, 'SUCCEEDED');
   const listed = (await admin.get(`/api/workspaces/again/deliveries?subscriptionId=${subscription.id}`)).body.data;
   assert.equal(listed.map((delivery: any) => [delivery.id, delivery.redeliveryOf]), [[deliveryId, original.id], [original.id, undefined]]);
 });
@@ -109,6 +111,7 @@ test('404 for an unknown delivery or another workspace’s; 409 for a disabled s
   const unknown = await redeliver(admin, 'refused', 'msg_00000000000000000000000000000000');
   assert.is(unknown.status, 404, unknown.text);
   assert.is(unknown.body.code, 'NOT_FOUND');
+  assert.is((await admin.get(`/api/workspaces/elsewhere/deliveries/${original.id}`)).status, 404);
   const foreign = await redeliver(admin, 'elsewhere', original.id);
   assert.is(foreign.status, 404, 'a delivery is found in its own workspace only');
   assert.is((await redeliver(admin, 'nowhere', original.id)).status, 404);

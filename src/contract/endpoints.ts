@@ -767,6 +767,17 @@ export const endpoints = {
     meta: CursorMeta,
     errors: ['NOT_FOUND'],
   },
+  getDelivery: {
+    method: 'GET',
+    path: '/api/workspaces/:id/deliveries/:deliveryId',
+    summary: 'Read one delivery record',
+    tag: 'events',
+    access: 'member',
+    scope: 'deliveries:read',
+    params: request.DeliveryParams,
+    data: DeliveryRecord,
+    errors: ['NOT_FOUND'],
+  },
   redeliverDelivery: {
     method: 'POST',
     path: '/api/workspaces/:id/deliveries/:deliveryId/redeliver',

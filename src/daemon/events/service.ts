@@ -160,6 +160,14 @@ export class EventService {
     return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
   }
 
+  /** One delivery record of the workspace, whatever its status; 404 when the workspace has none of that id. */
+  async delivery(workspaceId: string, deliveryId: string): Promise<DeliveryRecord> {
+    await this.deps.workspaces.assertExists(workspaceId);
+    const record = await this.deps.deliveries.find(workspaceId, deliveryId);
+    if (!record) throw notFound(`delivery ${deliveryId} not found in workspace ${workspaceId}`);
+    return this.withoutCredentials(record);
+  }
+
   /**
    * Sends a delivery again, whatever its status: a new delivery (own id, so
    * its own `webhook-id`) of the same event to the same subscription or
@@ -170,9 +178,7 @@ export class EventService {
    * It starts an event chain of its own (depth 1), as an operator's action.
    */
   async redeliver(workspaceId: string, deliveryId: string): Promise<{ deliveryId: string }> {
-    await this.deps.workspaces.assertExists(workspaceId);
-    const original = await this.deps.deliveries.find(workspaceId, deliveryId);
-    if (!original) throw notFound(`delivery ${deliveryId} not found in workspace ${workspaceId}`);
+    const original = await this.delivery(workspaceId, deliveryId);
     const subscriber = await this.currentSubscriber(original);
     const event = await this.deps.events.find(workspaceId, original.eventId);
     if (!event) throw conflict(`cannot redeliver ${deliveryId}: its event ${original.eventId} is no longer kept`);
