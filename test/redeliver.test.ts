@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import { FAST_DISPATCH, install, pluginsDirWith, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import { api, type Api } from './helpers/http.js';
 import { hasValidSignature, subscriberPool, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
@@ -17,7 +17,7 @@ let admin: Api & { token: string };
 const subscribers = subscriberPool();
 
 test.before(async () => {
-  t = await startTestDaemon({ dispatch: FAST_DISPATCH });
+  t = await startTestDaemon({ dispatch: FAST_DISPATCH, pluginsDir: await pluginsDirWith('recorder.mjs') });
   admin = await t.admin();
 });
 test.after(async () => {
@@ -100,7 +100,31 @@ test('a DEAD delivery is sent again with the normal retries; it is dead-lettered
   assert.is(dead.attempts.length, 4, 'one attempt plus the 3-step schedule');
   assert.is(dead.redeliveryOf, deliveryId, 'a redelivery of a redelivery names the one it sends again');
   const letters = (await admin.get('/api/admin/dead-letters?workspaceId=dead')).body.data;
-  assert.ok(letters.some((letter: any) => letter.deliveryId === failing));
+  const letter = letters.find((one: any) => one.deliveryId === failing);
+  assert.ok(letter);
+
+  assert.is((await admin.delete(`/api/admin/dead-letters/${letter.id}`)).status, 204);
+  assert.is((await settled(admin, 'dead', eventId, failing)).status, 'DISCARDED');
+  receiver.answer(() => ({ status: 200 }));
+  const fromDiscarded = (await redeliver(admin, 'dead', failing)).body.data.deliveryId;
+  assert.is((await settled(admin, 'dead', eventId, fromDiscarded)).status, 'SUCCEEDED', 'a DISCARDED delivery is sent again too');
+});
+
+test('a delivery to an in-process plugin is run again by its handler', async () => {
+  const calls = ((globalThis as { __recorderCalls?: Array<{ eventId: string }> }).__recorderCalls ??= []);
+  await publishExtension(admin, 'recorder');
+  await workspaceWith(admin, 'plugged', 'crm');
+  await install(admin, 'plugged', 'recorder');
+  const subscribed = await admin.post('/api/workspaces/plugged/subscriptions', { eventKey: 'crm.deal.lost', extensionKey: 'recorder', kind: 'IN_PROCESS' });
+  assert.is(subscribed.status, 201, subscribed.text);
+  const eventId = (await admin.post('/api/workspaces/plugged/events/publish', { eventKey: 'crm.deal.lost' })).body.meta.eventId;
+  const [original] = await deliveriesOf(admin, 'plugged', eventId);
+  assert.is(original.status, 'SUCCEEDED', 'a synchronous handler ran before the publisher was answered');
+
+  const { deliveryId } = (await redeliver(admin, 'plugged', original.id)).body.data;
+  const record = await settled(admin, 'plugged', eventId, deliveryId);
+  assert.equal([record.status, record.kind, record.subscriptionId, record.redeliveryOf], ['SUCCEEDED', 'IN_PROCESS', subscribed.body.data.id, original.id]);
+  assert.is(calls.filter((call) => call.eventId === eventId).length, 2);
 });
 
 test('404 for an unknown delivery or another workspace’s; 409 for a disabled subscription; none of them queues anything', async () => {
