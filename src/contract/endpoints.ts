@@ -32,6 +32,7 @@ import {
   PlatformEvent,
   PublishedMeta,
   Readiness,
+  Redelivery,
   ReplayedDeadLetters,
   RotatedInstallationToken,
   RotatedSecret,
@@ -787,7 +788,7 @@ export const endpoints = {
     scope: 'dead-letters:write',
     params: request.DeliveryParams,
     status: 202,
-    data: TestDelivery,
+    data: Redelivery,
     errors: ['NOT_FOUND', 'CONFLICT'],
   },
   streamWorkspace: {

@@ -205,6 +205,10 @@ export type RotatedSecret = v.InferOutput<typeof RotatedSecret>;
 export const TestDelivery = v.strictObject({ deliveryId: v.string() });
 export type TestDelivery = v.InferOutput<typeof TestDelivery>;
 
+/** `POST /api/workspaces/{id}/deliveries/{deliveryId}/redeliver`: the new delivery, queued. */
+export const Redelivery = v.strictObject({ deliveryId: v.string() });
+export type Redelivery = v.InferOutput<typeof Redelivery>;
+
 const eventEntries = {
   id: v.string(),
   eventKey: v.string(),
@@ -502,6 +506,7 @@ export const namedResources = {
   CreatedSubscription,
   RotatedSecret,
   TestDelivery,
+  Redelivery,
   PlatformEvent,
   DeliveryAttempt,
   DeliveryRecord,
