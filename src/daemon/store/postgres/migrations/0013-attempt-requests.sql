@@ -1,4 +1,6 @@
--- Placeholder on the redeliver branch only: migration 0013 is another
--- branch's (attempt requests), and migrations must be numbered without a gap.
--- The merge takes that branch's file of the same name instead of this one.
+-- Placeholder on the redeliver branch only: migrations must be numbered
+-- without a gap, and this branch was told to number its own 0014, 0013
+-- being planned for attempt requests (which were merged without a schema
+-- change). Drop this file and renumber 0014-redelivery.sql to 0013 if no
+-- 0013 comes.
 SELECT 1;
