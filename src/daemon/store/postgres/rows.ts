@@ -4,7 +4,7 @@ import { CarriedEvent, type Delivery, type DeliveryAttempt, type DeliveryError, 
 import type { SubscriberKind } from '../../workspaces/types.js';
 
 /**
- * Rows of the events domain's tables (migration 0007, and 0014), each defined once, and
+ * Rows of the events domain's tables (migrations 0007 and 0013), each defined once, and
  * what they are as the domain's objects.
  */
 
@@ -38,7 +38,7 @@ interface DeliveryColumns<Time, Seq> {
   last_error: DeliveryError | null;
   dead_letter_id: string | null;
   dead_at: Time | null;
-  /** The delivery this one sends again (migration 0014). */
+  /** The delivery this one sends again (migration 0013). */
   redelivery_of: string | null;
 }
 
