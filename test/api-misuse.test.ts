@@ -47,6 +47,8 @@ let document: { paths: Record<string, Record<string, Operation>> };
 let failing: Subscriber;
 const tokens = { admin: '', outsider: '', disabled: '', changer: '', installation: '', collector: '' };
 let deadLetterId = '';
+/** The delivery that dead letter holds. */
+let deadDeliveryId = '';
 
 /** A request as a misbehaving client would send it: any Host, any header, any body. */
 function send(declaration: EndpointDeclaration, misuse: Misuse, path: string): Promise<Answer> {
@@ -204,6 +206,7 @@ const SPECIAL: Partial<Record<OperationId, Partial<Record<number, () => Misuse |
   discardDeadLetters: { 404: () => ({ token: tokens.admin, json: { workspaceId: 'nowhere' } }) },
   // Its subscription is disabled: nothing would receive it.
   replayDeadLetter: { 409: () => ({ token: tokens.admin, path: pathWith(endpoints.replayDeadLetter, { id: deadLetterId }) }) },
+  redeliverDelivery: { 409: () => ({ token: tokens.admin, path: pathWith(endpoints.redeliverDelivery, { id: 'acme', deliveryId: deadDeliveryId }) }) },
   receiveWebhook: {
     400: () => ({ path: '/api/webhooks/crm', raw: '[1]', headers: { 'content-type': 'application/json' } }),
     401: () => ({ path: '/api/webhooks/crm', raw: '{"action":"opened"}', headers: githubHeaders('sha256=0000') }),
@@ -318,7 +321,8 @@ test.before(async () => {
   ok(await adminClient.post('/api/workspaces/acme/events/publish', { eventKey: 'deal.won', payload: { deal: 1 } }), 200);
   ok(await adminClient.post('/api/workspaces/acme/events/publish', { eventKey: 'platform.notification', payload: { channel: 'one', message: 'hi' } }), 200);
   for (let tries = 0; deadLetterId === '' && tries < 500; tries += 1) {
-    deadLetterId = (await adminClient.get('/api/admin/dead-letters')).body.data[0]?.id ?? '';
+    const [letter] = (await adminClient.get('/api/admin/dead-letters')).body.data;
+    [deadLetterId, deadDeliveryId] = [letter?.id ?? '', letter?.deliveryId ?? ''];
     if (deadLetterId === '') await new Promise((resolve) => setTimeout(resolve, 10));
   }
   assert.ok(deadLetterId, 'a dead letter');

@@ -87,4 +87,41 @@ test('subscriptions disable, enable, rotate-secret and test', async () => {
   assert.ok(hasValidSignature(received, signingSecret) && hasValidSignature(received, old));
 });
 
+test('deliveries redeliver prints the new delivery id; --wait follows its attempts and exits non-zero when it is dead', async () => {
+  const flaky = await startSubscriber();
+  try {
+    await workspaceWith(admin, 'again', 'crm');
+    await subscribeExternal(admin, 'again', 'crm.deal.closed', 'crm', flaky.url);
+    const eventId = (await admin.post('/api/workspaces/again/events/publish', { eventKey: 'crm.deal.closed' })).body.meta.eventId;
+    const [original] = await waitFor('the first delivery', async () => {
+      const deliveries = (await admin.get(`/api/workspaces/again/events/${eventId}`)).body.data.deliveries;
+      return deliveries[0]?.status === 'SUCCEEDED' && deliveries;
+    });
+
+    const queued = (await ok(['deliveries', 'redeliver', 'again', original.id])).trim();
+    assert.match(queued, /^msg_[0-9a-f]{32}$/);
+    await waitFor('the redelivery received', () => flaky.received.some((request) => request.headers['webhook-id'] === queued));
+
+    flaky.answer((_request, index) => ({ status: index === 2 ? 503 : 200 }));
+    const followed = await ok(['deliveries', 'redeliver', 'again', original.id, '--wait']);
+    const [id, ...rest] = followed.trim().split('\n');
+    assert.match(id!, /^msg_[0-9a-f]{32}$/);
+    assert.match(rest.join('\n'), /attempt 1 RETRY HTTP 503[^]*attempt 2 SUCCESS HTTP 200/);
+    assert.is(rest.at(-1), `succeeded (redelivery of ${original.id})`);
+    assert.match(await ok(['events', 'show', 'again', eventId]), `redelivery of ${original.id}`);
+
+    flaky.answer(() => ({ status: 410 }));
+    const dead = await cli(['deliveries', 'redeliver', 'again', original.id, '--wait']);
+    assert.is.not(dead.code, 0);
+    assert.match(dead.stdout, /attempt 1 FAILED HTTP 410/);
+    assert.match(dead.stderr, 'dead letter');
+
+    const unknown = await cli(['deliveries', 'redeliver', 'again', 'msg_00000000000000000000000000000000']);
+    assert.is.not(unknown.code, 0);
+    assert.match(unknown.stderr, 'not found');
+  } finally {
+    await flaky.close();
+  }
+});
+
 test.run();

@@ -167,7 +167,7 @@ test('parameters, bodies, error codes, security and headers come from the endpoi
 
 test('every operation has an operationId of a verb and a noun (at most 40 characters), a summary and one tag the document declares', () => {
   const tags = new Set((document as unknown as { tags: { name: string }[] }).tags.map((tag) => tag.name));
-  const verbs = /^(get|list|create|update|delete|add|remove|publish|yank|unyank|rename|install|uninstall|rotate|test|stream|replay|discard|receive|download|change|reset|end|revoke)[A-Z]/;
+  const verbs = /^(get|list|create|update|delete|add|remove|publish|yank|unyank|rename|install|uninstall|rotate|test|stream|replay|redeliver|discard|receive|download|change|reset|end|revoke)[A-Z]/;
   const ids = new Set<string>();
   for (const { method, path, operation } of operations()) {
     const { operationId, summary, tags: own } = operation as Operation & { summary?: string; tags?: string[] };

@@ -449,6 +449,53 @@ test('db import keeps a dead letter whose event retention removed from the log, 
   }
 });
 
+test('db import keeps which delivery a redelivery sends again, finished or pending', async () => {
+  const dir = await tempDir();
+  const files = await openFileStores(dir);
+  const at = new Date().toISOString();
+  const event = { id: randomUUID(), eventKey: 'order.created', tenantId: 'shop', actor: 'ana', publishedBy: 'user-1', payload: { n: 1 }, schemaVersion: null, occurredAt: at };
+  const deliveryOf = (redeliveryOf?: string): Delivery => ({
+    id: `msg_${randomUUID().replaceAll('-', '')}`,
+    event: CarriedEvent.of(event),
+    depth: 1,
+    subscriber: { subscriptionId: 'sub-1', extensionKey: 'crm', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: 'http://127.0.0.1:9/hooks' },
+    attempts: 0,
+    nextAttemptAt: Date.now(),
+    enqueuedAt: at,
+    firstAttemptAt: null,
+    lastError: null,
+    replayCount: 0,
+    ...(redeliveryOf === undefined ? {} : { redeliveryOf }),
+  });
+  const original = deliveryOf();
+  const delivered = deliveryOf(original.id);
+  const pending = deliveryOf(delivered.id);
+  const success = { startedAt: at, durationMs: 2, outcome: 'SUCCESS' as const, httpStatus: 200 };
+  await files.events.publish(event, [original]);
+  files.deliveries.succeeded(original, success);
+  await files.deliveries.redeliver(delivered);
+  files.deliveries.succeeded(delivered, success);
+  await files.deliveries.redeliver(pending);
+  await files.close();
+
+  const url = await freshDatabase();
+  const imported = await importInto(url, dir);
+  assert.is(imported.code, 0, imported.stderr);
+  assert.match(imported.stdout, /^pending deliveries +1$/m, imported.stdout);
+  const postgres = await openPostgres(url);
+  try {
+    const found = async (id: string) => {
+      const record = await postgres.stores.deliveries.find('shop', id);
+      return [record?.status, record?.redeliveryOf];
+    };
+    assert.equal(await found(original.id), ['SUCCEEDED', undefined]);
+    assert.equal(await found(delivered.id), ['SUCCEEDED', original.id]);
+    assert.equal(await found(pending.id), ['PENDING', delivered.id]);
+  } finally {
+    await postgres.close();
+  }
+});
+
 test('db import refuses a database that already holds data, and writes nothing', async () => {
   const url = await freshDatabase();
   assert.is((await importInto(url)).code, 0);

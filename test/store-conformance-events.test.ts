@@ -136,6 +136,39 @@ conformance('attempts are numbered across a replay; replay and discard move the 
   }),
 );
 
+conformance('a delivery is found by id whatever its status; a redelivery of its event is queued and recorded, across a restart', async (site) => {
+  const event = eventIn('ws-again');
+  const original = deliveryOf(event);
+  const redelivery: Delivery = { ...deliveryOf(event), redeliveryOf: original.id };
+  await using(site, async ({ stores: { events, deliveries } }) => {
+    await events.publish(event, [original]);
+    deliveries.succeeded(original, attempt('SUCCESS', 200));
+    await deliveries.settled();
+    const found = await deliveries.find('ws-again', original.id);
+    assert.equal([found?.id, found?.status, found?.redeliveryOf], [original.id, 'SUCCEEDED', undefined]);
+    assert.is(await deliveries.find('ws-other', original.id), undefined, 'another workspace does not see it');
+    assert.is(await deliveries.find('ws-again', 'msg_unknown'), undefined);
+
+    const held = await deliveries.redeliver({ ...redelivery, event: CarriedEvent.of((await events.find('ws-again', event.id))!) });
+    assert.equal(held.map((delivery) => [delivery.id, delivery.redeliveryOf]), [[redelivery.id, original.id]]);
+    assert.ok(deliveries.holds(held[0]!), 'the daemon that queued it holds it');
+    const record = await deliveries.find('ws-again', redelivery.id);
+    assert.equal([record?.status, record?.redeliveryOf, record?.eventId], ['PENDING', original.id, event.id]);
+    assert.equal((await deliveries.ofEvent('ws-again', event.id)).map((shown) => shown.id), [original.id, redelivery.id]);
+    // As the dispatcher stops: a shared store lets go of what this daemon held.
+    await deliveries.settled();
+  });
+  await using(site, async ({ stores: { deliveries } }) => {
+    assert.is((await deliveries.pending()).count, 1, 'the redelivery is still pending after a restart');
+    const [claimed] = await deliveries.claim(5);
+    assert.equal([claimed?.id, claimed?.redeliveryOf, (await claimed?.event.object())?.id], [redelivery.id, original.id, event.id]);
+    deliveries.retrying({ ...claimed!, attempts: 1, nextAttemptAt: Date.now() }, attempt('RETRY', 503));
+    await deliveries.settled();
+    const record = await deliveries.find('ws-again', redelivery.id);
+    assert.equal([record?.status, record?.redeliveryOf, record?.attempts.length], ['PENDING', original.id, 1], 'an attempt keeps redeliveryOf');
+  });
+});
+
 conformance('bulk replay and discard of dead letters go in batches, oldest first, across a restart', async (site) => {
   const killedIds: string[] = [];
   const inactive = new Set<string>();

@@ -19,6 +19,11 @@ export const SubscriptionParams = v.object({ id: Slug, subscriptionId: Uuid('mus
 export const EventParams = v.object({ id: Slug, eventId: Uuid('must be an event id') });
 export const ChannelParams = v.object({ id: Slug, channel: v.pipe(v.string(), v.minLength(1), v.maxLength(200)) });
 export const DeadLetterParams = v.object({ id: Uuid('must be a dead letter id') });
+/** A delivery id as the daemon makes them (`msg_…`); one it never made is simply not found. */
+export const DeliveryParams = v.object({
+  id: Slug,
+  deliveryId: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be a delivery id')),
+});
 /** Any key: one that names no handler is 404. */
 export const WebhookParams = v.object({ extensionKey: v.string() });
 const FieldName = v.pipe(

@@ -205,6 +205,10 @@ export type RotatedSecret = v.InferOutput<typeof RotatedSecret>;
 export const TestDelivery = v.strictObject({ deliveryId: v.string() });
 export type TestDelivery = v.InferOutput<typeof TestDelivery>;
 
+/** `POST /api/workspaces/{id}/deliveries/{deliveryId}/redeliver`: the new delivery, queued. */
+export const Redelivery = v.strictObject({ deliveryId: v.string() });
+export type Redelivery = v.InferOutput<typeof Redelivery>;
+
 const eventEntries = {
   id: v.string(),
   eventKey: v.string(),
@@ -261,6 +265,8 @@ export const DeliveryRecord = v.strictObject({
   nextAttemptAt: v.optional(Instant),
   createdAt: Instant,
   completedAt: v.optional(Instant),
+  /** The delivery this one sends again (`…/deliveries/{deliveryId}/redeliver`); absent on a delivery made by a publish. */
+  redeliveryOf: v.optional(v.string()),
 });
 export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
 
@@ -500,6 +506,7 @@ export const namedResources = {
   CreatedSubscription,
   RotatedSecret,
   TestDelivery,
+  Redelivery,
   PlatformEvent,
   DeliveryAttempt,
   DeliveryRecord,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { clientFor } from '../client.js';
+import { type Client, clientFor } from '../client.js';
+import { CliError, EXIT } from '../errors.js';
 import { choiceFlag, integerFlag, jsonObjectFlag } from '../flags.js';
 import { withExample } from '../help.js';
 import { fetchCursorListing } from '../paging.js';
@@ -41,16 +42,37 @@ function printExchange(attempt: DeliveryAttempt): void {
 function printDelivery(delivery: DeliveryRecord, verbose: boolean): void {
   const to = delivery.subscriptionId ? `subscription ${delivery.subscriptionId}` : 'built-in plugin';
   printLine(`delivery ${delivery.id} to ${delivery.extensionKey} (${delivery.kind}, ${to}): ${delivery.status}`);
+  if (delivery.redeliveryOf) printLine(`  redelivery of ${delivery.redeliveryOf}`);
   printLine(`  ${when(delivery.createdAt)}  created`);
-  for (const attempt of delivery.attempts) {
-    const status = attempt.httpStatus === undefined ? '' : ` HTTP ${attempt.httpStatus}`;
-    const error = attempt.error ? `: ${attempt.error}` : '';
-    printLine(`  ${when(attempt.startedAt)}  attempt ${attempt.number} ${attempt.outcome}${status} in ${attempt.durationMs} ms${error}`);
-    if (verbose && delivery.kind === 'EXTERNAL_SERVICE') printExchange(attempt);
-    else if (attempt.responseExcerpt) printLine(`      answer: ${printable(attempt.responseExcerpt.replace(/\s+/g, ' ').slice(0, 200), '')}`);
-  }
+  for (const attempt of delivery.attempts) printAttempt(attempt, verbose && delivery.kind === 'EXTERNAL_SERVICE');
   if (delivery.nextAttemptAt) printLine(`  ${when(delivery.nextAttemptAt)}  next attempt`);
   if (delivery.completedAt) printLine(`  ${when(delivery.completedAt)}  ${delivery.status.toLowerCase()}`);
+}
+
+/** One attempt's line; `exchange`: with its request and answer in full (see printExchange), else the answer's start. */
+function printAttempt(attempt: DeliveryAttempt, exchange = false): void {
+  const status = attempt.httpStatus === undefined ? '' : ` HTTP ${attempt.httpStatus}`;
+  const error = attempt.error ? `: ${attempt.error}` : '';
+  printLine(`  ${when(attempt.startedAt)}  attempt ${attempt.number} ${attempt.outcome}${status} in ${attempt.durationMs} ms${error}`);
+  if (exchange) printExchange(attempt);
+  else if (attempt.responseExcerpt) printLine(`      answer: ${printable(attempt.responseExcerpt.replace(/\s+/g, ' ').slice(0, 200), '')}`);
+}
+
+const POLL_MS = 500;
+
+/**
+ * Follows one delivery by reading its record until it is SUCCEEDED or DEAD,
+ * handing over each attempt once, as it is recorded; answers the final record.
+ */
+async function followDelivery(client: Client, workspace: string, deliveryId: string, onAttempt: (attempt: DeliveryAttempt) => void): Promise<DeliveryRecord> {
+  let seen = 0;
+  for (;;) {
+    const { data: record } = await client.call('getDelivery', { params: { id: workspace, deliveryId } });
+    for (const attempt of record.attempts.slice(seen)) onAttempt(attempt);
+    seen = record.attempts.length;
+    if (record.status === 'SUCCEEDED' || record.status === 'DEAD') return record;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
 }
 
 /** Delivery visibility: `events show`, `deliveries list`, and the subscription controls. Registered after events and subscriptions. */
@@ -112,6 +134,25 @@ export function registerDeliveries(program: Command): void {
         if (more) printLine('(more: --all to list every page)');
       },
     );
+
+  withExample(
+    byName(program, 'deliveries')
+      .command('redeliver <workspace> <deliveryId>')
+      .description('send a delivery again, whatever its status: a new delivery of the same event to the same subscriber (ADMIN)'),
+    'platform deliveries redeliver acme msg_5f0c2a9e8d7b4c3a2f1e0d9c8b7a6f5e --wait',
+  )
+    .option('--wait', 'follow the new delivery, printing its attempts, until it is delivered or dead; exit 1 if it is dead')
+    .option('--json', 'print JSON (with --wait: the new delivery\'s final record)')
+    .action(async (workspace: string, deliveryId: string, flags: { wait?: boolean; json?: boolean }, command: Command) => {
+      const client = clientFor(command);
+      const { data: queued } = await client.call('redeliverDelivery', { params: { id: workspace, deliveryId } });
+      if (!flags.wait) return flags.json ? printJson(queued) : printLine(queued.deliveryId);
+      if (!flags.json) printLine(queued.deliveryId);
+      const record = await followDelivery(client, workspace, queued.deliveryId, flags.json ? () => undefined : (attempt) => printAttempt(attempt));
+      if (flags.json) printJson(record);
+      else printLine(`${record.status.toLowerCase()} (redelivery of ${deliveryId})`);
+      if (record.status === 'DEAD') throw new CliError(`delivery ${record.id} failed every attempt and is a dead letter`, EXIT.daemonError);
+    });
 
   const subscriptions = byName(program, 'subscriptions');
   for (const enabled of [true, false]) {

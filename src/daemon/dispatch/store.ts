@@ -78,6 +78,15 @@ export interface DeliveryStore {
   /** The pending queue (every daemon's on a shared store; read at most about once a second there). */
   pending(): Promise<PendingCount>;
   ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]>;
+  /** The record of one delivery of the workspace, whatever its status; undefined when it has none (or another workspace has it). */
+  find(workspaceId: string, deliveryId: string): Promise<DeliveryRecord | undefined>;
+  /**
+   * Queues a new delivery (with `redeliveryOf`) of an event already recorded,
+   * durably before it resolves, its record PENDING; answers it as this daemon
+   * holds it, for the dispatcher. Rejects with nothing queued when it could
+   * not be stored.
+   */
+  redeliver(delivery: Delivery): Promise<readonly Delivery[]>;
   /** Fills `budget` with the page's records, up to `query.limit`. */
   list(workspaceId: string, query: DeliveryQuery, budget?: PageBudget<DeliveryRecord>): Promise<DeliveryPage>;
   removeWorkspace(workspaceId: string): Promise<void>;

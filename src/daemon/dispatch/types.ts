@@ -95,6 +95,8 @@ export interface Delivery {
   replayCount: number;
   /** The dead letter this delivery replays: if it fails again, it comes back under the same id. */
   deadLetterId?: string;
+  /** The delivery this one sends again, by an operator's request (see EventService.redeliver). */
+  redeliveryOf?: string;
 }
 
 /** The dead-letter record of the contract. */

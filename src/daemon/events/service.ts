@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PlatformEvent, PluginContext } from '../../handlers/sdk.js';
 import type { DeliveryQuery, DeliveryRecord } from '../dispatch/types.js';
-import { notFound } from '../errors.js';
+import { conflict, DomainError, notFound } from '../errors.js';
 import type { HandlerRun } from '../dispatch/dispatcher.js';
 import type { DeliveryPage, DeliveryStore } from '../dispatch/store.js';
 import { CarriedEvent, type Delivery, type SubscriberRef } from '../dispatch/types.js';
@@ -158,6 +158,53 @@ export class EventService {
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
     const deliveries = await this.deps.deliveries.ofEvent(workspaceId, eventId);
     return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
+  }
+
+  /** One delivery record of the workspace, whatever its status; 404 when the workspace has none of that id. */
+  async delivery(workspaceId: string, deliveryId: string): Promise<DeliveryRecord> {
+    await this.deps.workspaces.assertExists(workspaceId);
+    const record = await this.deps.deliveries.find(workspaceId, deliveryId);
+    if (!record) throw notFound(`delivery ${deliveryId} not found in workspace ${workspaceId}`);
+    return this.withoutCredentials(record);
+  }
+
+  /**
+   * Sends a delivery again, whatever its status: a new delivery (own id, so
+   * its own `webhook-id`) of the same event to the same subscription or
+   * plugin, recording `redeliveryOf`, queued durably like any delivery before
+   * this resolves and then the dispatcher's (retries, dead letter). 404 for a
+   * delivery the workspace does not have; 409, with nothing queued, when its
+   * subscriber no longer receives deliveries or its event is no longer kept.
+   * It starts an event chain of its own (depth 1), as an operator's action.
+   */
+  async redeliver(workspaceId: string, deliveryId: string): Promise<{ deliveryId: string }> {
+    const original = await this.delivery(workspaceId, deliveryId);
+    const subscriber = await this.currentSubscriber(original);
+    const event = await this.deps.events.find(workspaceId, original.eventId);
+    if (!event) throw conflict(`cannot redeliver ${deliveryId}: its event ${original.eventId} is no longer kept`);
+    const delivery: Delivery = { ...newDelivery(CarriedEvent.of(event), PLATFORM_ORIGIN.depth, subscriber, this.now()), redeliveryOf: original.id };
+    this.deps.dispatch.enqueue(await this.deps.deliveries.redeliver(delivery));
+    return { deliveryId: delivery.id };
+  }
+
+  /** The subscriber of a recorded delivery as it is now; 409 when it no longer receives deliveries. */
+  private async currentSubscriber(record: DeliveryRecord): Promise<SubscriberRef> {
+    const refuse = (why: string) => conflict(`cannot redeliver ${record.id}: ${why}`);
+    const { subscriptionId, extensionKey, workspaceId } = record;
+    if (subscriptionId === null) {
+      if (!this.deps.plugins.handlerFor(extensionKey, record.eventKey)) throw refuse(`${extensionKey} no longer handles ${record.eventKey}`);
+      return { subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null };
+    }
+    let subscription: Awaited<ReturnType<SubscriptionService['subscription']>>;
+    try {
+      subscription = await this.deps.subscriptions.subscription(workspaceId, subscriptionId);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'NOT_FOUND') throw refuse('subscription deleted');
+      throw error;
+    }
+    const inactive = this.deps.subscribers.inactivity(subscriptionId);
+    if (inactive) throw refuse(inactive);
+    return { subscriptionId, extensionKey: subscription.extensionKey, kind: subscription.kind, serviceBaseUrl: subscription.serviceBaseUrl };
   }
 
   /** The delivery records of a workspace; an extension's service reads those of one of its own subscriptions only (403). */

@@ -119,6 +119,7 @@ function rowOfRecord(seq: number, record: DeliveryRecord, queued: Delivery | und
     created_at: record.createdAt,
     attempt_count: record.attempts.at(-1)?.number ?? 0,
     attempts: record.attempts,
+    redelivery_of: record.redeliveryOf ?? null,
   };
   if (record.status === 'PENDING') {
     // Reconciling at open moved every PENDING record whose delivery left the outbox.
@@ -190,6 +191,8 @@ function rowOfLetter(seq: number, letter: StoredDeadLetter): ImportedDeliveryRow
     created_at: letter.firstAttemptAt ?? letter.deadAt,
     attempt_count: 0,
     attempts: [],
+    // A letter without its record: whether it was a redelivery was on the record only.
+    redelivery_of: null,
     ...deadColumns(letter),
     completed_at: letter.deadAt,
   };

@@ -14,4 +14,6 @@ export const deliveryRoutes = ({ services: { events }, config: { maxPageBytes } 
       const nextCursor = more && lastSeq !== null ? encodeCursor('deliveries', params.id, lastSeq) : undefined;
       return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });
     },
+    getDelivery: async ({ params }) => toPublicDeliveryRecord(await events.delivery(params.id, params.deliveryId)),
+    redeliverDelivery: ({ params }) => events.redeliver(params.id, params.deliveryId),
   }) satisfies Partial<Handlers>;

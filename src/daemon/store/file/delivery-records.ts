@@ -95,8 +95,9 @@ const NO_LINE = -1;
 
 /**
  * One workspace's records in creation order, as columns: creation sequence,
- * creation second, status, fingerprints of the subscription, event key and
- * event id, and the byte offset of the record's line in the journal: 33 bytes
+ * creation second, status, fingerprints of the subscription, event key, event
+ * id and the delivery's own id, and the byte offset of the record's line in
+ * the journal: 37 bytes
  * a record, in the swap but for each column's newest block (65,536 records),
  * where most changes land. What the columns only narrow down (fingerprints,
  * the second) is confirmed on the record.
@@ -109,6 +110,7 @@ class WorkspaceRecords {
   readonly subscriptionHashes: Column;
   readonly eventKeyHashes: Column;
   readonly eventIdHashes: Column;
+  readonly idHashes: Column;
   readonly offsets: Column;
   private readonly columns: Column[];
 
@@ -123,8 +125,9 @@ class WorkspaceRecords {
     this.subscriptionHashes = new Column(Uint32Array, swap);
     this.eventKeyHashes = new Column(Uint32Array, swap);
     this.eventIdHashes = new Column(Uint32Array, swap);
+    this.idHashes = new Column(Uint32Array, swap);
     this.offsets = new Column(Float64Array, swap);
-    this.columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.offsets];
+    this.columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.idHashes, this.offsets];
   }
 
   push(seq: number, record: RecordHead, span: LineSpan | null): void {
@@ -135,6 +138,7 @@ class WorkspaceRecords {
     this.subscriptionHashes.set(index, hash32(record.subscriptionId ?? ''));
     this.eventKeyHashes.set(index, hash32(record.eventKey));
     this.eventIdHashes.set(index, hash32(record.eventId));
+    this.idHashes.set(index, hash32(record.id));
     this.place(index, span ? span.offset : NO_LINE);
   }
 
@@ -515,6 +519,25 @@ export class DeliveryRecords {
     this.created([...deliveries.values()]);
   }
 
+  /**
+   * The record of one delivery of the workspace, whatever its status: a
+   * PENDING or DEAD one by `tracked`, another by the fingerprints of the
+   * workspace's ids, newest first, confirmed on the record.
+   */
+  find(workspaceId: string, id: string): DeliveryRecord | undefined {
+    const tracked = this.locate(id);
+    if (tracked) return tracked.record.workspaceId === workspaceId ? tracked.record : undefined;
+    const records = this.workspaces.get(workspaceId);
+    if (!records) return undefined;
+    const idHash = hash32(id);
+    for (let index = records.length - 1; index >= 0; index -= 1) {
+      if (records.idHashes.get(index) !== idHash) continue;
+      const record = this.recordAt(records, index);
+      if (record.id === id) return record;
+    }
+    return undefined;
+  }
+
   /** Records of one event, oldest first: found by the event id's fingerprint, confirmed on the record. */
   ofEvent(workspaceId: string, eventId: string): DeliveryRecord[] {
     const records = this.workspaces.get(workspaceId);
@@ -807,10 +830,42 @@ function recordIn(
   completedAt: string | null,
   attempts = record.attempts,
 ): DeliveryRecord {
-  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, createdAt } = record;
+  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, createdAt, redeliveryOf } = record;
+  if (redeliveryOf !== undefined) return redeliveryIn(record, redeliveryOf, status, nextAttemptAt, completedAt, attempts);
   if (completedAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt, completedAt };
   if (nextAttemptAt !== null) return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, nextAttemptAt, createdAt };
   return { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, status, attempts, createdAt };
+}
+
+/**
+ * `recordIn` for the record of a redelivery: `redeliveryOf` right after the
+ * status, where start-up's reading of a line's head (RECORD_HEAD) and tail
+ * (TAIL_BYTES) leaves it alone.
+ */
+function redeliveryIn(
+  record: DeliveryRecord,
+  redeliveryOf: string,
+  status: DeliveryStatus,
+  nextAttemptAt: string | null,
+  completedAt: string | null,
+  attempts: DeliveryRecord['attempts'],
+): DeliveryRecord {
+  const { id, eventId, eventKey, workspaceId, subscriptionId, extensionKey, kind, createdAt } = record;
+  return {
+    id,
+    eventId,
+    eventKey,
+    workspaceId,
+    subscriptionId,
+    extensionKey,
+    kind,
+    status,
+    redeliveryOf,
+    attempts,
+    ...(completedAt === null && nextAttemptAt !== null ? { nextAttemptAt } : {}),
+    createdAt,
+    ...(completedAt === null ? {} : { completedAt }),
+  };
 }
 
 /** The record in a new status: PENDING again, due at `at`; else completed at `at`. */
@@ -829,6 +884,7 @@ function recordOf(delivery: Delivery): DeliveryRecord {
     extensionKey: delivery.subscriber.extensionKey,
     kind: delivery.subscriber.kind,
     status: 'PENDING',
+    ...(delivery.redeliveryOf === undefined ? {} : { redeliveryOf: delivery.redeliveryOf }),
     attempts: [],
     nextAttemptAt: new Date(delivery.nextAttemptAt).toISOString(),
     createdAt: delivery.enqueuedAt,

@@ -245,6 +245,22 @@ class FileDeliveryStore implements DeliveryStore {
     return this.records.list(workspaceId, query, budget);
   }
 
+  async find(workspaceId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
+    return this.records.find(workspaceId, deliveryId);
+  }
+
+  /**
+   * As a publish queues deliveries: the outbox line (with its own copy of the
+   * event) is durable first, and the record follows without waiting; a crash
+   * before it is written leaves the delivery pending, and the next start
+   * records it again from the outbox, `redeliveryOf` included.
+   */
+  async redeliver(delivery: Delivery): Promise<readonly Delivery[]> {
+    const held = await this.outbox.add([delivery], true);
+    this.records.created([delivery]);
+    return held;
+  }
+
   async removeWorkspace(workspaceId: string): Promise<void> {
     await this.records.removeWorkspace(workspaceId);
   }

@@ -32,6 +32,8 @@ interface DeliveryLine {
   enq: string;
   first: string | null;
   err: DeliveryError | null;
+  /** The delivery this one sends again (see Delivery.redeliveryOf); before `dl`, which start-up reads at the line's end. */
+  ro?: string;
   dl?: string;
 }
 
@@ -927,6 +929,7 @@ function lineOf(delivery: Omit<Delivery, 'event'> & { event: Pick<PlatformEvent,
     enq: delivery.enqueuedAt,
     first: delivery.firstAttemptAt,
     err: delivery.lastError,
+    ...(delivery.redeliveryOf === undefined ? {} : { ro: delivery.redeliveryOf }),
     ...(delivery.deadLetterId === undefined ? {} : { dl: delivery.deadLetterId }),
   };
 }
@@ -943,6 +946,7 @@ function deliveryOf(line: DeliveryLine, event: CarriedEvent): Delivery {
     firstAttemptAt: line.first,
     lastError: line.err,
     replayCount: line.rc,
+    ...(line.ro === undefined ? {} : { redeliveryOf: line.ro }),
     ...(line.dl === undefined ? {} : { deadLetterId: line.dl }),
   };
 }

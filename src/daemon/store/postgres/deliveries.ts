@@ -7,11 +7,13 @@ import { fillInBatches, unbounded } from '../../paging.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { Database } from './database.js';
 import type { LeaseKeeper } from './lease-keeper.js';
-import { deliveryOf, recordOf, type DeliveryAttemptRow, type DeliveryRow, type EventRow } from './rows.js';
+import { deliveryColumns, deliveryOf, recordOf, type DeliveryAttemptRow, type DeliveryRow, type EventRow } from './rows.js';
 import { CLAIM_DELIVERIES } from './sql/claim-deliveries.js';
 import { COUNT_PENDING } from './sql/count-pending.js';
 import { DELIVERIES_OF_EVENT } from './sql/deliveries-of-event.js';
+import { FIND_DELIVERY } from './sql/find-delivery.js';
 import { FIND_EVENT } from './sql/find-event.js';
+import { INSERT_REDELIVERY } from './sql/insert-redelivery.js';
 import { LIST_DELIVERIES } from './sql/list-deliveries.js';
 import { READ_ATTEMPTS } from './sql/read-attempts.js';
 import { DELETE_WORKSPACE_DELIVERIES, DELETE_WORKSPACE_EVENTS } from './sql/remove-workspace.js';
@@ -163,6 +165,18 @@ export class PostgresDeliveryStore implements DeliveryStore {
   async ofEvent(workspaceId: string, eventId: string): Promise<DeliveryRecord[]> {
     const { rows } = await this.database.query<DeliveryRow>(DELIVERIES_OF_EVENT, [workspaceId, eventId]);
     return this.withAttempts(rows);
+  }
+
+  async find(workspaceId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
+    const { rows } = await this.database.query<DeliveryRow>(FIND_DELIVERY, [workspaceId, deliveryId]);
+    return (await this.withAttempts(rows))[0];
+  }
+
+  /** Leased to this daemon as it is inserted, like a delivery it publishes and runs itself. */
+  async redeliver(delivery: Delivery): Promise<readonly Delivery[]> {
+    const sentAt = performance.now();
+    await this.database.query(INSERT_REDELIVERY, [JSON.stringify(deliveryColumns(delivery)), delivery.redeliveryOf ?? null, this.leases.owner, this.leases.leaseMs]);
+    return [this.leases.hold(delivery, sentAt)];
   }
 
   async list(workspaceId: string, query: DeliveryQuery, budget = unbounded<DeliveryRecord>()): Promise<DeliveryPage> {

@@ -164,15 +164,16 @@ export async function insertDeliveries(tx: Queryable, rows: readonly ImportedDel
          SELECT * FROM json_to_recordset($1::json) AS d(seq bigint, id text, workspace_id text, event_id uuid, event_key text,
            subscription_id text, extension_key text, kind text, service_base_url text, depth integer, status text, run_attempts integer,
            attempt_count integer, replay_count integer, due_at timestamptz, created_at timestamptz, enqueued_at timestamptz,
-           completed_at timestamptz, first_attempt_at timestamptz, last_error text, dead_letter_id uuid, dead_at timestamptz)
+           completed_at timestamptz, first_attempt_at timestamptz, last_error text, dead_letter_id uuid, dead_at timestamptz,
+           redelivery_of text)
        ), inserted AS (
          INSERT INTO deliveries (seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth,
            status, run_attempts, attempt_count, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error,
-           dead_letter_id, dead_at)
+           dead_letter_id, dead_at, redelivery_of)
          OVERRIDING SYSTEM VALUE
          SELECT seq, id, workspace_id, event_id, event_key, subscription_id, extension_key, kind, service_base_url, depth,
            status, run_attempts, attempt_count, replay_count, due_at, created_at, enqueued_at, completed_at, first_attempt_at, last_error::json,
-           dead_letter_id, dead_at
+           dead_letter_id, dead_at, redelivery_of
          FROM d WHERE EXISTS (SELECT 1 FROM events WHERE events.id = d.event_id)
          RETURNING id, status
        ), attempts AS (

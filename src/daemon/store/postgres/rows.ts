@@ -4,7 +4,7 @@ import { CarriedEvent, type Delivery, type DeliveryAttempt, type DeliveryError, 
 import type { SubscriberKind } from '../../workspaces/types.js';
 
 /**
- * Rows of the events domain's tables (migration 0007), each defined once, and
+ * Rows of the events domain's tables (migrations 0007 and 0013), each defined once, and
  * what they are as the domain's objects.
  */
 
@@ -38,6 +38,8 @@ interface DeliveryColumns<Time, Seq> {
   last_error: DeliveryError | null;
   dead_letter_id: string | null;
   dead_at: Time | null;
+  /** The delivery this one sends again (migration 0013). */
+  redelivery_of: string | null;
 }
 
 /** As pg reads it (sql/delivery-columns.ts names the columns): dates, and the bigint as a string. */
@@ -100,6 +102,7 @@ export function deliveryOf(row: DeliveryRow & { event: PlatformEvent | null }, s
     firstAttemptAt: iso(row.first_attempt_at),
     lastError: row.last_error,
     replayCount: row.replay_count,
+    ...(row.redelivery_of === null ? {} : { redeliveryOf: row.redelivery_of }),
     ...(row.dead_letter_id === null ? {} : { deadLetterId: row.dead_letter_id }),
   };
 }
@@ -118,6 +121,7 @@ export function recordOf(row: DeliveryRow, attempts: DeliveryAttempt[]): Deliver
     ...(row.status === 'PENDING' ? { nextAttemptAt: row.due_at.toISOString() } : {}),
     createdAt: row.created_at.toISOString(),
     ...(row.completed_at === null ? {} : { completedAt: row.completed_at.toISOString() }),
+    ...(row.redelivery_of === null ? {} : { redeliveryOf: row.redelivery_of }),
   };
 }
 
