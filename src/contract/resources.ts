@@ -88,7 +88,8 @@ export type AuditAction = v.InferOutput<typeof AuditAction>;
 export const AuditRecord = v.strictObject({
   id: v.string(),
   at: Instant,
-  actor: v.strictObject({ id: v.string(), email: v.string() }),
+  /** `fullName` is the user's name now, for showing; absent once the user is deleted (`email` was theirs at the time). */
+  actor: v.strictObject({ id: v.string(), email: v.string(), fullName: v.optional(v.string()) }),
   action: AuditAction,
   extensionKey: v.string(),
   version: v.optional(v.string()),
