@@ -42,6 +42,7 @@ import {
   WarningsMeta,
   WebhookRequestEntry,
   Workspace,
+  WorkspaceMember,
 } from './resources.js';
 
 /**
@@ -520,6 +521,17 @@ export const endpoints = {
     scope: 'events:read',
     params: request.WorkspaceParams,
     data: Workspace,
+    errors: ['NOT_FOUND'],
+  },
+  listMembers: {
+    method: 'GET',
+    path: '/api/workspaces/:id/members',
+    summary: 'List a workspace’s members with their names',
+    tag: 'workspaces',
+    access: 'member',
+    scope: 'events:read',
+    params: request.WorkspaceParams,
+    data: v.array(WorkspaceMember),
     errors: ['NOT_FOUND'],
   },
   renameWorkspace: {

@@ -108,6 +108,10 @@ export const Workspace = v.strictObject({
 });
 export type Workspace = v.InferOutput<typeof Workspace>;
 
+/** A member of a workspace, named: what its other members may know of them. */
+export const WorkspaceMember = v.strictObject({ id: v.string(), email: v.string(), fullName: v.string() });
+export type WorkspaceMember = v.InferOutput<typeof WorkspaceMember>;
+
 /** The answer to a workspace's deletion: `clearedWebhooks` names the extensions whose webhook.workspaceId named it and was removed (force only). */
 export const DeletedWorkspace = v.strictObject({ id: v.string(), clearedWebhooks: v.array(v.string()) });
 export type DeletedWorkspace = v.InferOutput<typeof DeletedWorkspace>;
@@ -490,6 +494,7 @@ export const namedResources = {
   CategoryCount,
   AuditRecord,
   Workspace,
+  WorkspaceMember,
   DeletedWorkspace,
   Installation,
   InstalledExtension,

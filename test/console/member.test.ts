@@ -21,8 +21,11 @@ browserTest.before(async () => {
   for (const id of ['team', 'other']) await createWorkspace(admin, id);
   await install(admin, 'team', 'team-chat');
   await subscribeExternal(admin, 'team', 'chat.message.sent', 'team-chat', 'https://hooks.example.test/chat');
-  const joined = await admin.put(`/api/admin/workspaces/team/members/${member.id}`);
-  assert.is(joined.status, 200, joined.text);
+  const neighbour = await createUser(t, 'noa@example.test', { fullName: 'Noa Neighbour' });
+  for (const user of [member, neighbour]) {
+    const joined = await admin.put(`/api/admin/workspaces/team/members/${user.id}`);
+    assert.is(joined.status, 200, joined.text);
+  }
   ({ browser, page, errors } = await openConsole(t.url, MEMBER));
 });
 browserTest.after(() => closeAll(browser, t));
@@ -46,6 +49,8 @@ browserTest('the member sees only their own workspaces, without admin controls',
   };
   assert.equal(await buttonsOn('/workspaces/team/members'), ['Sign out'], 'no admin control');
   assert.ok(await page.getByText('Mia Member (you)').isVisible());
+  // The other member by name, though a member may not list users.
+  await page.getByText('Noa Neighbour <noa@example.test>').waitFor();
   assert.equal(await buttonsOn('/workspaces/team/extensions'), ['Sign out'], 'no admin control');
   assert.ok(await page.getByRole('link', { name: 'team-chat' }).isVisible());
   assert.equal(await buttonsOn('/workspaces/team/subscriptions'), ['Sign out'], 'no admin control');
