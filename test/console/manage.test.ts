@@ -56,7 +56,7 @@ browserTest('a new extension is created from the marketplace, then its first ver
     const dialog = page.getByRole('dialog', { name: 'New extension' });
     await dialog.getByRole('textbox', { name: 'Key' }).fill(key);
     await dialog.getByRole('textbox', { name: 'Name' }).fill('Fresh Kit');
-    await dialog.getByRole('textbox', { name: 'Category (optional)' }).fill('Tools');
+    await dialog.getByRole('combobox', { name: 'Category (optional)' }).fill('Tools');
     await dialog.getByRole('textbox', { name: 'Permissions (optional)' }).fill(`${key}.items.read, ${key}.items.write`);
     await dialog.getByRole('button', { name: 'Create extension' }).click();
     return dialog;
