@@ -460,7 +460,7 @@ test('audit: who, when and what for each change; reason kept; newest first; filt
     ],
   );
   for (const record of records) {
-    assert.equal(record.actor, { id: me.id, email: me.email });
+    assert.equal(record.actor, { id: me.id, email: me.email, fullName: me.fullName });
     assert.is(record.extensionKey, 'audited');
     assert.match(record.id, /^[0-9a-f-]{36}$/);
     const at = Date.parse(record.at);
@@ -485,6 +485,45 @@ test('audit: who, when and what for each change; reason kept; newest first; filt
   assert.is((await admin.get('/api/admin/audit?extensionKey=never-touched')).status, 404, 'a typo is not an empty trail');
   assert.is((await admin.get('/api/admin/audit?limit=1001')).status, 400);
   assert.is((await admin.get('/api/admin/audit?extensionKey=Not%20A%20Key')).status, 400);
+});
+
+test('audit: filtered by version and action; the actor named while the user exists, by email after', async () => {
+  const publisher = await createUser(t, 'publisher@example.test', { roles: ['ADMIN'], fullName: 'Pat Publisher' });
+  await create('named', { name: 'Named' });
+  await publish('named', '1.0.0', {}, publisher);
+  await publish('named', '1.1.0', {}, publisher);
+  await yank('named', '1.0.0', '?reason=broken%20build');
+  const me = (await admin.get('/api/auth/me')).body.data;
+  const trail = async (query: string) => {
+    const result = await admin.get(`/api/admin/audit?extensionKey=named&${query}`);
+    assert.is(result.status, 200, result.text);
+    return result.body.data as AuditRecord[];
+  };
+  const ofVersion = await trail('version=1.0.0');
+  assert.equal(
+    ofVersion.map((record) => [record.action, record.version, record.reason ?? null, record.actor.fullName]),
+    [
+      ['yank', '1.0.0', 'broken build', me.fullName],
+      ['publish', '1.0.0', null, 'Pat Publisher'],
+    ],
+  );
+  assert.equal(
+    (await trail('action=publish')).map((record) => record.version),
+    ['1.1.0', '1.0.0'],
+  );
+  assert.equal((await trail('version=1.1.0&action=yank')).length, 0);
+  assert.is((await admin.get('/api/admin/audit?version=v1')).status, 400);
+  assert.is((await admin.get('/api/admin/audit?action=delete')).status, 400);
+
+  const paged = await admin.get('/api/admin/audit?extensionKey=named&action=publish&limit=1');
+  const next = await admin.get(`/api/admin/audit?limit=1&cursor=${paged.body.meta.nextCursor}&extensionKey=named&action=publish`);
+  assert.equal(next.body.data.map((record: AuditRecord) => record.version), ['1.0.0'], next.text);
+  const elsewhere = await admin.get(`/api/admin/audit?limit=1&cursor=${paged.body.meta.nextCursor}&extensionKey=named`);
+  assert.is(elsewhere.status, 400, 'a cursor holds for its own filter');
+
+  const publisherId = publisher.id;
+  assert.is((await admin.delete(`/api/admin/users/${publisherId}`)).status, 204);
+  assert.equal((await trail('version=1.1.0'))[0]!.actor, { id: publisherId, email: 'publisher@example.test' });
 });
 
 test('the audit trail reads older records from its file when memory holds only the most recent ones', async () => {

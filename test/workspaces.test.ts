@@ -54,6 +54,27 @@ test('workspaces: created by an ADMIN, ids unique, visible to members only', asy
   assert.is((await dana.get('/api/workspaces/acme')).status, 403);
 });
 
+test("a workspace's members are listed by name to its members; a deleted user drops out", async () => {
+  await createWorkspace(admin, 'named');
+  const erin = await createUser(t, 'erin@example.test', { fullName: 'Erin Example' });
+  const finn = await createUser(t, 'finn@example.test', { fullName: 'Finn Fellow' });
+  const outsider = await createUser(t, 'olly@example.test');
+  for (const member of [erin, finn]) assert.is((await admin.put(`/api/admin/workspaces/named/members/${member.id}`)).status, 200);
+
+  const listed = await erin.get('/api/workspaces/named/members');
+  assert.is(listed.status, 200, listed.text);
+  assert.equal(listed.body.data, [
+    { id: erin.id, email: 'erin@example.test', fullName: 'Erin Example' },
+    { id: finn.id, email: 'finn@example.test', fullName: 'Finn Fellow' },
+  ]);
+  assert.is((await outsider.get('/api/workspaces/named/members')).status, 403, 'only its members (and ADMINs)');
+  assert.is((await admin.get('/api/workspaces/nowhere/members')).status, 404);
+  assert.is((await admin.get('/api/workspaces/Not_A_Slug/members')).status, 400);
+
+  assert.is((await admin.delete(`/api/admin/users/${finn.id}`)).status, 204);
+  assert.equal((await admin.get('/api/workspaces/named/members')).body.data.map((member: { id: string }) => member.id), [erin.id]);
+});
+
 test('installing without a version takes the latest stable version', async () => {
   await createWorkspace(admin, 'latest');
   const result = await admin.post('/api/workspaces/latest/extensions', { extensionKey: 'crm' });

@@ -173,6 +173,10 @@ export function useInstallPreview(input: () => { extensionKey: string; version: 
     suggestions: [] as Array<{ extensionKey: string; name: string }>,
     /** The extension's name once the key is found. */
     name: '',
+    /** The versions of the extension found that are not yanked, newest first: the version field offers them. */
+    versions: [] as string[],
+    /** The key `versions` belongs to. */
+    versionsOf: '',
     /** How the version was chosen ('the newest version this daemon runs', …). */
     how: '',
     /** Why there is nothing to preview (unknown key, range, yanked…); the daemon still decides at install. */
@@ -210,7 +214,7 @@ export function useInstallPreview(input: () => { extensionKey: string; version: 
       Object.assign(state, { note: `No extension ${key} in the catalog.` });
       return;
     }
-    state.name = extension.name;
+    Object.assign(state, { name: extension.name, versions: extension.versions.filter((entry) => !entry.yanked).map((entry) => entry.version), versionsOf: key });
     const resolution = resolveForPreview(extension, requested, await daemonVersions());
     if (resolution.version === null) {
       state.note = resolution.note;
@@ -226,6 +230,7 @@ export function useInstallPreview(input: () => { extensionKey: string; version: 
     const current = ++generation;
     clearTimeout(timer);
     Object.assign(state, { name: '', how: '', note: '', error: '', plan: null });
+    if (state.versionsOf !== extensionKey) Object.assign(state, { versions: [], versionsOf: '' });
     if (problemWith(Slug, extensionKey) !== null) {
       state.loading = false;
       return;

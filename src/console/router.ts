@@ -1,5 +1,6 @@
-import { createRouter, createWebHistory, type RouteLocationNormalized, type RouteRecordRaw } from 'vue-router';
+import { createRouter, createWebHistory, type RouteComponent, type RouteLocationNormalized, type RouteRecordRaw } from 'vue-router';
 import { isAdmin, loadSession, session } from './session';
+import { workspaceTitle } from './workspace';
 
 /** `key` is reserved by Vue, so the extension key reaches pages as `extensionKey`. */
 const extensionKey = (route: RouteLocationNormalized) => ({ extensionKey: String(route.params.key) });
@@ -14,8 +15,18 @@ declare module 'vue-router' {
     /** Reachable without signing in. */
     public?: boolean;
     admin?: boolean;
+    /** A workspace sub-page: its label in the workspace's navigation. */
+    section?: string;
   }
 }
+
+/** One sub-page of a workspace, titled by its section and the workspace's id until WorkspaceLayout knows its name. */
+const workspaceSection = (path: string, section: string, component: () => Promise<RouteComponent | { default: RouteComponent }>): RouteRecordRaw => ({
+  path,
+  component,
+  props: true,
+  meta: { section, title: (route) => workspaceTitle(section, param(route, 'id')) },
+});
 
 // The console's routes (README, The web console). Every page is its own chunk: the first load carries only what it shows.
 const routes: RouteRecordRaw[] = [
@@ -42,7 +53,19 @@ const routes: RouteRecordRaw[] = [
     meta: { title: (route) => `${param(route, 'eventKey')} · Event types` },
   },
   { path: '/workspaces', component: () => import('./pages/WorkspacesPage.vue'), meta: { title: 'Workspaces' } },
-  { path: '/workspaces/:id', component: () => import('./pages/WorkspacePage.vue'), props: true, meta: { title: 'Workspace' } },
+  {
+    // The workspace's sub-pages share a frame (its name, its navigation: WorkspaceLayout.vue).
+    path: '/workspaces/:id',
+    component: () => import('./pages/WorkspaceLayout.vue'),
+    props: true,
+    children: [
+      workspaceSection('', 'Summary', () => import('./pages/WorkspacePage.vue')),
+      workspaceSection('members', 'Members', () => import('./pages/WorkspaceMembersPage.vue')),
+      workspaceSection('extensions', 'Extensions', () => import('./pages/WorkspaceExtensionsPage.vue')),
+      workspaceSection('subscriptions', 'Subscriptions', () => import('./pages/WorkspaceSubscriptionsPage.vue')),
+      workspaceSection('events', 'Events', () => import('./pages/WorkspaceEventsPage.vue')),
+    ],
+  },
   {
     path: '/workspaces/:id/events/:eventId',
     component: () => import('./pages/EventPage.vue'),

@@ -43,6 +43,7 @@ import {
   WarningsMeta,
   WebhookRequestEntry,
   Workspace,
+  WorkspaceMember,
 } from './resources.js';
 
 /**
@@ -521,6 +522,17 @@ export const endpoints = {
     scope: 'events:read',
     params: request.WorkspaceParams,
     data: Workspace,
+    errors: ['NOT_FOUND'],
+  },
+  listMembers: {
+    method: 'GET',
+    path: '/api/workspaces/:id/members',
+    summary: 'List a workspace’s members with their names',
+    tag: 'workspaces',
+    access: 'member',
+    scope: 'events:read',
+    params: request.WorkspaceParams,
+    data: v.array(WorkspaceMember),
     errors: ['NOT_FOUND'],
   },
   renameWorkspace: {

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ConfigFieldType, DeliveryStatus, SubscriberKind } from './resources.js';
+import { AuditAction, ConfigFieldType, DeliveryStatus, SubscriberKind } from './resources.js';
 import { CursorParam, Email, EventKey, HttpUrl, isPlainObject, jsonObject, NewPassword, NonEmptyString, QueryInstant, QueryInt, SemVer, Slug, Uuid } from './schemas.js';
 
 /**
@@ -146,6 +146,9 @@ export const MAX_AUDIT_PAGE = 1000;
 export const MAX_AUDIT_OFFSET = 100_000;
 export const AuditQuery = v.object({
   extensionKey: v.optional(Slug),
+  /** Only the records of this version (publish, yank, unyank). */
+  version: v.optional(SemVer),
+  action: v.optional(v.picklist(AuditAction.options, 'must be create, update, publish, yank or unyank')),
   limit: v.optional(QueryInt(1, MAX_AUDIT_PAGE), '50'),
   /** Bounded: a read past the in-memory window keeps up to twice offset + limit records while it scans. */
   offset: v.optional(QueryInt(0, MAX_AUDIT_OFFSET), '0'),

@@ -88,7 +88,8 @@ export type AuditAction = v.InferOutput<typeof AuditAction>;
 export const AuditRecord = v.strictObject({
   id: v.string(),
   at: Instant,
-  actor: v.strictObject({ id: v.string(), email: v.string() }),
+  /** `fullName` is the user's name now, for showing; absent once the user is deleted (`email` was theirs at the time). */
+  actor: v.strictObject({ id: v.string(), email: v.string(), fullName: v.optional(v.string()) }),
   action: AuditAction,
   extensionKey: v.string(),
   version: v.optional(v.string()),
@@ -106,6 +107,10 @@ export const Workspace = v.strictObject({
   createdAt: Instant,
 });
 export type Workspace = v.InferOutput<typeof Workspace>;
+
+/** A member of a workspace, named: what its other members may know of them. */
+export const WorkspaceMember = v.strictObject({ id: v.string(), email: v.string(), fullName: v.string() });
+export type WorkspaceMember = v.InferOutput<typeof WorkspaceMember>;
 
 /** The answer to a workspace's deletion: `clearedWebhooks` names the extensions whose webhook.workspaceId named it and was removed (force only). */
 export const DeletedWorkspace = v.strictObject({ id: v.string(), clearedWebhooks: v.array(v.string()) });
@@ -495,6 +500,7 @@ export const namedResources = {
   CategoryCount,
   AuditRecord,
   Workspace,
+  WorkspaceMember,
   DeletedWorkspace,
   Installation,
   InstalledExtension,

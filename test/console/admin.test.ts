@@ -136,6 +136,10 @@ browserTest('every route has one h1 and no serious or critical axe-core violatio
     ['/marketplace/acme-tools', null],
     ['/workspaces', null],
     ['/workspaces/acme', 'workspace'],
+    ['/workspaces/acme/members', null],
+    ['/workspaces/acme/extensions', 'workspace-extensions'],
+    ['/workspaces/acme/subscriptions', null],
+    ['/workspaces/acme/events', null],
     [`/workspaces/acme/events/${eventId}`, null],
     ['/dead-letters', 'dead-letters'],
     [`/dead-letters/${letter}`, 'dead-letter'],
@@ -152,7 +156,7 @@ browserTest('every route has one h1 and no serious or critical axe-core violatio
   }
   // The dark colour scheme keeps its contrast too.
   await page.emulateMedia({ colorScheme: 'dark' });
-  await visit(page, '/workspaces/acme');
+  await visit(page, '/workspaces/acme/extensions');
   await assertAccessible(page, 'workspace in the dark scheme');
   await page.emulateMedia({ colorScheme: 'light' });
   // The dialogs too.

@@ -46,7 +46,7 @@ browserTest.before(async () => {
 browserTest.after(() => closeAll(browser, flaky, t));
 
 browserTest("a workspace's events page through the API's cursor, newest first", async () => {
-  await visit(page, '/workspaces/shop');
+  await visit(page, '/workspaces/shop/events');
   const events = page.getByRole('region', { name: 'Events' });
   const rows = events.getByRole('row').filter({ has: page.getByRole('link') });
   await rows.first().waitFor();

@@ -56,7 +56,7 @@ browserTest('a new extension is created from the marketplace, then its first ver
     const dialog = page.getByRole('dialog', { name: 'New extension' });
     await dialog.getByRole('textbox', { name: 'Key' }).fill(key);
     await dialog.getByRole('textbox', { name: 'Name' }).fill('Fresh Kit');
-    await dialog.getByRole('textbox', { name: 'Category (optional)' }).fill('Tools');
+    await dialog.getByRole('combobox', { name: 'Category (optional)' }).fill('Tools');
     await dialog.getByRole('textbox', { name: 'Permissions (optional)' }).fill(`${key}.items.read, ${key}.items.write`);
     await dialog.getByRole('button', { name: 'Create extension' }).click();
     return dialog;
@@ -84,6 +84,8 @@ browserTest('a workspace is created, and a member added', async () => {
   await page.getByRole('textbox', { name: 'Name' }).fill('The Shop');
   await page.getByRole('button', { name: 'Create workspace' }).click();
   await page.getByRole('heading', { level: 1, name: 'The Shop' }).waitFor();
+  await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Members' }).click();
+  await page.getByRole('heading', { level: 2, name: 'Members' }).waitFor();
 
   await page.getByRole('combobox', { name: 'User' }).selectOption({ label: 'Bob Builder <bob@example.test>' });
   await page.getByRole('button', { name: 'Add member' }).click();
@@ -92,6 +94,7 @@ browserTest('a workspace is created, and a member added', async () => {
 });
 
 browserTest('installing a yanked version shows the envelope error next to Install', async () => {
+  await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Extensions' }).click();
   await page.getByRole('combobox', { name: 'Extension key' }).fill('old-kit');
   await page.getByRole('button', { name: 'Install', exact: true }).click();
   const section = page.getByRole('region', { name: 'Installed extensions' });
@@ -103,7 +106,7 @@ browserTest('installing a yanked version shows the envelope error next to Instal
 browserTest('an extension is installed, moved to another version, disabled, enabled and uninstalled', async () => {
   const keyBox = page.getByRole('combobox', { name: 'Extension key' });
   await keyBox.fill('shop-kit');
-  await page.getByRole('textbox', { name: 'Version (optional)' }).fill('1.0.0');
+  await page.getByRole('combobox', { name: 'Version (optional)' }).fill('1.0.0');
   await page.getByRole('button', { name: 'Install', exact: true }).click();
   const row = page.getByRole('row').filter({ hasText: 'shop-kit' });
   await row.waitFor();
@@ -130,9 +133,10 @@ browserTest('an extension is installed, moved to another version, disabled, enab
 });
 
 browserTest('a subscription shows its signing secret once, and is deleted', async () => {
+  await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Subscriptions' }).click();
   const subscriptions = page.getByRole('region', { name: 'Subscriptions' });
-  await subscriptions.getByRole('textbox', { name: 'Event key' }).fill('orders.shipped');
-  await subscriptions.getByRole('textbox', { name: 'Extension key' }).fill('shop-kit');
+  await subscriptions.getByRole('combobox', { name: 'Event key' }).fill('orders.shipped');
+  await subscriptions.getByRole('combobox', { name: 'Extension key' }).fill('shop-kit');
   await subscriptions.getByRole('textbox', { name: 'Service base URL' }).fill('https://hooks.example.test/shop');
   await subscriptions.getByRole('button', { name: 'Create subscription' }).click();
   const dialog = page.getByRole('dialog', { name: 'Subscription created' });
@@ -152,7 +156,7 @@ browserTest('a subscription shows its signing secret once, and is deleted', asyn
 browserTest('dead letters are replayed by filter to the real subscriber, and one is discarded', async () => {
   subscriber.answer(() => ({ status: 200 }));
   await visit(page, '/dead-letters');
-  await page.getByRole('textbox', { name: 'Event key' }).fill('orders.paid');
+  await page.getByRole('combobox', { name: 'Event key' }).fill('orders.paid');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.waitForURL(/eventKey=orders\.paid/);
   await page.getByText('1–2 of 2').waitFor();

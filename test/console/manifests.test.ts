@@ -92,7 +92,7 @@ browserTest.before(async () => {
 browserTest.after(() => closeAll(browser, service, t));
 
 browserTest('the install form shows the permissions to consent to, the subscriptions, the service URL and the missing configuration', async () => {
-  await visit(page, '/workspaces/store');
+  await visit(page, '/workspaces/store/extensions');
   const form = page.getByRole('form', { name: 'Install an extension' });
   await form.getByRole('combobox', { name: 'Extension key' }).fill('shop');
   // Empty version: the newest this daemon runs, as the daemon resolves it.
@@ -153,10 +153,10 @@ browserTest('the install form shows the permissions to consent to, the subscript
 });
 
 browserTest('a range is resolved by the daemon: its 409 asks for consent, its 400 for the service URL, then it installs', async () => {
-  await visit(page, '/workspaces/depot');
+  await visit(page, '/workspaces/depot/extensions');
   const form = page.getByRole('form', { name: 'Install an extension' });
   await form.getByRole('combobox', { name: 'Extension key' }).fill('shop');
-  await form.getByRole('textbox', { name: 'Version (optional)' }).fill('^1.0');
+  await form.getByRole('combobox', { name: 'Version (optional)' }).fill('^1.0');
   await form.getByText('A range is resolved by the daemon when installing').waitFor();
   const installButton = form.getByRole('button', { name: 'Install', exact: true });
   await installButton.click();
@@ -180,7 +180,7 @@ browserTest('a range is resolved by the daemon: its 409 asks for consent, its 40
 browserTest('changing to a version that asks for a new permission needs consent again', async () => {
   await publish(V2);
   const before = await subscriptionsOf('store');
-  await visit(page, '/workspaces/store');
+  await visit(page, '/workspaces/store/extensions');
   await page.getByRole('region', { name: 'Installed extensions' }).getByRole('row').filter({ hasText: 'shop' }).getByRole('button', { name: 'Change version' }).click();
   const dialog = page.getByRole('dialog', { name: 'Change the version of shop' });
   assert.is(await dialog.getByRole('combobox', { name: 'Version' }).inputValue(), '2.0.0');
@@ -221,7 +221,7 @@ browserTest('an upgrade refused with 409 CONSENT_REQUIRED shows the permissions,
     delete body.data.manifest.permissions;
     await route.fulfill({ response: answer, json: body });
   });
-  await visit(page, '/workspaces/depot');
+  await visit(page, '/workspaces/depot/extensions');
   await page.getByRole('region', { name: 'Installed extensions' }).getByRole('row').filter({ hasText: 'shop' }).getByRole('button', { name: 'Change version' }).click();
   const dialog = page.getByRole('dialog', { name: 'Change the version of shop' });
   const change = dialog.getByRole('button', { name: 'Change version' });

@@ -21,8 +21,11 @@ browserTest.before(async () => {
   for (const id of ['team', 'other']) await createWorkspace(admin, id);
   await install(admin, 'team', 'team-chat');
   await subscribeExternal(admin, 'team', 'chat.message.sent', 'team-chat', 'https://hooks.example.test/chat');
-  const joined = await admin.put(`/api/admin/workspaces/team/members/${member.id}`);
-  assert.is(joined.status, 200, joined.text);
+  const neighbour = await createUser(t, 'noa@example.test', { fullName: 'Noa Neighbour' });
+  for (const user of [member, neighbour]) {
+    const joined = await admin.put(`/api/admin/workspaces/team/members/${user.id}`);
+    assert.is(joined.status, 200, joined.text);
+  }
   ({ browser, page, errors } = await openConsole(t.url, MEMBER));
 });
 browserTest.after(() => closeAll(browser, t));
@@ -39,13 +42,20 @@ browserTest('the member sees only their own workspaces, without admin controls',
   assert.is(await page.getByRole('link', { name: 'Workspace other' }).count(), 0);
   assert.is(await page.getByRole('button', { name: 'Create workspace' }).count(), 0);
 
-  await visit(page, '/workspaces/team');
+  // Only what a member may do: read each sub-page, and filter and page the events.
+  const buttonsOn = async (path: string) => {
+    await visit(page, path);
+    return (await page.getByRole('button').allTextContents()).map((text) => text.trim()).sort();
+  };
+  assert.equal(await buttonsOn('/workspaces/team/members'), ['Sign out'], 'no admin control');
   assert.ok(await page.getByText('Mia Member (you)').isVisible());
+  // The other member by name, though a member may not list users.
+  await page.getByText('Noa Neighbour <noa@example.test>').waitFor();
+  assert.equal(await buttonsOn('/workspaces/team/extensions'), ['Sign out'], 'no admin control');
   assert.ok(await page.getByRole('link', { name: 'team-chat' }).isVisible());
+  assert.equal(await buttonsOn('/workspaces/team/subscriptions'), ['Sign out'], 'no admin control');
   assert.ok(await page.getByText('chat.message.sent').isVisible());
-  // Only what a member may do: filter and page the events.
-  const buttons = await page.getByRole('button').allTextContents();
-  assert.equal(buttons.map((text) => text.trim()).sort(), ['Filter events', 'Sign out'], 'no admin control');
+  assert.equal(await buttonsOn('/workspaces/team/events'), ['Filter events', 'Sign out'], 'no admin control');
   await assertAccessible(page, 'member workspace');
   await screenshots(page, 'member-workspace');
 });
@@ -54,7 +64,7 @@ browserTest("the member reads an event of their workspace and its deliveries, bu
   const admin = await t.admin();
   const published = await admin.post('/api/workspaces/team/events/publish', { eventKey: 'chat.message.sent', payload: { text: 'hi' } });
   assert.is(published.status, 200, published.text);
-  await visit(page, '/workspaces/team');
+  await visit(page, '/workspaces/team/events');
   await page.getByRole('region', { name: 'Events' }).getByRole('link', { name: 'chat.message.sent' }).click();
   await page.getByRole('heading', { level: 1, name: 'Event chat.message.sent' }).waitFor();
   await page.getByRole('article', { name: /team-chat/ }).waitFor();

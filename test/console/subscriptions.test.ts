@@ -40,7 +40,7 @@ browserTest.before(async () => {
 browserTest.after(() => closeAll(browser, subscriber, t));
 
 browserTest('a disabled subscription shows why and gets no delivery; enabled again, it does', async () => {
-  await visit(page, '/workspaces/hub');
+  await visit(page, '/workspaces/hub/subscriptions');
   await row().getByRole('button', { name: 'Disable' }).click();
   await row().getByText('disabled by an administrator').waitFor();
   assert.equal(await subscription().then(({ enabled, disabledReason }) => ({ enabled, disabledReason })), {
@@ -68,7 +68,7 @@ browserTest('a test is sent to the subscription, and its delivery followed on th
 });
 
 browserTest('a rotated secret is shown once; the page never holds it afterwards; deliveries carry both signatures', async () => {
-  await visit(page, '/workspaces/hub');
+  await visit(page, '/workspaces/hub/subscriptions');
   await row().getByRole('button', { name: 'Rotate secret' }).click();
   const dialog = page.getByRole('dialog');
   await dialog.getByText('overlap period').waitFor();

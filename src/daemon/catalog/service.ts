@@ -184,10 +184,14 @@ export class CatalogService {
     return this.categoryCounts;
   }
 
-  /** Newest first. */
-  auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
+  /** Newest first; each actor named by their current fullName while the user exists. */
+  async auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
     if (filter.extensionKey !== undefined && !this.byKey.has(filter.extensionKey)) throw notFound(`extension ${filter.extensionKey} not found`);
-    return this.store.auditTrail(filter);
+    const records = await this.store.auditTrail(filter);
+    return records.map((record) => {
+      const fullName = this.fullNameOf(record.actor.id);
+      return fullName === undefined ? record : { ...record, actor: { ...record.actor, fullName } };
+    });
   }
 
   // ---- changes ----

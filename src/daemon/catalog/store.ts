@@ -1,8 +1,10 @@
 import { conflict } from '../errors.js';
-import type { AuditRecord, StoredExtension } from './types.js';
+import type { AuditAction, AuditRecord, StoredExtension } from './types.js';
 
 export interface AuditFilter {
   extensionKey?: string;
+  version?: string;
+  action?: AuditAction;
   limit: number;
   offset?: number;
 }

@@ -29,7 +29,9 @@ export const catalogRoutes = ({ services: { catalog }, config: { maxPageBytes } 
     yankVersion: ({ caller, params, query }) => catalog.yank(caller.user, params.key, params.version, query.reason),
     unyankVersion: ({ caller, params }) => catalog.unyank(caller.user, params.key, params.version),
     listAuditRecords: async ({ query: { cursor, limit, ...query } }) => {
-      const scope = query.extensionKey ?? '';
+      // A cursor holds for the filter it was given with (a key alone is the scope cursors had before the other filters).
+      const narrowed = query.version !== undefined || query.action !== undefined;
+      const scope = narrowed ? [query.extensionKey, query.version, query.action].map((part) => part ?? '').join(' ') : (query.extensionKey ?? '');
       const offset = startOffset(cursor, query.offset, 'audit', scope, MAX_AUDIT_OFFSET);
       // One record beyond the limit tells whether more follow.
       const records = await catalog.auditTrail({ ...query, offset, limit: limit + 1 });

@@ -1,12 +1,14 @@
 import { deleteWorkspace } from '../../workspaces/deletion.js';
+import { namedMembers } from '../../workspaces/members.js';
 import type { HttpContext } from '../context.js';
 import { Reply, type Handlers } from '../endpoint.js';
 
-export const workspaceRoutes = ({ services: { workspaces, installations, subscriptions, extensionConfig } }: HttpContext) =>
+export const workspaceRoutes = ({ services: { auth, workspaces, installations, subscriptions, extensionConfig } }: HttpContext) =>
   ({
     createWorkspace: ({ body }) => workspaces.create(body),
     listWorkspaces: ({ caller }) => workspaces.visibleTo(caller.user),
     getWorkspace: ({ params }) => workspaces.get(params.id),
+    listMembers: ({ params }) => namedMembers({ workspaces, users: auth }, params.id),
     renameWorkspace: ({ params, body }) => workspaces.rename(params.id, body.name),
     deleteWorkspace: ({ params, query }) => deleteWorkspace({ workspaces, webhooks: extensionConfig }, params.id, query.force === 'true'),
     addMember: ({ params }) => workspaces.addMember(params.id, params.userId),

@@ -46,7 +46,10 @@ export class AuditTrail {
 
   /** Newest first. */
   async read(filter: AuditFilter): Promise<AuditRecord[]> {
-    const matches = (record: AuditRecord) => filter.extensionKey === undefined || record.extensionKey === filter.extensionKey;
+    const matches = (record: AuditRecord) =>
+      (filter.extensionKey === undefined || record.extensionKey === filter.extensionKey) &&
+      (filter.version === undefined || record.version === filter.version) &&
+      (filter.action === undefined || record.action === filter.action);
     const offset = filter.offset ?? 0;
     const wanted = offset + filter.limit;
     const found: AuditRecord[] = [];

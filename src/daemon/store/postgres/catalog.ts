@@ -164,9 +164,9 @@ export class PostgresCatalogStore implements CatalogStore {
   async auditTrail(filter: AuditFilter): Promise<AuditRecord[]> {
     const { rows } = await this.database.query<AuditRow>(
       `SELECT id, at, actor_id, actor_email, action, extension_key, version, reason, changes FROM catalog_audit
-       WHERE $1::text IS NULL OR extension_key = $1
+       WHERE ($1::text IS NULL OR extension_key = $1) AND ($4::text IS NULL OR version = $4) AND ($5::text IS NULL OR action = $5)
        ORDER BY seq DESC LIMIT $2 OFFSET $3`,
-      [filter.extensionKey ?? null, filter.limit, filter.offset ?? 0],
+      [filter.extensionKey ?? null, filter.limit, filter.offset ?? 0, filter.version ?? null, filter.action ?? null],
     );
     return rows.map(toAuditRecord);
   }
