@@ -83,7 +83,7 @@ test('PLATFORM_MAX_PAYLOAD sets the limit', async () => {
 });
 
 test('every event records publishedBy: the user, whatever actor says; listing, delivery and dead letter show it', async () => {
-  const member = await createUser(t, 'mallory@example.test');
+  const member = await createUser(t, 'mallory@example.test', { fullName: 'Mallory' });
   await admin.put(`/api/admin/workspaces/acme/members/${member.id}`);
   const sub = await subscribeExternal(admin, 'acme', 'crm.deal.closed', 'crm', subscriber.url);
   subscriber.answer(() => ({ status: 400 }));
@@ -100,6 +100,8 @@ test('every event records publishedBy: the user, whatever actor says; listing, d
   assert.is(listed.id, eventId);
   assert.is(listed.actor, 'ceo@example.test', 'actor stays as given');
   assert.is(listed.publishedBy, member.id);
+  const shown = (await member.get(`/api/workspaces/acme/events/${eventId}`)).body.data;
+  assert.equal([shown.publishedBy, shown.publisherName], [member.id, 'Mallory'], "the event's page names the publisher as they are called now");
 
   const [delivered] = await subscriber.waitForCount(1);
   assert.is(delivered!.json.publishedBy, member.id);

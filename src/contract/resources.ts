@@ -276,7 +276,12 @@ export const DeliveryRecord = v.strictObject({
 export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
 
 /** `GET /api/workspaces/{id}/events/{eventId}`: the event and the record of each delivery it caused. */
-export const EventWithDeliveries = v.strictObject({ ...eventEntries, deliveries: v.array(DeliveryRecord) });
+export const EventWithDeliveries = v.strictObject({
+  ...eventEntries,
+  /** The full name of the user `publishedBy` names, as it is now; absent for a webhook, plugin or the platform, or a deleted user. */
+  publisherName: v.optional(v.string()),
+  deliveries: v.array(DeliveryRecord),
+});
 export type EventWithDeliveries = v.InferOutput<typeof EventWithDeliveries>;
 
 export const ChannelSummary = v.strictObject({ channel: v.string(), messageCount: Count, lastMessageAt: Instant });

@@ -184,6 +184,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       subscribers: workspaceServices.subscribers,
       plugins,
       configFor: (extensionKey) => extensionConfig.values(extensionKey),
+      fullNameOf: (userId) => names.fullNameOf(userId),
       eventTypes: catalog.eventTypes,
       dispatch: dispatcher,
       retention: config.retention,

@@ -102,6 +102,7 @@ browserTest('events are filtered by event key and by time, and a bad key is refu
 browserTest("an event's page shows each delivery's attempts as a timeline", async () => {
   await visit(page, `/workspaces/shop/events/${retriedEvent}`);
   await page.getByRole('heading', { level: 1, name: 'Event orders.created' }).waitFor();
+  assert.is(await page.locator('dt:text-is("Published by") + dd').textContent(), 'Administrator', 'the publisher by name, not by id');
   const delivery = page.getByRole('article', { name: /ledger/ });
   assert.match((await delivery.getByRole('heading').textContent()) ?? '', 'delivered');
   const attempts = delivery.getByRole('list', { name: 'Attempts of the delivery to ledger' }).getByRole('listitem');

@@ -87,7 +87,7 @@ export function registerDeliveries(program: Command): void {
     .action(async (workspace: string, eventId: string, flags: { verbose?: boolean; json?: boolean }, command: Command) => {
       const { data: event } = await clientFor(command).call('getEvent', { params: { id: workspace, eventId } });
       if (flags.json) return printJson(event);
-      printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publishedBy ?? '-'})`);
+      printLine(`event ${event.id}: ${event.eventKey} at ${when(event.occurredAt)} by ${event.actor} (published by ${event.publisherName ?? event.publishedBy ?? '-'})`);
       printLine(`payload: ${JSON.stringify(event.payload)}`);
       if (event.deliveries.length === 0) return printLine('(no deliveries)');
       for (const delivery of event.deliveries) printDelivery(delivery, flags.verbose === true);

@@ -44,6 +44,8 @@ export interface EventServiceDependencies {
   plugins: PluginRegistry;
   /** The configuration an extension's handlers see in their context. */
   configFor(extensionKey: string): Readonly<Record<string, unknown>>;
+  /** A user's full name, for who published an event (undefined: no such user now). */
+  fullNameOf(userId: string): string | undefined;
   dispatch: DispatchPort;
   retention: RetentionPolicy;
   /** The event types with schemas: a payload of a typed key must match its schema. */
@@ -152,12 +154,14 @@ export class EventService {
   }
 
   /** The event with the record of every delivery it caused. */
-  async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { deliveries: DeliveryRecord[] }> {
+  async show(workspaceId: string, eventId: string): Promise<PlatformEvent & { publisherName?: string; deliveries: DeliveryRecord[] }> {
     await this.deps.workspaces.assertExists(workspaceId);
     const event = await this.deps.events.find(workspaceId, eventId);
     if (!event) throw notFound(`event ${eventId} not found in workspace ${workspaceId}`);
     const deliveries = await this.deps.deliveries.ofEvent(workspaceId, eventId);
-    return { ...event, deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
+    // Read now, not stored: a renamed user shows their current name; a deleted one, none (publishedBy stays).
+    const publisherName = event.publishedBy === undefined ? undefined : this.deps.fullNameOf(event.publishedBy);
+    return { ...event, ...(publisherName === undefined ? {} : { publisherName }), deliveries: deliveries.map((record) => this.withoutCredentials(record)) };
   }
 
   /** One delivery record of the workspace, whatever its status; 404 when the workspace has none of that id. */
