@@ -26,9 +26,15 @@ browserTest('a session cookie set outside the console signs it in; without one, 
 
   const admin = await t.admin();
   await page.context().addCookies([{ name: 'platform_token', value: admin.token, url: t.url, httpOnly: true, sameSite: 'Lax' }]);
+  // The page preloads the session while its scripts load; the console then reads that answer, asking no second time.
+  const asked: string[] = [];
+  page.on('request', (request) => {
+    if (new URL(request.url()).pathname === '/api/auth/session') asked.push(request.resourceType());
+  });
   await visit(page, '/');
   await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
   assert.ok(await page.getByText(ADMIN.email).first().isVisible(), 'signed in as the cookie’s user');
+  assert.equal(asked, ['other'], 'one request for the session: the preload');
 
   await page.context().clearCookies();
   await visit(page, '/');
