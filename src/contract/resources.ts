@@ -264,6 +264,18 @@ export const DeliveryRecord = v.strictObject({
 });
 export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
 
+/**
+ * How an event's deliveries stand, counted by status: SUCCEEDED is delivered,
+ * PENDING pending (queued or retrying), DEAD dead (a dead letter), DISCARDED
+ * discarded (a dead letter an operator gave up on).
+ */
+export const DeliverySummary = v.strictObject({ delivered: Count, pending: Count, dead: Count, discarded: Count });
+export type DeliverySummary = v.InferOutput<typeof DeliverySummary>;
+
+/** An event as the events list shows it: with how its deliveries stand (always sent; absent only from an older daemon). */
+export const ListedEvent = v.strictObject({ ...eventEntries, deliverySummary: v.optional(DeliverySummary) });
+export type ListedEvent = v.InferOutput<typeof ListedEvent>;
+
 /** `GET /api/workspaces/{id}/events/{eventId}`: the event and the record of each delivery it caused. */
 export const EventWithDeliveries = v.strictObject({ ...eventEntries, deliveries: v.array(DeliveryRecord) });
 export type EventWithDeliveries = v.InferOutput<typeof EventWithDeliveries>;
@@ -501,6 +513,8 @@ export const namedResources = {
   RotatedSecret,
   TestDelivery,
   PlatformEvent,
+  DeliverySummary,
+  ListedEvent,
   DeliveryAttempt,
   DeliveryRecord,
   EventWithDeliveries,
