@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { FAST_DISPATCH, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
-import type { Api } from './helpers/http.js';
+import { FAST_DISPATCH, publishConcurrently, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
+import type { Api, HttpResult } from './helpers/http.js';
 import { subscriberPool } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -103,6 +103,35 @@ test('each listed event says how its deliveries stand, and the deliveries filter
     newestFirst.filter((event) => event.eventKey === 'crm.deal.lost').map((event) => event.id),
     'the filter combines with the event key',
   );
+});
+
+test('a filter finds its events behind thousands that do not match, and pages through those that do', async () => {
+  const failing = await subscribers.start(() => ({ status: 500 }));
+  await workspaceWith(admin, 'sparse', 'crm');
+  await subscribeExternal(admin, 'sparse', 'crm.deal.lost', 'crm', failing.url);
+  const lost = (await admin.post('/api/workspaces/sparse/events/publish', { eventKey: 'crm.deal.lost', payload: {} })).body.meta.eventId;
+  // More events than the file store looks at in one step: the filtered listing goes on over several.
+  const unheard = new Set(await publishConcurrently(admin, 'sparse', 2_500, 8, (n) => ({ eventKey: 'crm.note.added', payload: { n } })));
+  await waitFor('the delivery dead', async () => (await admin.get(`/api/workspaces/sparse/events/${lost}`)).body.data.deliveries[0].status === 'DEAD');
+
+  const failed: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page: HttpResult = await admin.get(`/api/workspaces/sparse/events?deliveries=failed&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+    failed.push(...page.body.data.map((event: { id: string }) => event.id));
+    cursor = page.body.meta.nextCursor;
+  } while (cursor);
+  assert.equal(failed, [lost]);
+
+  const none = new Set<string>();
+  cursor = undefined;
+  do {
+    const page: HttpResult = await admin.get(`/api/workspaces/sparse/events?deliveries=none&limit=700${cursor ? `&cursor=${cursor}` : ''}`);
+    for (const event of page.body.data) none.add(event.id);
+    cursor = page.body.meta.nextCursor;
+  } while (cursor);
+  assert.is(none.size, unheard.size);
+  assert.ok([...unheard].every((id) => none.has(id)));
 });
 
 test('a deliveries filter the listing does not know is 400 in the envelope', async () => {
