@@ -275,9 +275,10 @@ export class EventLog {
    *
    * Events are taken in batches, each with the summary of its deliveries that
    * `summariesOf` gives for the batch's id fingerprints (one pass over the
-   * delivery records; the log alone knows of none). An event none of whose fingerprints has records has no
-   * delivery, known without reading its line; so a delivery filter reads only
-   * the lines of events that have deliveries. Filtered, one call looks at one
+   * delivery records; the log alone knows of none). An event whose id's
+   * fingerprint no record has has no delivery, known without reading its
+   * line; so a delivery filter reads only the lines of events that have
+   * deliveries (or share a fingerprint with one). Filtered, one call looks at one
    * batch of FILTER_BATCH events at most, and answers `more` with the position
    * of the last one it looked at: the caller goes on from there after the
    * event loop had its turn.
@@ -587,11 +588,6 @@ function indexOf(lines: WorkspaceLines, position: EventPosition, lineAt: (index:
 /** How far into a line its first fields are looked for: an event's id and key come first. */
 const HEAD_BYTES = 512;
 
-/**
- * A string field of an event's line: read from the line's head where the
- * event has it (JSON.stringify writes id and eventKey first), else from the
- * whole line parsed.
- */
 /** The event's JSON line with its delivery summary as the last field (the line ends with the event's closing brace). */
 function withSummary(line: string | Buffer, summary: DeliverySummary): string | Buffer {
   const field = `,"deliverySummary":${JSON.stringify(summary)}}`;
@@ -599,6 +595,11 @@ function withSummary(line: string | Buffer, summary: DeliverySummary): string | 
   return Buffer.concat([line.subarray(0, line.lastIndexOf(0x7d)), Buffer.from(field)]);
 }
 
+/**
+ * A string field of an event's line: read from the line's head where the
+ * event has it (JSON.stringify writes id and eventKey first), else from the
+ * whole line parsed.
+ */
 function fieldOf(line: string | Buffer, field: 'id' | 'eventKey'): string {
   const head = typeof line === 'string' ? line.slice(0, HEAD_BYTES) : line.subarray(0, HEAD_BYTES).toString('utf8');
   const match = HEAD_FIELDS.exec(head);
