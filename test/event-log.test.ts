@@ -29,6 +29,8 @@ function event(workspace: string, ageMs: number, key = 'a.b'): PlatformEvent {
   };
 }
 
+/** An event as the log alone lists it: it knows of no delivery. */
+const listedAlone = (event: PlatformEvent) => ({ ...event, deliverySummary: { delivered: 0, pending: 0, dead: 0, discarded: 0 } });
 const segments = (dir: string) => readdirSync(dir).filter((name) => name.startsWith('segment-') && name.endsWith('.log')).sort();
 const storedIds = (dir: string) =>
   segments(dir).flatMap((name) =>
@@ -177,10 +179,10 @@ test('a reopen indexes events from their lines without their payloads: key, work
 
   const reopened = await EventLog.open(dir, options);
   const policy = { maxAgeMs: 7 * DAY, maxPerWorkspace: 100 };
-  assert.equal((await listed(reopened, 'shop', { limit: 10, eventKey: 'order."quoted"' }, policy, NOW)).items, [young], 'by key, aged by the real occurredAt');
+  assert.equal((await listed(reopened, 'shop', { limit: 10, eventKey: 'order."quoted"' }, policy, NOW)).items, [listedAlone(young)], 'by key, aged by the real occurredAt');
   const { removedEvents } = await reopened.applyRetention(policy, NOW);
   assert.is(removedEvents, 1, 'the old event expires, whatever its payload says');
-  assert.equal((await listed(reopened, 'shop', { limit: 10 }, policy, NOW)).items, [other, young]);
+  assert.equal((await listed(reopened, 'shop', { limit: 10 }, policy, NOW)).items, [other, young].map(listedAlone));
   await reopened.close();
 });
 

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { runCli, runCliOnTty } from './helpers/cli.js';
-import { FAST_DISPATCH, publishExtension } from './helpers/fixtures.js';
+import { FAST_DISPATCH, publishExtension, subscribeExternal, workspaceWith } from './helpers/fixtures.js';
 import type { Api } from './helpers/http.js';
 import { hasValidSignature, startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { tempDir } from './helpers/temp.js';
@@ -302,6 +302,31 @@ test('dlq discard --all takes the filters of replay, asks first, and says how ma
     const left = JSON.parse(await ok(['dlq', 'list', '--all', '--json']));
     assert.equal(left.map((letter: { event: { eventKey: string } }) => letter.event.eventKey), ['crm.deal.lost']);
     assert.match(await ok(['dlq', 'list', '--limit', '1']), /crm\.deal\.lost/);
+  } finally {
+    await failing.close();
+  }
+});
+
+test('events list shows how each event\'s deliveries stand, and --deliveries lists only the events whose deliveries stand so', async () => {
+  const failing = await startSubscriber(() => ({ status: 500 }));
+  try {
+    await workspaceWith(admin, 'summed', 'crm');
+    await subscribeExternal(admin, 'summed', 'crm.deal.lost', 'crm', failing.url);
+    const lost = JSON.parse(await ok(['events', 'publish', 'summed', 'crm.deal.lost', '--payload', '{}', '--json'])).eventId;
+    const unheard = JSON.parse(await ok(['events', 'publish', 'summed', 'crm.note.added', '--payload', '{}', '--json'])).eventId;
+    const table = await waitFor('the delivery dead', async () => {
+      const text = await ok(['events', 'list', 'summed']);
+      return /crm\.deal\.lost.*\s1 dead\s/.test(text) && text;
+    });
+    assert.match(table, /DELIVERIES/);
+    assert.match(table, new RegExp(`crm\\.note\\.added.*\\sno deliveries\\s+${unheard}`));
+    const failed = JSON.parse(await ok(['events', 'list', 'summed', '--deliveries', 'failed', '--json']));
+    assert.equal(failed.map((event: { id: string }) => event.id), [lost]);
+    assert.equal(failed[0].deliverySummary, { delivered: 0, pending: 0, dead: 1, discarded: 0 });
+    assert.equal(JSON.parse(await ok(['events', 'list', 'summed', '--deliveries', 'none', '--json'])).map((event: { id: string }) => event.id), [unheard]);
+    const typo = await cli(['events', 'list', 'summed', '--deliveries', 'dead']);
+    assert.is(typo.code, 2, typo.stderr);
+    assert.match(typo.stderr, 'failed');
   } finally {
     await failing.close();
   }

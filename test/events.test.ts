@@ -39,7 +39,7 @@ test('publish answers 200 with meta.eventId and records the PlatformEvent', asyn
   const eventId = result.body.meta.eventId;
   assert.match(eventId, /^[0-9a-f-]{36}$/);
   const [event] = (await admin.get('/api/workspaces/records/events')).body.data;
-  assert.equal(Object.keys(event).sort(), ['actor', 'eventKey', 'id', 'occurredAt', 'payload', 'publishedBy', 'schemaVersion', 'tenantId']);
+  assert.equal(Object.keys(event).sort(), ['actor', 'deliverySummary', 'eventKey', 'id', 'occurredAt', 'payload', 'publishedBy', 'schemaVersion', 'tenantId']);
   assert.equal(event, { ...event, id: eventId, eventKey: 'crm.deal.closed', tenantId: 'records', actor: 'admin@example.test', payload: { amount: 5 }, schemaVersion: '2' });
   assert.match(event.occurredAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 });

@@ -1,13 +1,15 @@
 import type { LocationQuery } from 'vue-router';
+import { DeliveryFilter } from '../contract/requests';
 import { EventKey, problemWith } from '../contract/schemas';
 import type { DeliveryAttempt, DeliveryRecord, DeliveryStatus } from '../contract/types';
 import { ApiError } from './api';
 
-/** An event listing's filter as the address holds it: instants in ISO 8601, as the API takes them. */
+/** An event listing's filter as the address holds it: instants in ISO 8601, as the API takes them; `deliveries` '' for any. */
 export interface EventQuery {
   eventKey: string;
   since: string;
   until: string;
+  deliveries: DeliveryFilter | '';
 }
 
 /** The same filter as the form shows it: `datetime-local` values, in the browser's time zone. */
@@ -15,12 +17,23 @@ export interface EventForm {
   eventKey: string;
   since: string;
   until: string;
+  deliveries: DeliveryFilter | '';
 }
 
+/** The choices of the Deliveries filter, as the form offers them. */
+export const deliveryChoices: ReadonlyArray<{ value: DeliveryFilter | ''; label: string }> = [
+  { value: '', label: 'All' },
+  { value: 'failed', label: 'Failed' },
+  { value: 'pending', label: 'Pending' },
+  { value: 'delivered', label: 'Delivered' },
+  { value: 'none', label: 'None' },
+];
+
 const text = (value: unknown) => (typeof value === 'string' ? value : '');
+const deliveryFilterOf = (value: unknown): DeliveryFilter | '' => (DeliveryFilter.options as readonly unknown[]).includes(value) ? (value as DeliveryFilter) : '';
 
 export function eventQueryOf(query: LocationQuery): EventQuery {
-  return { eventKey: text(query.eventKey), since: text(query.since), until: text(query.until) };
+  return { eventKey: text(query.eventKey), since: text(query.since), until: text(query.until), deliveries: deliveryFilterOf(query.deliveries) };
 }
 
 /** `2026-01-31T13:05` in this browser's zone, for a `datetime-local` input; '' for none or an unreadable instant. */
@@ -32,7 +45,7 @@ export function localInput(iso: string): string {
 }
 
 export function formOf(query: EventQuery): EventForm {
-  return { eventKey: query.eventKey, since: localInput(query.since), until: localInput(query.until) };
+  return { eventKey: query.eventKey, since: localInput(query.since), until: localInput(query.until), deliveries: query.deliveries };
 }
 
 /**
@@ -50,6 +63,7 @@ export function queryOf(form: EventForm): Record<string, string> {
   }
   if (form.since) query.since = new Date(form.since).toISOString();
   if (form.until) query.until = new Date(new Date(form.until).getTime() + 59_999).toISOString();
+  if (form.deliveries) query.deliveries = form.deliveries;
   if (query.since && query.until && query.since > query.until) throw new ApiError('Since must come before Until.', 'VALIDATION_ERROR', 400);
   return query;
 }

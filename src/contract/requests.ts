@@ -288,8 +288,17 @@ export const TestSubscriptionBody = jsonObject({
   payload: v.optional(v.custom<Record<string, unknown>>(isJsonObject, 'must be a JSON object')),
 });
 
+/**
+ * The events list's filter by how an event's deliveries stand: `failed`, at
+ * least one dead delivery; `pending`, at least one still pending; `delivered`,
+ * at least one and every one succeeded; `none`, no delivery at all.
+ */
+export const DeliveryFilter = v.picklist(['failed', 'pending', 'delivered', 'none'], 'must be one of failed, pending, delivered, none');
+export type DeliveryFilter = v.InferOutput<typeof DeliveryFilter>;
+
 export const EventsQuery = v.object({
   eventKey: v.optional(EventKey),
+  deliveries: v.optional(DeliveryFilter),
   since: v.optional(QueryInstant),
   until: v.optional(QueryInstant),
   limit: v.optional(QueryInt(1, 1000), '50'),

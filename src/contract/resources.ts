@@ -275,6 +275,24 @@ export const DeliveryRecord = v.strictObject({
 });
 export type DeliveryRecord = v.InferOutput<typeof DeliveryRecord>;
 
+/**
+ * How an event's deliveries stand, counted by status: SUCCEEDED is delivered,
+ * PENDING pending (queued or retrying), DEAD dead (a dead letter), DISCARDED
+ * discarded (a dead letter an operator gave up on).
+ */
+export const DeliverySummary = v.strictObject({ delivered: Count, pending: Count, dead: Count, discarded: Count });
+export type DeliverySummary = v.InferOutput<typeof DeliverySummary>;
+
+/** The summary in words, as the console and the CLI show it: "2 delivered · 1 dead", counts of 0 left out; "no deliveries" when all are. */
+export function describeDeliverySummary(summary: DeliverySummary): string {
+  const parts = (['delivered', 'pending', 'dead', 'discarded'] as const).filter((status) => summary[status] > 0).map((status) => `${summary[status]} ${status}`);
+  return parts.length === 0 ? 'no deliveries' : parts.join(' · ');
+}
+
+/** An event as the events list shows it: with how its deliveries stand (always sent; absent only from an older daemon). */
+export const ListedEvent = v.strictObject({ ...eventEntries, deliverySummary: v.optional(DeliverySummary) });
+export type ListedEvent = v.InferOutput<typeof ListedEvent>;
+
 /** `GET /api/workspaces/{id}/events/{eventId}`: the event and the record of each delivery it caused. */
 export const EventWithDeliveries = v.strictObject({
   ...eventEntries,
@@ -519,6 +537,8 @@ export const namedResources = {
   TestDelivery,
   Redelivery,
   PlatformEvent,
+  DeliverySummary,
+  ListedEvent,
   DeliveryAttempt,
   DeliveryRecord,
   EventWithDeliveries,

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { ApiError } from '../../contract/client.js';
-import { IdempotencyKey } from '../../contract/requests.js';
+import { DeliveryFilter, IdempotencyKey } from '../../contract/requests.js';
+import { describeDeliverySummary } from '../../contract/resources.js';
 import { clientFor } from '../client.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { integerFlag, jsonObjectFlag, parseWith } from '../flags.js';
@@ -123,19 +124,25 @@ export function registerEvents(program: Command): void {
       .option('--event <eventKey>', 'only this event key')
       .option('--since <time>', 'occurred at or after (ISO 8601)')
       .option('--until <time>', 'occurred at or before (ISO 8601)')
+      .option(
+        '--deliveries <state>',
+        'only events with a dead delivery (failed), one still pending (pending), every one succeeded (delivered), or none at all (none)',
+        parseWith(DeliveryFilter),
+      )
       .option('--limit <n>', 'how many per page (1-1000; default 50)', integerFlag(1, 1000))
       .option('--all', 'follow the pages to the oldest retained event'),
     'platform events list acme --event crm.deal.closed --limit 10',
+    'platform events list acme --deliveries failed --all',
   )
     .option('--json', 'print JSON')
     .action(
       async (
         workspace: string,
-        flags: { event?: string; since?: string; until?: string; limit?: number; all?: boolean; json?: boolean },
+        flags: { event?: string; since?: string; until?: string; deliveries?: DeliveryFilter; limit?: number; all?: boolean; json?: boolean },
         command: Command,
       ) => {
         const client = clientFor(command);
-        const query = { eventKey: flags.event, since: flags.since, until: flags.until };
+        const query = { eventKey: flags.event, since: flags.since, until: flags.until, deliveries: flags.deliveries };
         const listing = await fetchCursorListing((page) => client.call('listEvents', { params: { id: workspace }, query: { ...query, ...page } }), flags);
         if (flags.json) return printJson(listing.items);
         printTable(listing.items, [
@@ -143,6 +150,7 @@ export function registerEvents(program: Command): void {
           { header: 'EVENT', value: (event) => event.eventKey },
           { header: 'ACTOR', value: (event) => event.actor },
           { header: 'PUBLISHED BY', value: (event) => event.publishedBy ?? '-' },
+          { header: 'DELIVERIES', value: (event) => (event.deliverySummary ? describeDeliverySummary(event.deliverySummary) : '-') },
           { header: 'ID', value: (event) => event.id },
         ]);
         if (listing.more) printLine('(more: --all to list every page)');

@@ -18,6 +18,7 @@ import type { StoredSubscription } from '../workspaces/types.js';
 import type { ActivityFeed } from './activity.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
 import type { EventPage, EventStore } from './store.js';
+import type { ListedEvent } from './delivery-summary.js';
 import { PublishEventBody } from '../../contract/requests.js';
 import { checkPayload, type PublishEventInput } from './schemas.js';
 
@@ -134,8 +135,8 @@ export class EventService {
     return this.publish(workspaceId, input, eventId === undefined ? origin : { ...origin, eventId });
   }
 
-  /** Newest first, every retained event, into `budget`; see EventStore.page. */
-  async list(workspaceId: string, query: EventPageQuery, budget: PageBudget<PlatformEvent>): Promise<EventPage> {
+  /** Newest first, every retained event with the summary of its deliveries, into `budget`; see EventStore.page. */
+  async list(workspaceId: string, query: EventPageQuery, budget: PageBudget<ListedEvent>): Promise<EventPage> {
     await this.deps.workspaces.assertExists(workspaceId);
     return this.deps.events.page(workspaceId, query, this.deps.retention, this.now(), budget);
   }

@@ -2,6 +2,7 @@ import type { PlatformEvent } from '../../handlers/sdk.js';
 import type { PageBudget } from '../paging.js';
 import type { Delivery } from '../dispatch/types.js';
 import type { EventPageQuery, RetentionPolicy } from './types.js';
+import type { ListedEvent } from './delivery-summary.js';
 
 /** The page's events are in the budget the listing was given, as the JSON it sends. */
 export interface EventPage {
@@ -19,8 +20,8 @@ export interface EventPage {
  */
 export interface EventStore {
   publish(event: PlatformEvent, deliveries: readonly Delivery[]): Promise<readonly Delivery[]>;
-  /** Fills `budget` with the page's events, up to `query.limit`. */
-  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget?: PageBudget<PlatformEvent>): Promise<EventPage>;
+  /** Fills `budget` with the page's events, each with the summary of its deliveries, up to `query.limit`. */
+  page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget?: PageBudget<ListedEvent>): Promise<EventPage>;
   /** Undefined when the workspace holds no such event (any more). */
   find(workspaceId: string, eventId: string): Promise<PlatformEvent | undefined>;
   /** Removes expired events and the records of their deliveries. */

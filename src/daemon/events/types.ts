@@ -1,3 +1,5 @@
+import type { DeliveryFilter } from '../../contract/requests.js';
+
 export interface RetentionPolicy {
   maxAgeMs: number;
   maxPerWorkspace: number;
@@ -5,6 +7,8 @@ export interface RetentionPolicy {
 
 export interface EventPageQuery {
   eventKey?: string | undefined;
+  /** Only events whose deliveries stand so (see matchesDeliveryFilter). */
+  deliveries?: DeliveryFilter | undefined;
   /** Epoch ms, inclusive. */
   since?: number | undefined;
   until?: number | undefined;

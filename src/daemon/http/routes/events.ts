@@ -2,7 +2,7 @@ import { toPublicDeliveryRecord } from '../../dispatch/types.js';
 import type { HttpContext } from '../context.js';
 import { checkRange, decodeCursor, encodeCursor } from '../cursor.js';
 import { PageReply, Reply, type Handlers } from '../endpoint.js';
-import type { PlatformEvent } from '../../../handlers/sdk.js';
+import type { ListedEvent } from '../../events/delivery-summary.js';
 import { PageBudget } from '../../paging.js';
 
 /** Where the page stopped, in the event store's own terms: the store reads it (and refuses one it cannot). */
@@ -28,7 +28,7 @@ export const eventRoutes = ({ services: { events, idempotency }, config: { maxPa
     listEvents: async ({ params, query: { cursor, ...query } }) => {
       checkRange(query.since, query.until);
       const before = cursor === undefined ? undefined : decodeCursor(cursor, 'events', params.id, isEventCursor);
-      const budget = new PageBudget<PlatformEvent>(maxPageBytes);
+      const budget = new PageBudget<ListedEvent>(maxPageBytes);
       const { last } = await events.list(params.id, { ...query, before }, budget);
       const nextCursor = last ? encodeCursor('events', params.id, last) : undefined;
       return new PageReply(budget, { limit: query.limit, ...(nextCursor ? { nextCursor } : {}) });

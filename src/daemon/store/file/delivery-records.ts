@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
 import { unbounded } from '../../paging.js';
+import { countDelivery, noDeliveries, type DeliverySummary } from '../../events/delivery-summary.js';
 import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
 /**
@@ -550,6 +551,26 @@ export class DeliveryRecords {
       if (record.eventId === eventId) found.push(record);
     }
     return found;
+  }
+
+  /**
+   * How the deliveries of some events stand, by event id: one pass over the
+   * workspace's columns for the records whose event id's fingerprint is among
+   * `eventIdHashes` (confirmed on the record). An event with no record has no
+   * entry. The events list asks for a batch of its events at a time.
+   */
+  summariesOf(workspaceId: string, eventIdHashes: ReadonlySet<number>): Map<string, DeliverySummary> {
+    const summaries = new Map<string, DeliverySummary>();
+    const records = this.workspaces.get(workspaceId);
+    if (!records || eventIdHashes.size === 0) return summaries;
+    for (let index = 0; index < records.length; index += 1) {
+      if (!eventIdHashes.has(records.eventIdHashes.get(index))) continue;
+      const { eventId, status } = this.recordAt(records, index);
+      const summary = summaries.get(eventId) ?? noDeliveries();
+      countDelivery(summary, status);
+      summaries.set(eventId, summary);
+    }
+    return summaries;
   }
 
   /**

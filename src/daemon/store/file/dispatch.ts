@@ -8,6 +8,7 @@ import { CarriedEvent, type DeadLetterFilter, type Delivery, type DeliveryQuery,
 import { EventLog, type EventPosition } from './event-log.js';
 import { notACursor } from '../../errors.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
+import type { ListedEvent } from '../../events/delivery-summary.js';
 import type { RecentLimits } from './recent.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import { unbounded, type PageBudget } from '../../paging.js';
@@ -119,15 +120,16 @@ class FileEventStore implements EventStore {
   }
 
   /**
-   * Read from the log in chunks of SYNC_READ_BYTES, each synchronous, the
-   * event loop free between them; each chunk goes on from the last event of
-   * the one before, as a client's next page would (same guarantee).
+   * Read from the log in chunks of SYNC_READ_BYTES (filtered by deliveries, of
+   * one batch of events at most), each synchronous, the event loop free
+   * between them; each chunk goes on from the last event the one before
+   * decided, as a client's next page would (same guarantee).
    */
-  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
+  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<ListedEvent>()): Promise<EventPage> {
     let last = query.before === undefined ? undefined : positionOf(query.before);
     for (;;) {
       budget.startChunk(SYNC_READ_BYTES);
-      const chunk = this.log.page(workspaceId, { ...query, before: last }, policy, now, budget);
+      const chunk = this.log.page(workspaceId, { ...query, before: last }, policy, now, budget, (hashes) => this.records.summariesOf(workspaceId, hashes));
       last = chunk.last ?? last;
       const paused = chunk.more && !budget.full && budget.count < query.limit;
       if (!paused) return { more: chunk.more, ...(chunk.more && last ? { last: cursorOf(last) } : {}) };

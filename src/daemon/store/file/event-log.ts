@@ -7,8 +7,13 @@ import { ensurePrivateDir, fsyncDir, isMissing, writeSynced } from '../../files.
 import { Column, Swap, hash32, readBytes, SWAP_CACHE_BYTES } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
+import { matchesDeliveryFilter, noDeliveries, type DeliverySummary, type ListedEvent } from '../../events/delivery-summary.js';
 import { RecentEvents, type RecentLimits } from './recent.js';
 import { readSegmentIndex, removeSegmentIndex, writeSegmentIndex, type IndexedLines } from './segment-index.js';
+
+/** Events a filtered listing looks at in one synchronous step (each batch costs a pass over the workspace's delivery records). */
+const FILTER_BATCH = 1024;
+const NO_DELIVERIES: Readonly<DeliverySummary> = noDeliveries();
 
 /** An event's place in the log: its segment, occurredAt (ms) and id. The file backend's event cursor says it (see dispatch.ts). */
 export interface EventPosition {
@@ -267,21 +272,39 @@ export class EventLog {
    * the page's, not the log's, and the page ends where `budget` is full (or
    * its chunk is: see PageBudget.startChunk). Synchronous, so that no
    * compaction swaps a file under it: the budget bounds what it reads.
-   */
-  /**
+   *
+   * Events are taken in batches, each with the summary of its deliveries that
+   * `summariesOf` gives for the batch's id fingerprints (one pass over the
+   * delivery records; the log alone knows of none). An event whose id's
+   * fingerprint no record has has no delivery, known without reading its
+   * line; so a delivery filter reads only the lines of events that have
+   * deliveries (or share a fingerprint with one). Filtered, one call looks at one
+   * batch of FILTER_BATCH events at most, and answers `more` with the position
+   * of the last one it looked at: the caller goes on from there after the
+   * event loop had its turn.
+   *
    * Admits the page's events to `budget` as the JSON of their lines (each
    * line is an event as JSON.stringify wrote it: sent as it is, never parsed
-   * but where a fingerprint only narrows down); answers whether more follow
-   * and the position of the page's last event.
+   * but where a fingerprint only narrows down), the summary spliced in at the
+   * end; answers whether more follow and the position of the last event
+   * decided (admitted, or left out by the filter).
    */
-  page(workspaceId: string, query: LogPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): { more: boolean; last?: EventPosition } {
+  page(
+    workspaceId: string,
+    query: LogPageQuery,
+    policy: RetentionPolicy,
+    now: number,
+    budget = unbounded<ListedEvent>(),
+    summariesOf: (eventIdHashes: ReadonlySet<number>) => ReadonlyMap<string, DeliverySummary> = () => new Map(),
+  ): { more: boolean; last?: EventPosition } {
     const cutoff = Math.max(now - policy.maxAgeMs, query.since ?? Number.NEGATIVE_INFINITY);
     const until = query.until ?? Number.POSITIVE_INFINITY;
     const keyHash = query.eventKey === undefined ? null : hash32(query.eventKey);
-    const { before } = query;
+    const { before, deliveries: filter } = query;
+    // Unfiltered, a batch is what the page can still take (and one more, to know whether more follow).
+    let room = filter === undefined ? query.limit - budget.count + 1 : FILTER_BATCH;
     let more = false;
-    // The page's last event: its id is read from its line only once the page is done.
-    let last: { segment: number; at: number; line: string | Buffer } | undefined;
+    let last: EventPosition | undefined;
     this.walk(workspaceId, (segment, lines, lineAt) => {
       if (before && segment.sequence > before.segment) return true;
       let start = lines.length - 1;
@@ -292,23 +315,46 @@ export class EventLog {
         if (found >= 0) start = found - 1;
         else olderThan = before.at;
       }
-      for (let index = start; index >= 0 && !more; index -= 1) {
-        const at = lines.occurredAt.get(index);
-        if (at < cutoff || at > until || at >= olderThan) continue;
-        if (keyHash !== null && lines.keyHashes.get(index) !== keyHash) continue;
-        // Unfiltered, a line is an event: no need to read it to know that more follow.
-        if (keyHash === null && !budget.hasRoom()) {
-          more = true;
-          continue;
+      // The last event decided in this segment: its id is read from its line once the segment is done.
+      let decided: { index: number; at: number; line?: string | Buffer } | undefined;
+      for (let index = start; index >= 0 && !more; ) {
+        const batch: Array<{ index: number; at: number; line?: string | Buffer }> = [];
+        for (; index >= 0 && batch.length < room; index -= 1) {
+          const at = lines.occurredAt.get(index);
+          if (at < cutoff || at > until || at >= olderThan) continue;
+          if (keyHash === null) batch.push({ index, at });
+          else if (lines.keyHashes.get(index) === keyHash) {
+            const line = lineAt(index);
+            if (fieldOf(line, 'eventKey') === query.eventKey) batch.push({ index, at, line });
+          }
         }
-        const line = lineAt(index);
-        if (query.eventKey !== undefined && fieldOf(line, 'eventKey') !== query.eventKey) continue;
-        if (budget.count === query.limit || !budget.hasRoom() || !budget.admitJson(line)) more = true;
-        else last = { segment: segment.sequence, at, line };
+        if (batch.length === 0) break;
+        room -= batch.length;
+        const summaries = summariesOf(new Set(batch.map((candidate) => lines.idHashes.get(candidate.index))));
+        const withRecords = new Set([...summaries.keys()].map(hash32));
+        for (const candidate of batch) {
+          let summary = NO_DELIVERIES;
+          if (withRecords.has(lines.idHashes.get(candidate.index))) {
+            candidate.line ??= lineAt(candidate.index);
+            summary = summaries.get(fieldOf(candidate.line, 'id')) ?? NO_DELIVERIES;
+          }
+          if (filter !== undefined && !matchesDeliveryFilter(summary, filter)) {
+            decided = candidate;
+            continue;
+          }
+          if (budget.count === query.limit || !budget.hasRoom() || !budget.admitJson(withSummary((candidate.line ??= lineAt(candidate.index)), summary))) {
+            more = true;
+            break;
+          }
+          decided = candidate;
+        }
+        // This call's batch is done; what is left is the next call's.
+        if (room === 0) more = true;
       }
+      if (decided) last = { segment: segment.sequence, at: decided.at, id: fieldOf(decided.line ?? lineAt(decided.index), 'id') };
       return !more;
     });
-    return { more, ...(more && last ? { last: { segment: last.segment, at: last.at, id: fieldOf(last.line, 'id') } } : {}) };
+    return { more, ...(more && last ? { last } : {}) };
   }
 
   /** One event of the workspace, found by its id's fingerprint (newest segment first); undefined if not retained. */
@@ -541,6 +587,13 @@ function indexOf(lines: WorkspaceLines, position: EventPosition, lineAt: (index:
 
 /** How far into a line its first fields are looked for: an event's id and key come first. */
 const HEAD_BYTES = 512;
+
+/** The event's JSON line with its delivery summary as the last field (the line ends with the event's closing brace). */
+function withSummary(line: string | Buffer, summary: DeliverySummary): string | Buffer {
+  const field = `,"deliverySummary":${JSON.stringify(summary)}}`;
+  if (typeof line === 'string') return line.slice(0, line.lastIndexOf('}')) + field;
+  return Buffer.concat([line.subarray(0, line.lastIndexOf(0x7d)), Buffer.from(field)]);
+}
 
 /**
  * A string field of an event's line: read from the line's head where the

@@ -4,6 +4,7 @@ import type { Delivery } from '../../dispatch/types.js';
 import { describeFault, notACursor, unavailable } from '../../errors.js';
 import type { EventPage, EventStore } from '../../events/store.js';
 import type { EventPageQuery, RetentionPolicy } from '../../events/types.js';
+import type { DeliverySummary, ListedEvent } from '../../events/delivery-summary.js';
 import { fillBySize, unbounded } from '../../paging.js';
 import type { ChangeFeed } from './change-feed.js';
 import { lostMidStatement, type Database } from './database.js';
@@ -73,7 +74,7 @@ export class PostgresEventStore implements EventStore {
     return published;
   }
 
-  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<PlatformEvent>()): Promise<EventPage> {
+  async page(workspaceId: string, query: EventPageQuery, policy: RetentionPolicy, now: number, budget = unbounded<ListedEvent>()): Promise<EventPage> {
     const since = Math.max(now - policy.maxAgeMs, query.since ?? 0);
     const before = query.before === undefined ? null : seqOf(query.before);
     // The page's rows and their sizes first, then only the events that fit, in batches: a page of
@@ -90,11 +91,12 @@ export class PostgresEventStore implements EventStore {
           count,
           after ?? before,
           policy.maxPerWorkspace,
+          query.deliveries ?? null,
         ]);
         return rows;
       },
-      async (keys) => (await this.database.query<Pick<EventRow, 'seq' | 'event'>>(READ_EVENTS, [keys])).rows,
-      (row) => row.event,
+      async (keys) => (await this.database.query<Pick<EventRow, 'seq' | 'event'> & DeliverySummary>(READ_EVENTS, [keys])).rows,
+      ({ event, delivered, pending, dead, discarded }): ListedEvent => ({ ...event, deliverySummary: { delivered, pending, dead, discarded } }),
     );
     return { more, ...(more && last ? { last: last.seq } : {}) };
   }
