@@ -44,7 +44,7 @@ browserTest.before(async () => {
 browserTest.after(() => closeAll(browser, answering, failing, t));
 
 browserTest('each event shows how its deliveries stand, in words', async () => {
-  await visit(page, '/workspaces/ops');
+  await visit(page, '/workspaces/ops/events');
   await rows().first().waitFor();
   assert.is(await rows().count(), 3);
   assert.is((await deliveriesOf('jobs.done').textContent())?.trim(), '1 delivered');
