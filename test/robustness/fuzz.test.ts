@@ -185,10 +185,15 @@ const ROUTES: Record<string, RouteFixture> = {
     params: { key: EXTENSION, version: '9.9.9' },
     baseline: [404],
   },
-  'GET /api/admin/audit': { access: 'admin', query: { extensionKey: 'text', limit: 'int', offset: 'int' }, baseline: [200] },
+  'GET /api/admin/audit': {
+    access: 'admin',
+    query: { extensionKey: 'text', version: 'text', action: 'text', limit: 'int', offset: 'int', cursor: 'text' },
+    baseline: [200],
+  },
   'POST /api/admin/workspaces': { access: 'admin', body: { id: WORKSPACE, name: 'Fuzz' }, baseline: [409] },
   'GET /api/workspaces': { access: 'user', baseline: [200] },
   'GET /api/workspaces/:id': { access: 'user', params: { id: WORKSPACE }, baseline: [200] },
+  'GET /api/workspaces/:id/members': { access: 'user', params: { id: WORKSPACE }, baseline: [200] },
   'PUT /api/admin/workspaces/:id/members/:userId': { access: 'admin', params: { id: MISSING, userId: MISSING_ID }, baseline: [404] },
   'DELETE /api/admin/workspaces/:id/members/:userId': {
     access: 'admin',
@@ -256,7 +261,7 @@ const ROUTES: Record<string, RouteFixture> = {
   'GET /api/workspaces/:id/events': {
     access: 'user',
     params: { id: WORKSPACE },
-    query: { eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
+    query: { eventKey: 'text', deliveries: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
     baseline: [200],
   },
   'GET /api/workspaces/:id/events/:eventId': { access: 'user', params: { id: WORKSPACE, eventId: MISSING_ID }, baseline: [404] },
@@ -266,6 +271,8 @@ const ROUTES: Record<string, RouteFixture> = {
     query: { status: 'text', subscriptionId: 'text', eventKey: 'text', since: 'text', until: 'text', limit: 'int', cursor: 'text' },
     baseline: [200],
   },
+  'GET /api/workspaces/:id/deliveries/:deliveryId': { access: 'user', params: { id: WORKSPACE, deliveryId: MISSING_ID }, baseline: [404] },
+  'POST /api/workspaces/:id/deliveries/:deliveryId/redeliver': { access: 'admin', params: { id: WORKSPACE, deliveryId: MISSING_ID }, baseline: [404] },
   'GET /api/workspaces/:id/chat/channels': { access: 'user', params: { id: WORKSPACE }, baseline: [200] },
   'GET /api/workspaces/:id/chat/channels/:channel/messages': {
     access: 'user',
