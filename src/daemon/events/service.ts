@@ -198,7 +198,7 @@ export class EventService {
     const { subscriptionId, extensionKey, workspaceId } = record;
     if (subscriptionId === null) {
       if (!this.deps.plugins.handlerFor(extensionKey, record.eventKey)) throw refuse(`${extensionKey} no longer handles ${record.eventKey}`);
-      return { subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null };
+      return builtInSubscriber(extensionKey);
     }
     let subscription: Awaited<ReturnType<SubscriptionService['subscription']>>;
     try {
@@ -209,7 +209,7 @@ export class EventService {
     }
     const inactive = this.deps.subscribers.inactivity(subscriptionId);
     if (inactive) throw refuse(inactive);
-    return { subscriptionId, extensionKey: subscription.extensionKey, kind: subscription.kind, serviceBaseUrl: subscription.serviceBaseUrl };
+    return subscriberOf(subscription);
   }
 
   /** The delivery records of a workspace; an extension's service reads those of one of its own subscriptions only (403). */
@@ -284,10 +284,10 @@ export class EventService {
 
   /** The workspace's active subscriptions to the event, plus built-ins that receive it everywhere (once per extension). */
   private subscribersOf(event: PlatformEvent, active: readonly StoredSubscription[]): SubscriberRef[] {
-    const subscribers: SubscriberRef[] = active.map(({ id, extensionKey, kind, serviceBaseUrl }) => ({ subscriptionId: id, extensionKey, kind, serviceBaseUrl }));
+    const subscribers = active.map(subscriberOf);
     for (const extensionKey of this.deps.plugins.receiversEverywhere(event.eventKey)) {
       const subscribed = subscribers.some((s) => s.kind === 'IN_PROCESS' && s.extensionKey === extensionKey);
-      if (!subscribed) subscribers.push({ subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null });
+      if (!subscribed) subscribers.push(builtInSubscriber(extensionKey));
     }
     return subscribers;
   }
@@ -322,6 +322,17 @@ export class EventService {
     return { context, chainCut: () => cut };
   }
 }
+
+/** Who a subscription's deliveries go to. */
+const subscriberOf = ({ id, extensionKey, kind, serviceBaseUrl }: Pick<StoredSubscription, 'id' | 'extensionKey' | 'kind' | 'serviceBaseUrl'>): SubscriberRef => ({
+  subscriptionId: id,
+  extensionKey,
+  kind,
+  serviceBaseUrl,
+});
+
+/** A built-in plugin that receives an event without a subscription (chat). */
+const builtInSubscriber = (extensionKey: string): SubscriberRef => ({ subscriptionId: null, extensionKey, kind: 'IN_PROCESS', serviceBaseUrl: null });
 
 /** A delivery of the event to one subscriber, due at once. */
 export function newDelivery(event: CarriedEvent, depth: number, subscriber: SubscriberRef, now: number): Delivery {
