@@ -10,8 +10,8 @@ import { ADMIN, type TestDaemon } from '../helpers/daemon.js';
 /** Debian's chromium package; Playwright's own browser downloads are not used. */
 const CHROMIUM = '/usr/bin/chromium';
 
-/** Screenshots of the main pages, kept as test artefacts (gitignored). */
-export const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/console/', import.meta.url));
+/** Screenshots of the main pages, kept as test artefacts (gitignored); the PostgreSQL pass, which runs at the same time, in its own folder. */
+export const ARTIFACTS = fileURLToPath(new URL(`../../test-artifacts/console/${process.env.PLATFORM_TEST_BACKEND === 'postgres' ? 'postgres/' : ''}`, import.meta.url));
 
 const available = existsSync(CHROMIUM);
 if (!available) {
