@@ -9,6 +9,7 @@ import { postEvent, type AttemptOutcome } from './external.js';
 import type { DeliveryStore, NewAttempt } from './store.js';
 import { FairQueue } from './fair-queue.js';
 import { withJitter } from './retry.js';
+import { setHeader } from './recorded-headers.js';
 import { redactCredentials } from './url-credentials.js';
 import { createDeliveryTransport, type DeliveryTransport } from './transport.js';
 import { deadLetterOf, type Delivery, type DeliveryAttempt, type DeliveryError } from './types.js';
@@ -42,7 +43,7 @@ export interface DispatcherDependencies {
     /** The subscriber URL with its credentials: deliveries and the outbox only carry it masked. */
     deliveryUrl(subscriptionId: string): string | null;
     /** A subscriber's answer with its subscription's credentials masked: excerpts are recorded without them. */
-    maskCredentialsIn(subscriptionId: string | null, text: string): string;
+    credentialMaskOf(subscriptionId: string | null): (text: string) => string;
   };
   /** An attempt's result, written for automatic disabling; returns the reason when this result disabled the subscription. */
   recordHealth(subscriptionId: string, succeeded: boolean, now: number, disableAfterMs: number): Promise<DisabledSubscription | null>;
@@ -280,23 +281,24 @@ export class Dispatcher {
 
     const seconds = (performance.now() - attemptStarted) / 1000;
     // A subscriber may echo its credentials in its answer: they are recorded masked.
-    const mask = (text: string) => this.deps.subscribers.maskCredentialsIn(delivery.subscriber.subscriptionId, text);
+    const mask = this.deps.subscribers.credentialMaskOf(delivery.subscriber.subscriptionId);
     const { request, responseHeaders, responseExcerpt } = outcome;
-    const made = (result: DeliveryAttempt['outcome'], error: DeliveryError | null): MadeAttempt => ({
-      seconds,
-      record: {
-        startedAt: new Date(now).toISOString(),
-        durationMs: Math.max(0, this.now() - now),
-        outcome: result,
-        ...(outcome.httpStatus === undefined ? {} : { httpStatus: outcome.httpStatus }),
-        ...(error === null ? {} : { error: error.message }),
-        ...(responseExcerpt === undefined ? {} : { responseExcerpt: mask(responseExcerpt) }),
-        ...(request === undefined ? {} : { request }),
-        ...(responseHeaders === undefined
-          ? {}
-          : { response: { headers: Object.fromEntries(Object.entries(responseHeaders).map(([name, value]) => [name, mask(value)])) } }),
-      },
-    });
+    const maskedExcerpt = responseExcerpt === undefined ? undefined : mask(responseExcerpt);
+    let maskedHeaders: Record<string, string> | undefined;
+    if (responseHeaders !== undefined) {
+      maskedHeaders = {};
+      for (const name of Object.keys(responseHeaders)) setHeader(maskedHeaders, name, mask(responseHeaders[name]!));
+    }
+    // Built field by field, in the order records show them: this runs for every attempt.
+    const made = (result: DeliveryAttempt['outcome'], error: DeliveryError | null): MadeAttempt => {
+      const record: NewAttempt = { startedAt: new Date(now).toISOString(), durationMs: Math.max(0, this.now() - now), outcome: result };
+      if (outcome.httpStatus !== undefined) record.httpStatus = outcome.httpStatus;
+      if (error !== null) record.error = error.message;
+      if (maskedExcerpt !== undefined) record.responseExcerpt = maskedExcerpt;
+      if (request !== undefined) record.request = request;
+      if (maskedHeaders !== undefined) record.response = { headers: maskedHeaders };
+      return { seconds, record };
+    };
     if (outcome.ok) return { kind: 'succeeded', attempt: made('SUCCESS', null), httpStatus: outcome.httpStatus };
     // Whatever failed may quote the URL it was sending to: never with its credentials.
     const error = { ...outcome.error, message: redactCredentials(outcome.error.message) };

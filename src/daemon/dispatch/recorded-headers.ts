@@ -13,21 +13,39 @@ export const REQUEST_HEADER_BYTES = 4096;
 
 const CUT_MARK = '…';
 
-/** `entries` as a record's headers: repeated names joined by `, `, values cut, and headers past `maxBytes` left out. */
-export function recordedHeaders(entries: Iterable<readonly [name: string, value: string]>, maxBytes: number): Record<string, string> {
-  const kept = new Map<string, string>();
-  let bytes = 0;
-  for (const [rawName, value] of entries) {
+/**
+ * Headers as a record keeps them, added in the order they came: repeated
+ * names joined by `, `, values cut, and headers past `maxBytes` left out.
+ * A plain object built in place: this runs twice for every attempt.
+ */
+export class HeaderRecorder {
+  readonly headers: Record<string, string> = {};
+  private bytes = 0;
+  private full = false;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** False once a header did not fit: it and every later one are left out. */
+  add(rawName: string, value: string): boolean {
+    if (this.full) return false;
     const name = rawName.toLowerCase();
-    const previous = kept.get(name);
+    const previous = Object.hasOwn(this.headers, name) ? this.headers[name] : undefined;
     const recorded = cut(previous === undefined ? value : `${previous}, ${value}`);
-    const added = previous === undefined ? Buffer.byteLength(name) + Buffer.byteLength(recorded) : Buffer.byteLength(recorded) - Buffer.byteLength(previous);
-    if (bytes + added > maxBytes) break;
-    bytes += added;
-    kept.set(name, recorded);
+    const added = previous === undefined ? Buffer.byteLength(name) + Buffer.byteLength(recorded) : Buffer.byteLength(recorded) - Buffer.byteLength(previous!);
+    if (this.bytes + added > this.maxBytes) {
+      this.full = true;
+      return false;
+    }
+    this.bytes += added;
+    setHeader(this.headers, name, recorded);
+    return true;
   }
-  // fromEntries defines own properties, so that a header named `__proto__` is kept as one.
-  return Object.fromEntries(kept);
+}
+
+/** Sets a header on a plain object; a header named `__proto__` is defined as one, not taken as the object's prototype. */
+export function setHeader(headers: Record<string, string>, name: string, value: string): void {
+  if (name === '__proto__') Object.defineProperty(headers, name, { value, enumerable: true, writable: true, configurable: true });
+  else headers[name] = value;
 }
 
 const cut = (value: string) => (value.length > HEADER_VALUE_CHARS ? `${value.slice(0, HEADER_VALUE_CHARS)}${CUT_MARK}` : value);

@@ -3,7 +3,7 @@ import { connect, isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import { RESPONSE_EXCERPT_BYTES } from './types.js';
 import { isNonPublicAddress, PrivateTargetError, publicOnlyLookup } from './targets.js';
-import { CREDENTIAL_HEADERS, maskAuthorization, recordedHeaders, REQUEST_HEADER_BYTES, RESPONSE_HEADER_BYTES } from './recorded-headers.js';
+import { CREDENTIAL_HEADERS, HeaderRecorder, maskAuthorization, REQUEST_HEADER_BYTES, RESPONSE_HEADER_BYTES } from './recorded-headers.js';
 
 /** A subscriber's answer body is never needed: this much is read at most before the connection is dropped. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -191,25 +191,28 @@ export function createDeliveryTransport(settings: {
 
 /** A request head as undici wrote it, with the content-length it writes with the body: the headers as a record keeps them. */
 function headersOfHead(head: string, contentLength: number): Record<string, string> {
-  const entries: Array<[string, string]> = [];
-  // The first line is the request line; the head ends with CRLF, so the last is empty.
-  for (const line of head.split('\r\n').slice(1)) {
-    const colon = line.indexOf(':');
-    if (colon <= 0) continue;
-    const name = line.slice(0, colon).toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    entries.push([name, CREDENTIAL_HEADERS.has(name) ? maskAuthorization(value) : value]);
+  const recorder = new HeaderRecorder(REQUEST_HEADER_BYTES);
+  // The first line is the request line; every header line ends with CRLF, the head with an empty line.
+  for (let start = head.indexOf('\r\n') + 2, end = head.indexOf('\r\n', start); end > start; start = end + 2, end = head.indexOf('\r\n', start)) {
+    const colon = head.indexOf(':', start);
+    if (colon <= start || colon > end) continue;
+    const name = head.slice(start, colon).toLowerCase();
+    const value = head.slice(colon + 1, end).trim();
+    if (!recorder.add(name, CREDENTIAL_HEADERS.has(name) ? maskAuthorization(value) : value)) return recorder.headers;
   }
-  entries.push(['content-length', String(contentLength)]);
-  return recordedHeaders(entries, REQUEST_HEADER_BYTES);
+  recorder.add('content-length', String(contentLength));
+  return recorder.headers;
 }
 
-/** An answer's headers as undici gives them (a repeated one as an array), in the order they came. */
-function* answerHeaders(headers: Dispatcher.ResponseData['headers']): Generator<[string, string]> {
-  for (const [name, value] of Object.entries(headers)) {
+/** An answer's headers as undici gives them (a repeated one as an array), in the order they came, as a record keeps them. */
+function answerHeaders(headers: Dispatcher.ResponseData['headers']): Record<string, string> {
+  const recorder = new HeaderRecorder(RESPONSE_HEADER_BYTES);
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined) continue;
-    for (const each of Array.isArray(value) ? value : [value]) yield [name, each];
+    for (const each of Array.isArray(value) ? value : [value]) if (!recorder.add(name, each)) return recorder.headers;
   }
+  return recorder.headers;
 }
 
 const originOf = (origin: string | URL) => (typeof origin === 'string' ? new URL(origin).origin : origin.origin);
@@ -256,7 +259,7 @@ async function drain(response: Dispatcher.ResponseData, signal: AbortSignal): Pr
   return {
     status,
     retryAfter: typeof retryAfter === 'string' ? retryAfter : (retryAfter?.[0] ?? null),
-    headers: recordedHeaders(answerHeaders(response.headers), RESPONSE_HEADER_BYTES),
+    headers: answerHeaders(response.headers),
     excerpt: text === '' ? null : text,
   };
 }

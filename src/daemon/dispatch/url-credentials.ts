@@ -82,11 +82,25 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   let redacted = text;
   for (const secret of secrets) redacted = redacted.replaceAll(secret, MASK);
   for (const secret of secrets) {
-    for (let length = Math.min(secret.length - 1, redacted.length); length >= SHORTEST_CUT; length -= 1) {
-      if (redacted.endsWith(secret.slice(0, length))) return `${redacted.slice(0, -length)}${MASK}`;
-    }
+    const cut = cutSecretAt(redacted, secret);
+    if (cut !== -1) return `${redacted.slice(0, cut)}${MASK}`;
   }
   return redacted;
+}
+
+/**
+ * Where the longest beginning of `secret` (SHORTEST_CUT characters or more,
+ * not the whole) that ends `text` starts in it; -1 if none does. Only where
+ * the secret's first characters occur near the end is compared further: this
+ * runs over every header and excerpt a subscriber answers.
+ */
+function cutSecretAt(text: string, secret: string): number {
+  if (secret.length <= SHORTEST_CUT) return -1;
+  const start = secret.slice(0, SHORTEST_CUT);
+  for (let at = text.indexOf(start, Math.max(0, text.length - secret.length + 1)); at !== -1; at = text.indexOf(start, at + 1)) {
+    if (text.length - at >= SHORTEST_CUT && secret.startsWith(text.slice(at))) return at;
+  }
+  return -1;
 }
 
 function decodeSafely(value: string): string {

@@ -226,7 +226,7 @@ export class EventService {
    */
   withoutCredentials(record: DeliveryRecord): DeliveryRecord {
     if (!record.attempts.some((attempt) => attempt.responseExcerpt !== undefined)) return record;
-    const mask = (text: string) => this.deps.subscribers.maskCredentialsIn(record.subscriptionId, text);
+    const mask = this.deps.subscribers.credentialMaskOf(record.subscriptionId);
     return {
       ...record,
       attempts: record.attempts.map((attempt) =>

@@ -99,14 +99,15 @@ export class SubscriberRegistry {
   }
 
   /**
-   * A text the subscriber sent (a response excerpt) with the credentials of its
-   * subscription masked: the user information and query string of its URL and
-   * its signing secrets, current and previous. A subscription this daemon does
-   * not hold (deleted) leaves the text as it is.
+   * Masks texts the subscriber sent (a response excerpt, its headers): the
+   * credentials of its subscription, the user information and query string
+   * of its URL and its signing secrets, current and previous, become `****`.
+   * Made once per attempt and applied to each text. A subscription this
+   * daemon does not hold (deleted) leaves texts as they are.
    */
-  maskCredentialsIn(subscriptionId: string | null, text: string): string {
+  credentialMaskOf(subscriptionId: string | null): (text: string) => string {
     const subscription = subscriptionId === null ? undefined : this.subscriptions.get(subscriptionId);
-    if (!subscription) return text;
+    if (!subscription) return (text) => text;
     const { sealedServiceBaseUrl, sealedSigningSecret, sealedPreviousSigningSecret } = subscription;
     const sealed = [sealedServiceBaseUrl ?? '', sealedSigningSecret, sealedPreviousSigningSecret ?? ''];
     let cached = this.credentialCache.get(subscription.id);
@@ -115,8 +116,10 @@ export class SubscriberRegistry {
       cached = { sealed, credentials: credentialsOf(this.fullUrl(subscription), signingSecrets) };
       this.credentialCache.set(subscription.id, cached);
     }
-    return redactSecrets(text, cached.credentials);
+    const { credentials } = cached;
+    return (text) => redactSecrets(text, credentials);
   }
+
 
   /**
    * Brings one workspace's installations and subscriptions (null: every
