@@ -107,7 +107,15 @@ interface Opened {
 async function openPostgres(url: string): Promise<Opened> {
   const database = new Database({ url, schema: SCHEMA }, ignore);
   const stores = postgresStores(database, new ChangeFeed(database, ignore));
-  return { stores, database, close: () => database.close() };
+  // The stores first: their timers (lease renewal) would otherwise go on against the ended pool.
+  return {
+    stores,
+    database,
+    close: async () => {
+      await stores.close();
+      await database.close();
+    },
+  };
 }
 
 async function openFiles(dir: string): Promise<Opened> {
