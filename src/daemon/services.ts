@@ -23,7 +23,7 @@ import { PluginRegistry } from './plugins/registry.js';
 import { Readiness } from './readiness.js';
 import { SecretBox } from './secrets/box.js';
 import { readOrCreateSecret } from './store/secret-file.js';
-import { openDatabaseStores, openFileStores, type Stores } from './store/stores.js';
+import { openFileStores, type Stores } from './store/stores.js';
 import { WebhookService } from './webhooks/service.js';
 import type { InstallationService } from './workspaces/installations.js';
 import { openWorkspaceServices } from './workspaces/open.js';
@@ -98,6 +98,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
       idempotencyMaxKeys: config.idempotency.maxKeys,
     };
     if (config.database) {
+      const { openDatabaseStores } = await import('./store/postgres/stores.js');
       const opened = await openDatabaseStores(config.database, { ...storeOptions, logWarning: (message) => logger.warn(message) });
       closers.push(() => opened.close());
       stores = opened.stores;

@@ -3,7 +3,8 @@ import { test } from 'uvu';
 import { ChangeFeed } from '../../src/daemon/store/postgres/change-feed.js';
 import { Database } from '../../src/daemon/store/postgres/database.js';
 import { migrate } from '../../src/daemon/store/postgres/migrate.js';
-import { openFileStores, postgresStores, type StoreOptions, type Stores } from '../../src/daemon/store/stores.js';
+import { openFileStores, type StoreOptions, type Stores } from '../../src/daemon/store/stores.js';
+import { postgresStores } from '../../src/daemon/store/postgres/stores.js';
 import { freshDatabase } from './postgres.js';
 import { tempDir } from './temp.js';
 

@@ -27,33 +27,13 @@ import { FileUserStore } from './file/users.js';
 import { MemoryWebhookReplayStore } from './file/webhook-replays.js';
 import { FileWebhookRequestStore } from './file/webhook-requests.js';
 import { FileWorkspaceStore } from './file/workspaces.js';
-import { PostgresActivityLog } from './postgres/activity.js';
-import { PostgresCatalogStore } from './postgres/catalog.js';
-import { ChangeFeed } from './postgres/change-feed.js';
-import { PostgresChatStore } from './postgres/chat.js';
-import { openMigratedDatabase } from './postgres/connect.js';
-import type { Database } from './postgres/database.js';
-import { PostgresDeadLetterStore } from './postgres/dead-letters.js';
-import { PostgresDeliveryStore } from './postgres/deliveries.js';
-import { PostgresEventStore } from './postgres/events.js';
-import { PostgresExtensionConfigStore } from './postgres/extension-config.js';
-import { PostgresIdempotencyKeyStore } from './postgres/idempotency-keys.js';
-import { PostgresJobLock } from './postgres/job-lock.js';
-import { LeaseKeeper } from './postgres/lease-keeper.js';
-import { PostgresLoginAttemptStore } from './postgres/login-attempts.js';
-import { PostgresRevocationStore } from './postgres/revocations.js';
-import { PostgresApiTokenStore } from './postgres/api-tokens.js';
-import { PostgresUserStore } from './postgres/users.js';
-import { PostgresWebhookReplayStore } from './postgres/webhook-replays.js';
-import { PostgresWebhookRequestStore } from './postgres/webhook-requests.js';
-import { PostgresWorkspaceStore } from './postgres/workspaces.js';
-import { redactUrl, type DatabaseSettings } from '../database-settings.js';
-import { StartupError } from '../errors.js';
 
 /**
  * The persistence of every converted domain, from one backend. Domain services
- * receive these interfaces and never learn which backend is behind them; this
- * file is where one is picked.
+ * receive these interfaces and never learn which backend is behind them. This
+ * file opens the data directory's; postgres/stores.ts opens PostgreSQL's, and
+ * is loaded only when a database is configured (the pg driver and the
+ * PostgreSQL stores are some 7 MB a daemon on files does not need).
  */
 export interface Stores {
   users: UserStore;
@@ -168,92 +148,4 @@ export async function openFileStores(dataDir: string, options: StoreOptions = {}
     await closeOpened().catch(() => undefined);
     throw error;
   }
-}
-
-/** The stores of a migrated PostgreSQL schema; closing them leaves the database and its feed open. */
-export function postgresStores(database: Database, feed: ChangeFeed, options: StoreOptions = {}): Stores {
-  const logError = options.logError ?? console.error;
-  // One lease keeper per daemon: what a publish, a claim or a replay leases, it renews until the holder lets go.
-  const leases = new LeaseKeeper(database, { leaseMs: options.deliveryLeaseMs ?? 30_000, logError });
-  const deadLetters = new PostgresDeadLetterStore(database, leases);
-  const deliveries = new PostgresDeliveryStore(database, feed, leases, { logError, deadLettersChanged: () => deadLetters.changed() });
-  const events = new PostgresEventStore(database, feed, leases, { holdAtMost: options.holdDeliveriesAtMost ?? 256, logError });
-  const activity = new PostgresActivityLog(database, feed, logError);
-  const idempotencyKeys = new PostgresIdempotencyKeyStore(database, { leaseMs: options.deliveryLeaseMs ?? 30_000, logError });
-  return {
-    users: new PostgresUserStore(database, feed),
-    revocations: new PostgresRevocationStore(database),
-    apiTokens: new PostgresApiTokenStore(database),
-    loginAttempts: new PostgresLoginAttemptStore(database, options.now),
-    catalog: new PostgresCatalogStore(database, feed),
-    chat: new PostgresChatStore(database, options.chat ?? DEFAULT_CHAT_LIMITS),
-    webhookRequests: new PostgresWebhookRequestStore(database, logError),
-    webhookReplays: new PostgresWebhookReplayStore(database, options.now),
-    workspaces: new PostgresWorkspaceStore(database, feed),
-    extensionConfig: new PostgresExtensionConfigStore(database, feed),
-    events,
-    deliveries,
-    deadLetters,
-    idempotencyKeys,
-    jobLock: new PostgresJobLock(database),
-    activity,
-    async close() {
-      leases.close();
-      idempotencyKeys.close();
-      await events.close();
-      await deliveries.close();
-      await activity.close();
-    },
-  };
-}
-
-/** A daemon's stores on PostgreSQL, with what the daemon does with the database itself. */
-export interface DatabaseStores {
-  stores: Stores;
-  /** Why the database cannot serve now (null: it answered a query), for readiness. */
-  fault(): Promise<string | null>;
-  /** Closes the stores, the change feed and the pool. */
-  close(): Promise<void>;
-}
-
-/**
- * Connects, migrates (under an advisory lock: of daemons starting together one
- * migrates, the others wait and find it done) and connects the change feed
- * before the domains load what they keep in memory: each then LISTENs as soon
- * as it subscribes, right after its load (see docs/decisions.md, Several daemons).
- */
-export async function openDatabaseStores(
-  settings: DatabaseSettings,
-  options: StoreOptions & { logWarning: (message: string) => void },
-): Promise<DatabaseStores> {
-  const { database } = await openMigratedDatabase(settings, (error) =>
-    options.logWarning(`an idle database connection failed (it is replaced when next needed): ${error.message}`),
-  );
-  const feed = new ChangeFeed(database, (error) =>
-    options.logWarning(`the database change feed lost its connection (reconnecting every second): ${error.message}`),
-  );
-  try {
-    await feed.start();
-  } catch (error) {
-    await database.close().catch(() => undefined);
-    throw new StartupError(`database ${redactUrl(settings.url)}: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  const stores = postgresStores(database, feed, options);
-  return {
-    stores,
-    async fault() {
-      try {
-        await database.query('SELECT 1');
-        return null;
-      } catch (error) {
-        const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-        return `the database cannot be reached (${cause instanceof Error ? cause.message : String(cause)})`;
-      }
-    },
-    async close() {
-      await stores.close();
-      await feed.close();
-      await database.close();
-    },
-  };
 }

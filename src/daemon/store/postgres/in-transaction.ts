@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { postgresStores, type Stores } from '../stores.js';
+import type { Stores } from '../stores.js';
+import { postgresStores } from './stores.js';
 import { ChangeFeed } from './change-feed.js';
 import { Database, type Queryable } from './database.js';
 
