@@ -232,6 +232,9 @@ const eventEntries = {
 export const PlatformEvent = v.strictObject(eventEntries);
 export type PlatformEvent = v.InferOutput<typeof PlatformEvent>;
 
+/** A PlatformEvent's own fields, in the order a subscriber receives them (answers that carry an event add fields of their own). */
+export const PLATFORM_EVENT_FIELDS = Object.keys(eventEntries) as ReadonlyArray<keyof PlatformEvent>;
+
 export const DeliveryStatus = v.picklist(['PENDING', 'SUCCEEDED', 'DEAD', 'DISCARDED']);
 export type DeliveryStatus = v.InferOutput<typeof DeliveryStatus>;
 
