@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog|peer|typed]
+ * npm run bench [-- --quick] [-- --only delivery|events-listing|delivery-records|metrics|console|postgres|large-pages|backlog|peer|typed|builds]
  *
  * Starts the daemon as built for production (dist/, via bin/platform) on a
  * fresh temp data directory, pinned to core 0 where taskset exists; this
@@ -13,7 +13,7 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import { createServer, request, type Server } from 'node:http';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { measureBacklog } from './backlog.js';
@@ -60,10 +60,11 @@ async function startProcess(command: string[], marker: RegExp, env: Record<strin
   }
 }
 
-async function startDaemon(dataDir?: string, extraEnv: Record<string, string> = {}, flags: string[] = []): Promise<Started> {
+/** `bin`: another build's bin/platform (`--only builds`); this clone's by default. */
+async function startDaemon(dataDir?: string, extraEnv: Record<string, string> = {}, flags: string[] = [], bin = BIN): Promise<Started> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'platform-bench-'));
   const { url, child } = await startProcess(
-    [BIN, 'serve', '--port', '0', '--data-dir', dir, ...flags],
+    [bin, 'serve', '--port', '0', '--data-dir', dir, ...flags],
     /listening on (http:\/\/\S+)/,
     { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, ...extraEnv },
   );
@@ -415,6 +416,7 @@ const ONLY_SCENARIOS: Record<string, (base: Load) => Promise<void>> = {
   backlog: measureBacklogGroup,
   peer: measurePeerGroup,
   typed: measureTypedPublish,
+  builds: measureBuilds,
 };
 
 /** What the groups in files of their own (bench/postgres.ts, bench/backlog.ts) borrow from this one. */
@@ -598,23 +600,28 @@ function cpuSeconds(pid: number): number {
  * other work takes the daemon's core away and moves throughput, while the CPU a
  * request costs moves less.
  */
-async function measureMetricsCost(base: Load): Promise<void> {
-  const variants = {
-    full: { env: {}, flags: [] },
-    uncounted: { env: { PLATFORM_BENCH_METRICS: 'off' }, flags: [] },
-    quiet: { env: {}, flags: ['--quiet'] },
-  };
-  type Variant = keyof typeof variants;
-  const names = Object.keys(variants) as Variant[];
-  const totals = Object.fromEntries(names.map((name) => [name, { rps: 0, requests: 0, cpu: 0 }])) as Record<Variant, { rps: number; requests: number; cpu: number }>;
-  // Even, so that each variant is measured as often first as last.
-  const rounds = 6;
+interface DaemonVariant {
+  env: Record<string, string>;
+  flags: string[];
+  /** Another build's bin/platform; this clone's when absent. */
+  bin?: string;
+}
+
+/**
+ * Scenario 1's request against daemons that differ in one thing, started
+ * afresh each round and measured in alternating order, so that drift in the
+ * machine's load falls on all alike: each one's mean rate, and its CPU time
+ * per request, which that drift moves much less.
+ */
+async function scenarioOneRounds<Name extends string>(variants: Record<Name, DaemonVariant>, rounds: number): Promise<Record<Name, { rps: number; microsPerRequest: number }>> {
+  const names = Object.keys(variants) as Name[];
+  const totals = Object.fromEntries(names.map((name) => [name, { rps: 0, requests: 0, cpu: 0 }])) as Record<Name, { rps: number; requests: number; cpu: number }>;
   const path = '/api/marketplace/extensions/ext-00042';
   for (let round = 0; round < rounds; round += 1) {
     const order = round % 2 === 0 ? names : [...names].reverse();
-    const daemons = new Map<Variant, Started>();
+    const daemons = new Map<Name, Started>();
     try {
-      for (const name of order) daemons.set(name, await startDaemon(undefined, variants[name].env, variants[name].flags));
+      for (const name of order) daemons.set(name, await startDaemon(undefined, variants[name].env, variants[name].flags, variants[name].bin));
       for (const daemon of daemons.values()) await seedCatalog(daemon.url, await login(daemon.url), 0, 100, 5);
       for (const name of order) {
         const daemon = daemons.get(name)!;
@@ -632,10 +639,27 @@ async function measureMetricsCost(base: Load): Promise<void> {
       }
     }
   }
-  const rps = (name: Variant) => Math.round(totals[name].rps / rounds);
-  const microsPerRequest = (name: Variant) => (totals[name].cpu * 1e6) / totals[name].requests;
+  return Object.fromEntries(
+    names.map((name) => [name, { rps: Math.round(totals[name].rps / rounds), microsPerRequest: (totals[name].cpu * 1e6) / totals[name].requests }]),
+  ) as Record<Name, { rps: number; microsPerRequest: number }>;
+}
+
+async function measureMetricsCost(base: Load): Promise<void> {
+  // Even, so that each variant is measured as often first as last.
+  const rounds = 6;
+  const measured = await scenarioOneRounds(
+    {
+      full: { env: {}, flags: [] },
+      uncounted: { env: { PLATFORM_BENCH_METRICS: 'off' }, flags: [] },
+      quiet: { env: {}, flags: ['--quiet'] },
+    },
+    rounds,
+  );
+  type Variant = keyof typeof measured;
+  const rps = (name: Variant) => measured[name].rps;
+  const microsPerRequest = (name: Variant) => measured[name].microsPerRequest;
   const compare = (scenario: string, other: Variant, without: string, target: number | null) => {
-    const ratio = totals.full.rps / totals[other].rps;
+    const ratio = rps('full') / rps(other);
     record({
       scenario,
       value: rps('full'),
@@ -651,6 +675,40 @@ async function measureMetricsCost(base: Load): Promise<void> {
   };
   compare(`12a. metrics: scenario 1 counting vs not (${rounds} rounds)`, 'uncounted', 'not counting', 0.97);
   compare(`12b. access lines: scenario 1 logging vs --quiet (${rounds} rounds)`, 'quiet', 'without access lines', null);
+}
+
+/**
+ * `--only builds --builds NAME=ROOT,NAME=ROOT`: scenario 1's request against
+ * the daemons of several builds (each ROOT a built clone or worktree, `.`
+ * this one), to find which change moved its cost; what the machine's drift
+ * does to absolute figures falls on all alike. Their CPU per request is the
+ * figure to read.
+ */
+async function measureBuilds(base: Load): Promise<void> {
+  const argument = process.argv.includes('--builds') ? process.argv[process.argv.indexOf('--builds') + 1] : undefined;
+  if (!argument) throw new Error('--only builds takes --builds NAME=ROOT,NAME=ROOT (each ROOT a built clone or worktree)');
+  const variants = Object.fromEntries(
+    argument.split(',').map((pair) => {
+      const [name, root] = pair.split('=');
+      if (!name || !root) throw new Error(`--builds: ${pair} is not NAME=ROOT`);
+      return [name, { env: {}, flags: [], bin: join(resolve(root), 'bin', 'platform') }];
+    }),
+  ) as Record<string, DaemonVariant>;
+  const rounds = QUICK ? 2 : 4;
+  const measured = await scenarioOneRounds(variants, rounds);
+  for (const [name, { rps, microsPerRequest }] of Object.entries(measured)) {
+    record({
+      scenario: `builds. scenario 1 on ${name} (${rounds} rounds, alternated)`,
+      value: Number(microsPerRequest.toFixed(1)),
+      unit: `us of CPU per request (${rps} req/s)`,
+      p50: null,
+      p99: null,
+      ratio: rps / base.rps,
+      rssMb: null,
+      target: 'none (a comparison)',
+      met: true,
+    });
+  }
 }
 
 /** A JSON Schema of 20 properties of the usual kinds, and a payload of about 1 KB that matches it. */
