@@ -2,19 +2,17 @@
 # The suite's two passes, on files and on PostgreSQL, run side by side: each
 # spends much of its time waiting (daemons starting, retries falling due,
 # Chromium), so together they take about three quarters of the time one after
-# the other. Each pass writes to its own log, printed whole when it ends, so
-# that uvu's summaries (which .ci/run adds up) are never interleaved.
+# the other. The files pass prints as it goes; the PostgreSQL pass writes to a
+# log printed whole once the files pass is over, so that uvu's summaries
+# (which .ci/run adds up) are never interleaved.
 set -u
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
-npm run test:files >"$logs/files" 2>&1 &
-files_pid=$!
-npm run test:postgres >"$logs/postgres" 2>&1 &
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+npm run test:postgres >"$log" 2>&1 &
 postgres_pid=$!
-wait "$files_pid"
+npm run test:files
 files=$?
-cat "$logs/files"
 wait "$postgres_pid"
 postgres=$?
-cat "$logs/postgres"
+cat "$log"
 exit $((files | postgres))

@@ -90,7 +90,7 @@ export async function streamBackup(
       options.masterKey,
     );
     await writeFile(join(snapshotDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
-    // Loaded when a backup is taken: tar is some 3 MB that a daemon otherwise never needs.
+    // Loaded when a backup is taken, the only time a daemon needs tar.
     const { create: createTar } = await import('tar');
     const pack = createTar({ gzip: true, cwd: snapshotDir, portable: true }, [MANIFEST_FILE, ...files.map((file) => file.path)]);
     const stream = Readable.from(pack);

@@ -32,8 +32,8 @@ import { FileWorkspaceStore } from './file/workspaces.js';
  * The persistence of every converted domain, from one backend. Domain services
  * receive these interfaces and never learn which backend is behind them. This
  * file opens the data directory's; postgres/stores.ts opens PostgreSQL's, and
- * is loaded only when a database is configured (the pg driver and the
- * PostgreSQL stores are some 7 MB a daemon on files does not need).
+ * is loaded only when a database is configured: a daemon on files has no use
+ * for the pg driver and the PostgreSQL stores.
  */
 export interface Stores {
   users: UserStore;

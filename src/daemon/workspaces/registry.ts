@@ -120,7 +120,6 @@ export class SubscriberRegistry {
     return (text) => redactSecrets(text, credentials);
   }
 
-
   /**
    * Brings one workspace's installations and subscriptions (null: every
    * workspace's) in memory up to the store. Read-backs run one after the
