@@ -10,6 +10,7 @@ import type { Api } from './helpers/http.js';
 import { startSubscriber, type Subscriber } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 import { filesOnly, onDatabaseOf, postgresOnly, TEST_BACKEND } from './helpers/postgres.js';
+import { redactSecrets } from '../src/daemon/dispatch/url-credentials.js';
 
 const USER = 'hookuser';
 const PASSWORD = 'pa55-w0rd-xyzzy';
@@ -269,6 +270,15 @@ test('an excerpt recorded with credentials by an earlier version is shown masked
   assert.is(listed.status, 200);
   assert.match(listed.text, 'events?****');
   assert.not.ok(listed.text.includes(API_KEY));
+});
+
+test('a secret cut at the end of a text is masked from its longest beginning there, however often that beginning repeats', () => {
+  const secret = 'abcdabcdXYZ1';
+  assert.is(redactSecrets('hello abcdabcd', [secret]), 'hello ****');
+  assert.is(redactSecrets('hello abcdab', [secret]), 'hello ****');
+  assert.is(redactSecrets('abcd then abcdabc', [secret]), 'abcd then ****');
+  assert.is(redactSecrets('hello abc', [secret]), 'hello abc', 'fewer than four characters of a secret are no sign of one');
+  assert.is(redactSecrets(`one ${secret} two`, [secret]), 'one **** two');
 });
 
 test.run();

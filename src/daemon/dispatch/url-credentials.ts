@@ -98,7 +98,7 @@ function cutSecretAt(text: string, secret: string): number {
   if (secret.length <= SHORTEST_CUT) return -1;
   const start = secret.slice(0, SHORTEST_CUT);
   for (let at = text.indexOf(start, Math.max(0, text.length - secret.length + 1)); at !== -1; at = text.indexOf(start, at + 1)) {
-    if (text.length - at >= SHORTEST_CUT && secret.startsWith(text.slice(at))) return at;
+    if (secret.startsWith(text.slice(at))) return at;
   }
   return -1;
 }
