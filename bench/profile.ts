@@ -7,7 +7,10 @@
  * items, GC, …) and prints each part in µs per delivered event, with the
  * heaviest functions. docs/decisions.md keeps what it said.
  *
- * PROFILE_SECONDS (default 10) sets the load's length.
+ * PROFILE_SECONDS (default 10) sets the load's length. PROFILE_SCENARIO=detail
+ * profiles scenario 1 instead (an extension's detail, read without a token),
+ * in µs per request. PROFILE_BUILD=DIR profiles another built clone or
+ * worktree's daemon, to compare where two builds spend.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -17,7 +20,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const MAIN = process.env.PROFILE_BUILD ? join(process.env.PROFILE_BUILD, 'dist', 'cli', 'main.js') : fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const DETAIL = process.env.PROFILE_SCENARIO === 'detail';
 const ADMIN = { email: 'admin@bench.test', password: 'bench-password-1' };
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 10);
 
@@ -103,20 +107,28 @@ async function main(): Promise<void> {
   };
   const login = await call('POST', '/api/auth/login', null, ADMIN);
   const token = /platform_token=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')![1]!;
-  await call('POST', '/api/admin/marketplace/extensions', token, { extensionKey: 'sink', name: 'Sink' });
-  await call('POST', '/api/admin/marketplace/extensions/sink/versions', token, { version: '1.0.0', artifactUrl: 'https://x.test/sink.jar' });
-  await call('POST', '/api/admin/workspaces', token, { id: 'bench', name: 'Bench' });
-  await call('POST', '/api/workspaces/bench/extensions', token, { extensionKey: 'sink' });
-  await call('POST', '/api/workspaces/bench/subscriptions', token, { eventKey: 'bench.tick', extensionKey: 'sink', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: subscriberUrl });
-
-  const result = await autocannon({
-    url: `${url}/api/workspaces/bench/events/publish`,
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ eventKey: 'bench.tick', payload: { dealId: 'D-1', amount: 1200, currency: 'EUR' } }),
-    connections: 50,
-    duration: SECONDS,
-  });
+  await call('POST', '/api/admin/marketplace/extensions', token, { extensionKey: 'sink', name: 'Sink', description: 'A sink and pipeline extension, number 42, for teams that need a sink.' });
+  for (let minor = 0; minor < 5; minor += 1) {
+    await call('POST', '/api/admin/marketplace/extensions/sink/versions', token, { version: `1.${minor}.0`, artifactUrl: `https://x.test/sink-1.${minor}.0.jar`, requiresPlatform: '0.1.0' });
+  }
+  let result: autocannon.Result;
+  if (DETAIL) {
+    // Scenario 1: each request counts as one "event" below.
+    result = await autocannon({ url: `${url}/api/marketplace/extensions/sink`, connections: 50, duration: SECONDS });
+    delivered = result['2xx'];
+  } else {
+    await call('POST', '/api/admin/workspaces', token, { id: 'bench', name: 'Bench' });
+    await call('POST', '/api/workspaces/bench/extensions', token, { extensionKey: 'sink' });
+    await call('POST', '/api/workspaces/bench/subscriptions', token, { eventKey: 'bench.tick', extensionKey: 'sink', kind: 'EXTERNAL_SERVICE', serviceBaseUrl: subscriberUrl });
+    result = await autocannon({
+      url: `${url}/api/workspaces/bench/events/publish`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ eventKey: 'bench.tick', payload: { dealId: 'D-1', amount: 1200, currency: 'EUR' } }),
+      connections: 50,
+      duration: SECONDS,
+    });
+  }
   const published = result['2xx'];
   const deadline = Date.now() + 60_000;
   while (delivered < published && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

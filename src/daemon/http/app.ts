@@ -1,7 +1,7 @@
 import { createApp, isError, type App } from 'h3';
 import { DomainError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { consoleHandler } from './console.js';
+import { consoleLayer } from './console.js';
 import { sendError } from './envelope.js';
 import type { RouteTable } from './routes.js';
 
@@ -18,8 +18,8 @@ export function createHttpApp(routes: RouteTable, logger: Logger): App {
     },
   });
   const outsideApi = new Set(routes.list().map((route) => route.split(' ')[1]!).filter((path) => !path.startsWith('/api/')));
-  const consoleFiles = consoleHandler(outsideApi);
-  if (consoleFiles) app.use(consoleFiles);
+  const consoleFiles = consoleLayer(outsideApi);
+  if (consoleFiles) app.use(consoleFiles.handler, { match: consoleFiles.match });
   else logger.info('the web console is not built (npm run build); serving the API only');
   app.use(routes.toRouter());
   return app;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defineEventHandler, getRequestPath, serveStatic, setResponseHeaders, type EventHandler } from 'h3';
+import { defineEventHandler, getRequestPath, serveStatic, setResponseHeaders, type EventHandler, type H3Event } from 'h3';
 import { consoleHeaders } from './headers.js';
 
 /** `vite build` writes here; the same path from src/daemon/http (tests) and dist/daemon/http (installed). */
@@ -73,20 +73,30 @@ function loadConsole(dir: string): Map<string, ConsoleFile> | null {
 
 const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/');
 
+/** The console as an h3 layer: its handler, and which requests reach it at all. */
+export interface ConsoleLayer {
+  handler: EventHandler;
+  /** h3 calls this before the handler: API requests (nearly all) skip the console without an async call. */
+  match: (path: string, event?: H3Event) => boolean;
+}
+
 /**
  * The console in front of the API: a built file by its path, and the page for
  * every other GET outside `/api` (client-side routes survive a reload).
  * `reserved` are the router's own paths outside `/api` (such as /metrics),
  * which the page must not shadow. Anything else falls through to the router.
  */
-export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | null {
+export function consoleLayer(reserved: ReadonlySet<string>): ConsoleLayer | null {
   const files = loadConsole(CONSOLE_DIR);
   const page = files?.get('/index.html');
   if (!files || !page) return null;
-  return defineEventHandler(async (event) => {
-    if (event.method !== 'GET' && event.method !== 'HEAD') return;
+  const match = (pathAndQuery: string, event?: H3Event) => {
+    if (event && event.method !== 'GET' && event.method !== 'HEAD') return false;
+    const path = pathAndQuery.split('?', 1)[0]!;
+    return !isApiPath(path) && !reserved.has(path);
+  };
+  const handler = defineEventHandler(async (event) => {
     const path = getRequestPath(event).split('?', 1)[0]!;
-    if (isApiPath(path) || reserved.has(path)) return;
     // A compressed copy is served for its file, never by its own name.
     const file = ENCODED.test(path) ? undefined : (files.get(path) ?? (path.startsWith('/assets/') ? undefined : page));
     // A missing asset (an old hash after an upgrade) is a 404, not the page under a script's name.
@@ -118,4 +128,5 @@ export function consoleHandler(reserved: ReadonlySet<string>): EventHandler | nu
     // serveStatic refuses paths with `..` segments: those go on to the router's JSON 404.
     if (served === false) for (const name of Object.keys(headers)) event.node.res.removeHeader(name);
   });
+  return { handler, match };
 }

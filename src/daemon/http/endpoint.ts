@@ -174,7 +174,8 @@ async function serve(declaration: EndpointDeclaration, handle: (context: never) 
   }
 
   const params = declaration.params ? parseOrThrow(declaration.params, getRouterParams(event, { decode: true })) : undefined;
-  const query = declaration.query ? parseOrThrow(declaration.query, getQuery(event)) : undefined;
+  // Most requests have no query string: they skip its parsing.
+  const query = declaration.query ? parseOrThrow(declaration.query, req.url?.includes('?') ? getQuery(event) : {}) : undefined;
   const headers = declaration.headers ? parseOrThrow(declaration.headers, declaredHeaders(req, declaration.headers)) : undefined;
   let body: unknown;
   let rawBody: Buffer = Buffer.alloc(0);

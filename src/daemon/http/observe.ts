@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { IncomingMessage, ServerResponse, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 
@@ -15,13 +16,23 @@ export class ObservedRequest extends IncomingMessage {
 }
 
 /**
+ * On a connection the server accepted: when it last finished an answer with
+ * none under way (performance.now()), 0 while an answer is under way or before
+ * the first. Kept by ObservedResponse as Node binds answers to the connection
+ * and lets go of them, so that no request needs a listener or a table entry
+ * of its own; read by the server's idle-connection sweep.
+ */
+export const IDLE_SINCE = Symbol('idleSince');
+export type ServerSocket = Socket & { [IDLE_SINCE]: number; _httpMessage?: ServerResponse | null };
+
+/**
  * Echoes the request id in every answer. Added in writeHead rather than with
  * setHeader on arrival: a header set before writeHead sends Node down its slow
  * path (every header of the answer removed and appended again), which cost
  * about 2 % of the catalog detail GET.
  */
 export class ObservedResponse extends ServerResponse<ObservedRequest> {
-  /** Set when the whole answer was handed to a connection still open (see noteDelivered). */
+  /** Set when the whole answer was handed to a connection still open (see detachSocket). */
   delivered = false;
   /**
    * The status of the access line and the metrics when the answer was not
@@ -45,21 +56,29 @@ export class ObservedResponse extends ServerResponse<ObservedRequest> {
     }
     return reason === undefined ? super.writeHead(statusCode, fields) : super.writeHead(statusCode, reason, fields);
   }
+
+  /** Node binds an answer to its connection when the request arrives (or, pipelined, when the answer before it is over). */
+  override assignSocket(socket: Socket): void {
+    (socket as ServerSocket)[IDLE_SINCE] = 0;
+    super.assignSocket(socket);
+  }
+
+  /**
+   * Node lets go of the connection right after 'finish', which it emits once
+   * the answer was handed over, and also when the connection was destroyed
+   * with the answer's last bytes still waiting (their write fails, and the
+   * failure is not told): only a connection still open means the answer went
+   * out. A pipelined answer waiting for the connection is bound to it next.
+   */
+  override detachSocket(socket: Socket): void {
+    this.delivered = !socket.destroyed;
+    (socket as ServerSocket)[IDLE_SINCE] = performance.now();
+    super.detachSocket(socket);
+  }
 }
 
 /** What a request the client abandoned counts as: its status would say it was answered. */
 const ABANDONED_STATUS = 400;
-
-/**
- * Listens to 'finish' (emitted once per answer), ahead of Node's own listener,
- * which detaches the socket. Node also emits 'finish' when the connection was
- * destroyed with the answer's last bytes still waiting (their write fails, and
- * the failure is not told), so only a socket still open at that moment means
- * the answer went out.
- */
-export function noteDelivered(this: ObservedResponse): void {
-  this.delivered = this.socket !== null && !this.socket.destroyed;
-}
 
 /** Gives up on an answer the client does not read: counted as abandoned, and its connection closed. */
 export function abandonAnswer(res: ServerResponse): void {

@@ -1,5 +1,4 @@
 import { createServer, STATUS_CODES, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { toNodeListener, type App } from 'h3';
 import type { DaemonConfig } from '../config.js';
@@ -7,7 +6,7 @@ import { DomainError, describeFault, StartupError } from '../errors.js';
 import { sendDomainError, sendEnvelope } from './envelope.js';
 import { applyCors } from './cors.js';
 import { hostCheck } from './hosts.js';
-import { abandonAnswer, noteDelivered, ObservedRequest, ObservedResponse, type RequestObserver } from './observe.js';
+import { abandonAnswer, IDLE_SINCE, ObservedRequest, ObservedResponse, type RequestObserver, type ServerSocket } from './observe.js';
 
 type ObservedServer = Server<typeof ObservedRequest, typeof ObservedResponse>;
 
@@ -41,16 +40,13 @@ export async function startHttpServer(
   const { headersTimeoutMs, requestTimeoutMs, unreadAnswerTimeoutMs, maxTotal, maxPerClient } = options.connections;
   const idle = new IdleConnections(headersTimeoutMs);
 
-  // Shared listeners rather than a closure (and a once wrapper) per request.
+  // A shared listener rather than a closure (and a once wrapper) per request.
   function finished(this: ObservedResponse) {
     observer.finished(this.req, this.delivered || this.undeliveredStatus === null ? this.statusCode : this.undeliveredStatus);
-    idle.answered(this.req.socket);
   }
 
   const listener = (req: ObservedRequest, res: ObservedResponse) => {
     observer.started(req);
-    idle.busy(req.socket);
-    res.prependListener('finish', noteDelivered);
     res.on('close', finished);
     if (draining) {
       res.setHeader('connection', 'close');
@@ -160,7 +156,7 @@ function listenFailure(error: unknown, host: string, port: number): string {
  */
 function limitConnectionsPerClient(server: ObservedServer, maxPerClient: number): void {
   const openByAddress = new Map<string, number>();
-  server.on('connection', (socket: Socket) => {
+  server.on('connection', (socket: ServerSocket) => {
     const address = socket.remoteAddress ?? '';
     const open = openByAddress.get(address) ?? 0;
     if (open >= maxPerClient) {
@@ -182,28 +178,23 @@ function limitConnectionsPerClient(server: ObservedServer, maxPerClient: number)
  * none (a client sending "\r\n" every 300 ms held a connection indefinitely,
  * each byte also putting off the keep-alive timeout). So the next request's
  * headers must be complete within the headers limit of the previous answer:
- * a connection idle for longer is closed, whatever it sends meanwhile.
+ * a connection idle for longer is closed, whatever it sends meanwhile. When
+ * each connection went idle is kept on it (IDLE_SINCE, see ObservedResponse).
  */
 class IdleConnections {
-  private readonly since = new Map<Socket, number>();
+  private readonly open = new Set<ServerSocket>();
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(private readonly limitMs: number) {}
 
   watch(server: ObservedServer, everyMs: number): void {
-    server.on('connection', (socket: Socket) => socket.once('close', () => this.since.delete(socket)));
+    server.on('connection', (socket: ServerSocket) => {
+      socket[IDLE_SINCE] = 0;
+      this.open.add(socket);
+      socket.once('close', () => this.open.delete(socket));
+    });
     this.sweeper = setInterval(() => this.sweep(), everyMs);
     this.sweeper.unref();
-  }
-
-  /** A request arrived on the connection. */
-  busy(socket: Socket): void {
-    this.since.delete(socket);
-  }
-
-  /** An answer is over; the connection waits for another request unless one is already under way (pipelined). */
-  answered(socket: Socket & { _httpMessage?: ServerResponse | null }): void {
-    if (!socket.destroyed && !socket._httpMessage) this.since.set(socket, performance.now());
   }
 
   stop(): void {
@@ -212,11 +203,9 @@ class IdleConnections {
 
   private sweep(): void {
     const deadline = performance.now() - this.limitMs;
-    for (const [socket, since] of this.since) {
-      if (since < deadline) {
-        this.since.delete(socket);
-        socket.destroy();
-      }
+    for (const socket of this.open) {
+      const since = socket[IDLE_SINCE];
+      if (since !== 0 && since < deadline) socket.destroy();
     }
   }
 }
@@ -231,7 +220,7 @@ class IdleConnections {
  * Otherwise the daemon itself is still working on the answer: that is no
  * reason to close.
  */
-function abandonUnreadAnswer(socket: Socket & { _httpMessage?: ServerResponse | null }): void {
+function abandonUnreadAnswer(socket: ServerSocket): void {
   const answer = socket._httpMessage;
   if (!answer) socket.destroy();
   else if (socket.writableLength > 0) abandonAnswer(answer);
