@@ -678,11 +678,11 @@ async function measureMetricsCost(base: Load): Promise<void> {
 }
 
 /**
- * `--only builds --builds NAME=ROOT,NAME=ROOT`: scenario 1's request against
- * the daemons of several builds (each ROOT a built clone or worktree, `.`
- * this one), to find which change moved its cost; what the machine's drift
- * does to absolute figures falls on all alike. Their CPU per request is the
- * figure to read.
+ * `--only builds --builds NAME=ROOT,NAME=ROOT`: scenario 1's request and
+ * scenario 4's delivered event against the daemons of several builds (each
+ * ROOT a built clone or worktree, `.` this one), to find which change moved
+ * their cost; what the machine's drift does to absolute figures falls on all
+ * alike. Their CPU per request and per delivered event are the figures to read.
  */
 async function measureBuilds(base: Load): Promise<void> {
   const argument = process.argv.includes('--builds') ? process.argv[process.argv.indexOf('--builds') + 1] : undefined;
@@ -704,6 +704,34 @@ async function measureBuilds(base: Load): Promise<void> {
       p50: null,
       p99: null,
       ratio: rps / base.rps,
+      rssMb: null,
+      target: 'none (a comparison)',
+      met: true,
+    });
+  }
+  const perEvent = Object.fromEntries(Object.keys(variants).map((name) => [name, { cpuMs: 0, delivered: 0, seconds: 0 }]));
+  for (let round = 0; round < rounds; round += 1) {
+    const names = Object.keys(variants);
+    for (const name of round % 2 === 0 ? names : names.reverse()) {
+      const rig = await startDeliveryRig({}, variants[name]!.bin);
+      try {
+        const { cpuMs: used, delivered, elapsed } = await publishRound(rig, SECONDS);
+        perEvent[name]!.cpuMs += used;
+        perEvent[name]!.delivered += delivered;
+        perEvent[name]!.seconds += elapsed;
+      } finally {
+        await stopDeliveryRig(rig);
+      }
+    }
+  }
+  for (const [name, { cpuMs: used, delivered, seconds }] of Object.entries(perEvent)) {
+    record({
+      scenario: `builds. scenario 4 on ${name} (${rounds} rounds, alternated)`,
+      value: Number(((used * 1000) / delivered).toFixed(1)),
+      unit: `us of CPU per delivered event (${Math.round(delivered / seconds)} delivered/s)`,
+      p50: null,
+      p99: null,
+      ratio: null,
       rssMb: null,
       target: 'none (a comparison)',
       met: true,
@@ -906,8 +934,8 @@ interface DeliveryRig {
   publishOptions: autocannon.Options;
 }
 
-async function startDeliveryRig(env: Record<string, string>): Promise<DeliveryRig> {
-  const daemon = await startDaemon(undefined, env);
+async function startDeliveryRig(env: Record<string, string>, bin = BIN): Promise<DeliveryRig> {
+  const daemon = await startDaemon(undefined, env, [], bin);
   const token = await login(daemon.url);
   const subscriber = await startSubscriber();
   await api(daemon.url, token, 'POST', '/api/admin/marketplace/extensions', { extensionKey: 'sink', name: 'Sink' });
