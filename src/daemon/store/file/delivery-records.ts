@@ -4,6 +4,7 @@ import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
 import { unbounded } from '../../paging.js';
 import { countDelivery, noDeliveries, type DeliverySummary } from '../../events/delivery-summary.js';
+import type { NewAttempt } from '../../dispatch/store.js';
 import type { Delivery, DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus } from '../../dispatch/types.js';
 
 /**
@@ -417,11 +418,17 @@ export class DeliveryRecords {
     return waiting.tried;
   }
 
-  /** One attempt's result; `nextAttemptAt` when it is retried. Journalled as the record's whole state. */
-  attempted(id: string, attempt: DeliveryAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
+  /**
+   * One attempt's result, numbered after the record's last; `nextAttemptAt`
+   * when it is retried. Journalled as the record's whole state. (Numbered
+   * here, where the record is at hand: a record no longer held is read back
+   * from its line, and reading it once more to number the attempt doubled
+   * that work.)
+   */
+  attempted(id: string, attempt: NewAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
     const found = this.locate(id);
     if (!found || found.record.status !== 'PENDING') return;
-    const attempts = [...found.record.attempts, attempt];
+    const attempts = [...found.record.attempts, { number: (found.record.attempts.at(-1)?.number ?? 0) + 1, ...attempt }];
     const changed =
       status === 'PENDING'
         ? recordIn(found.record, 'PENDING', nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(), null, attempts)

@@ -208,18 +208,18 @@ class FileDeliveryStore implements DeliveryStore {
   }
 
   succeeded(delivery: Delivery, attempt: NewAttempt): void {
-    this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'SUCCEEDED');
+    this.records.attempted(delivery.id, attempt, null, 'SUCCEEDED');
     this.outbox.finished(delivery);
     this.doneOnceRecorded(delivery);
   }
 
   retrying(delivery: Delivery, attempt: NewAttempt): void {
-    this.records.attempted(delivery.id, this.numbered(delivery, attempt), delivery.nextAttemptAt, 'PENDING');
+    this.records.attempted(delivery.id, attempt, delivery.nextAttemptAt, 'PENDING');
     this.outbox.rescheduled(delivery);
   }
 
   async dead(delivery: Delivery, attempt: NewAttempt | null, letter: StoredDeadLetter): Promise<void> {
-    if (attempt) this.records.attempted(delivery.id, this.numbered(delivery, attempt), null, 'PENDING');
+    if (attempt) this.records.attempted(delivery.id, attempt, null, 'PENDING');
     await this.letters.add(letter);
     this.records.moved(delivery.id, 'DEAD', Date.parse(letter.deadAt));
     this.outbox.finished(delivery);
@@ -273,10 +273,6 @@ class FileDeliveryStore implements DeliveryStore {
     await this.records.close();
     await this.outbox.close();
     await this.letters.close();
-  }
-
-  private numbered(delivery: Delivery, attempt: NewAttempt) {
-    return { number: (this.records.get(delivery.id)?.attempts.at(-1)?.number ?? 0) + 1, ...attempt };
   }
 
   /**
