@@ -92,7 +92,8 @@ export function consoleLayer(reserved: ReadonlySet<string>): ConsoleLayer | null
   if (!files || !page) return null;
   const match = (pathAndQuery: string, event?: H3Event) => {
     if (event && event.method !== 'GET' && event.method !== 'HEAD') return false;
-    const path = pathAndQuery.split('?', 1)[0]!;
+    const query = pathAndQuery.indexOf('?');
+    const path = query < 0 ? pathAndQuery : pathAndQuery.slice(0, query);
     return !isApiPath(path) && !reserved.has(path);
   };
   const handler = defineEventHandler(async (event) => {

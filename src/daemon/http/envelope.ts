@@ -18,6 +18,18 @@ function writeCommonHeaders(res: ServerResponse): void {
   res.setHeader('cache-control', 'no-store');
 }
 
+// Under load many answers share a millisecond: its ISO form is made once.
+let stampedAt = 0;
+let stamp = '';
+function answerTimestamp(): string {
+  const now = Date.now();
+  if (now !== stampedAt) {
+    stampedAt = now;
+    stamp = new Date(now).toISOString();
+  }
+  return stamp;
+}
+
 export function sendEnvelope(
   res: ServerResponse,
   status: number,
@@ -38,7 +50,7 @@ export function sendEnvelope(
     message: body.message,
     data: body.data === undefined ? null : body.data,
     meta: body.code === 'SUCCESS' ? body.meta : withRequestId(res, body.meta),
-    timestamp: new Date().toISOString(),
+    timestamp: answerTimestamp(),
   });
   writeJson(res, status, json);
 }
@@ -96,7 +108,7 @@ export function toJson(value: unknown): string {
 }
 
 export function sendSuccess(res: ServerResponse, status: number, data: unknown, meta: Record<string, unknown> | null = null): void {
-  const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${new Date().toISOString()}"}`;
+  const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${answerTimestamp()}"}`;
   writeJson(res, status, json);
 }
 
@@ -114,7 +126,7 @@ export async function sendPage(res: ServerResponse, items: ReadonlyArray<string 
     return;
   }
   const head = '{"code":"SUCCESS","message":null,"data":[';
-  const tail = `],"meta":${JSON.stringify(meta)},"timestamp":"${new Date().toISOString()}"}`;
+  const tail = `],"meta":${JSON.stringify(meta)},"timestamp":"${answerTimestamp()}"}`;
   res.writeHead(200, [
     'x-content-type-options', 'nosniff',
     'cache-control', 'no-store',

@@ -21,8 +21,15 @@ const isLoopbackAddress = (address: string) =>
 export function hostCheck(listeningAddress: string, allowedHosts: readonly string[]): ((host: string | undefined) => boolean) | null {
   if (allowedHosts.length === 0 && !isLoopbackAddress(listeningAddress)) return null;
   const accepted = new Set([...LOOPBACK_NAMES, ...allowedHosts]);
+  // Clients name the same host request after request: the last verdict is kept.
+  let lastHost: string | undefined;
+  let lastVerdict = false;
   return (host) => {
-    const name = host === undefined ? undefined : HOST_HEADER.exec(host.toLowerCase())?.[1];
-    return name !== undefined && accepted.has(name);
+    if (host === undefined) return false;
+    if (host === lastHost) return lastVerdict;
+    const name = HOST_HEADER.exec(host.toLowerCase())?.[1];
+    lastHost = host;
+    lastVerdict = name !== undefined && accepted.has(name);
+    return lastVerdict;
   };
 }
