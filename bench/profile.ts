@@ -155,12 +155,17 @@ async function main(): Promise<void> {
   }
   const busy = [...parts].filter(([name]) => name !== 'idle').reduce((sum, [, us]) => sum + us, 0);
   const perEvent = (us: number) => (us / delivered).toFixed(1);
-  console.log(`${published} published (${Math.round(published / SECONDS)}/s), ${delivered} delivered; ${perEvent(busy)} µs of the daemon's main thread per delivered event`);
-  console.log('\n| part | µs per event | share |\n|---|---|---|');
+  const unit = DETAIL ? 'request' : 'delivered event';
+  console.log(
+    DETAIL
+      ? `${published} requests answered (${Math.round(published / SECONDS)}/s); ${perEvent(busy)} µs of the daemon's main thread per request`
+      : `${published} published (${Math.round(published / SECONDS)}/s), ${delivered} delivered; ${perEvent(busy)} µs of the daemon's main thread per delivered event`,
+  );
+  console.log(`\n| part | µs per ${unit} | share |\n|---|---|---|`);
   for (const [name, us] of [...parts].filter(([part]) => part !== 'idle').sort((a, b) => b[1] - a[1])) {
     console.log(`| ${name} | ${perEvent(us)} | ${((us / busy) * 100).toFixed(1)} % |`);
   }
-  console.log('\nheaviest functions (self time, µs per event):');
+  console.log(`\nheaviest functions (self time, µs per ${unit}):`);
   for (const [where, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log(`  ${perEvent(us).padStart(6)}  ${where}`);
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(profileDir, { recursive: true, force: true });

@@ -1,3 +1,5 @@
+import { isoNow } from './iso-now.js';
+
 export interface LogSink {
   out(text: string): void;
   err(text: string): void;
@@ -103,18 +105,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     else accessTimer ??= setTimeout(flush, ACCESS_LINES_WAIT_MS);
   };
 
-  // Many lines share a millisecond under load: format each millisecond once.
-  let stampedAt = 0;
-  let stamp = '';
-  const timestamp = () => {
-    const now = Date.now();
-    if (now !== stampedAt) {
-      stampedAt = now;
-      stamp = new Date(now).toISOString();
-    }
-    return stamp;
-  };
-
   // Methods and route patterns are a small set repeated on every access line: each is quoted once.
   const quotedNames = new Map<string, string>();
   const quoted = (name: string) => {
@@ -128,16 +118,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   // Built by hand rather than by JSON.stringify of an object: this runs on every request.
   const jsonAccess = (method: string, route: string, status: number, durationMs: number, requestId: string) =>
     writeAccess(
-      `{"time":"${timestamp()}","level":"info","msg":"request","method":${quoted(method)},"route":${quoted(route)},` +
+      `{"time":"${isoNow()}","level":"info","msg":"request","method":${quoted(method)},"route":${quoted(route)},` +
         `"status":${status},"durationMs":${Math.round(durationMs * 10) / 10},"requestId":"${requestId}"}\n`,
     );
   const textAccess = (method: string, route: string, status: number, durationMs: number, requestId: string) =>
-    writeAccess(`${timestamp()} ${method} ${route} ${status} ${durationMs.toFixed(1)}ms ${requestId}\n`);
+    writeAccess(`${isoNow()} ${method} ${route} ${status} ${durationMs.toFixed(1)}ms ${requestId}\n`);
 
   const formatLine = format === 'json' ? jsonLine : textLine;
   const emit = (level: LogLevel) => (message: string, fields?: LogFields) => {
     if (RANK[level] < threshold) return;
-    const line = formatLine(timestamp(), level, message, fields);
+    const line = formatLine(isoNow(), level, message, fields);
     if (level === 'error') {
       flush();
       sink.err(line);

@@ -183,6 +183,26 @@ test('dribbled headers, a dribbled body and blank lines between requests are cut
   }
 });
 
+test('a pipelined request still arriving is no idle connection: the sweep leaves it to be answered', async () => {
+  const t = await startTestDaemon({ connections: SHORT_LIMITS });
+  const connection = openConnection(t.url);
+  const body = JSON.stringify({ email: ADMIN.email, password: 'not-the-password' });
+  try {
+    // Two requests in one write: the second's headers are complete, its body comes later.
+    connection.socket.write(`${HEALTH}\r\nPOST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await waitFor('the first answer', () => /^HTTP\/1\.1 200 /.test(connection.received()));
+    // Longer than the 300 ms a connection may stay idle after an answer, within the 600 ms the second request may take.
+    await new Promise((resolve) => setTimeout(resolve, 420));
+    assert.not.ok(connection.isClosed(), 'the connection is busy with the second request, not idle');
+    connection.socket.write(body.slice(5));
+    await waitFor('the second answer', () => (connection.received().match(/HTTP\/1\.1 \d{3} /g) ?? []).length === 2);
+    assert.equal(connection.received().match(/HTTP\/1\.1 \d{3}/g), ['HTTP/1.1 200', 'HTTP/1.1 401']);
+  } finally {
+    connection.socket.destroy();
+    await t.destroy();
+  }
+});
+
 test('an answer the client stops reading is abandoned after the limit and counted as 400; others are served', async () => {
   // Pages of up to 32 MiB, so that one answer can outgrow the kernel's socket buffers.
   const t = await startTestDaemon({ connections: SHORT_LIMITS, maxPayloadBytes: 1024 * 1024, maxBodyBytes: 2 * 1024 * 1024, maxPageBytes: 32 * 1024 * 1024 });

@@ -72,6 +72,10 @@ function loadConsole(dir: string): Map<string, ConsoleFile> | null {
 }
 
 const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/');
+const withoutQuery = (pathAndQuery: string) => {
+  const query = pathAndQuery.indexOf('?');
+  return query < 0 ? pathAndQuery : pathAndQuery.slice(0, query);
+};
 
 /** The console as an h3 layer: its handler, and which requests reach it at all. */
 export interface ConsoleLayer {
@@ -92,12 +96,11 @@ export function consoleLayer(reserved: ReadonlySet<string>): ConsoleLayer | null
   if (!files || !page) return null;
   const match = (pathAndQuery: string, event?: H3Event) => {
     if (event && event.method !== 'GET' && event.method !== 'HEAD') return false;
-    const query = pathAndQuery.indexOf('?');
-    const path = query < 0 ? pathAndQuery : pathAndQuery.slice(0, query);
+    const path = withoutQuery(pathAndQuery);
     return !isApiPath(path) && !reserved.has(path);
   };
   const handler = defineEventHandler(async (event) => {
-    const path = getRequestPath(event).split('?', 1)[0]!;
+    const path = withoutQuery(getRequestPath(event));
     // A compressed copy is served for its file, never by its own name.
     const file = ENCODED.test(path) ? undefined : (files.get(path) ?? (path.startsWith('/assets/') ? undefined : page));
     // A missing asset (an old hash after an upgrade) is a 404, not the page under a script's name.

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { DomainError, RateLimitedError, type ErrorCode } from '../errors.js';
 import { statusOf } from '../../contract/errors.js';
 import type { ObservedRequest } from './observe.js';
+import { isoNow } from '../iso-now.js';
 
 export interface Envelope {
   code: 'SUCCESS' | ErrorCode;
@@ -16,18 +17,6 @@ export interface Envelope {
 function writeCommonHeaders(res: ServerResponse): void {
   res.setHeader('x-content-type-options', 'nosniff');
   res.setHeader('cache-control', 'no-store');
-}
-
-// Under load many answers share a millisecond: its ISO form is made once.
-let stampedAt = 0;
-let stamp = '';
-function answerTimestamp(): string {
-  const now = Date.now();
-  if (now !== stampedAt) {
-    stampedAt = now;
-    stamp = new Date(now).toISOString();
-  }
-  return stamp;
 }
 
 export function sendEnvelope(
@@ -50,7 +39,7 @@ export function sendEnvelope(
     message: body.message,
     data: body.data === undefined ? null : body.data,
     meta: body.code === 'SUCCESS' ? body.meta : withRequestId(res, body.meta),
-    timestamp: answerTimestamp(),
+    timestamp: isoNow(),
   });
   writeJson(res, status, json);
 }
@@ -108,7 +97,7 @@ export function toJson(value: unknown): string {
 }
 
 export function sendSuccess(res: ServerResponse, status: number, data: unknown, meta: Record<string, unknown> | null = null): void {
-  const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${answerTimestamp()}"}`;
+  const json = `{"code":"SUCCESS","message":null,"data":${toJson(data)},"meta":${toJson(meta)},"timestamp":"${isoNow()}"}`;
   writeJson(res, status, json);
 }
 
@@ -126,7 +115,7 @@ export async function sendPage(res: ServerResponse, items: ReadonlyArray<string 
     return;
   }
   const head = '{"code":"SUCCESS","message":null,"data":[';
-  const tail = `],"meta":${JSON.stringify(meta)},"timestamp":"${answerTimestamp()}"}`;
+  const tail = `],"meta":${JSON.stringify(meta)},"timestamp":"${isoNow()}"}`;
   res.writeHead(200, [
     'x-content-type-options', 'nosniff',
     'cache-control', 'no-store',

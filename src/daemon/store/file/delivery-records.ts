@@ -84,10 +84,11 @@ const COMPACT_SLACK = 50_000;
  * with its attempt's request and answer headers, in memory longer, and what
  * the garbage collector then does with them came to cost more than the lines
  * it saves (bench 10a, the rate with records against without: 83-85 % at
- * 100 ms, 91 % at 30 and 50 ms, 89 % at 10 ms, though one full run later
- * gave 81 % at 50 ms; before attempts kept their
- * headers, 97 % at 100 ms and 88 % at 20 ms). A crash loses at most this much
- * of attempt results: those deliveries are still in the outbox, and run again.
+ * 100 ms, 91 % at 30 and 50 ms, 89 % at 10 ms in runs of that group alone,
+ * though one full run later gave 81 % at 50 ms; before attempts kept their
+ * headers, 97 % at 100 ms and 88 % at 20 ms). A crash loses at most this
+ * much of attempt results: those deliveries are still in the outbox, and run
+ * again.
  */
 const FIRST_LINE_DELAY_MS = 50;
 /**
@@ -424,11 +425,9 @@ export class DeliveryRecords {
   }
 
   /**
-   * One attempt's result, numbered after the record's last; `nextAttemptAt`
-   * when it is retried. Journalled as the record's whole state. (Numbered
-   * here, where the record is at hand: a record no longer held is read back
-   * from its line, and reading it once more to number the attempt doubled
-   * that work.)
+   * One attempt's result, numbered after the record's last (here, where the
+   * record is already located); `nextAttemptAt` when it is retried.
+   * Journalled as the record's whole state.
    */
   attempted(id: string, attempt: NewAttempt, nextAttemptAt: number | null, status: DeliveryStatus): void {
     const found = this.locate(id);
