@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { setFlagsFromString } from 'node:v8';
 import type { FetchOptions } from 'ofetch';
 import { createApiClient, NotAnEnvelopeError, type ApiClient, type CallArgs } from '../contract/client.js';
 import { endpoints, type OperationId } from '../contract/endpoints.js';
@@ -28,6 +29,11 @@ export function createClient(options: { url?: string; token?: string | null; tim
       // Imported at the first request: ofetch reads globalThis.fetch as it loads, which makes Node load its
       // fetch engine (about 80 ms), a cost `--help`, completion and usage errors need not pay.
       const { ofetch } = await import('ofetch');
+      // The fetch engine parses HTTP in WebAssembly, compiled at the first request by V8's quick
+      // compiler and then again, optimised, in the background; a process does not exit before that
+      // second compilation ends, 60 ms later here. A command sends a few requests at most: the quick
+      // code serves them. (The CLI's process only: the daemon never comes here.)
+      setFlagsFromString('--liftoff-only');
       const response = await ofetch.raw(path, options);
       return { status: response.status, headers: response.headers, body: response._data as unknown };
     } catch (error) {
