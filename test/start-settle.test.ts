@@ -102,4 +102,29 @@ test(`a daemon restarted on ${EVENTS} pending deliveries gives back its start-up
   }
 });
 
+test('the collections after start-up wait for a second in which the daemon was idle', async () => {
+  const dir = await tempDir();
+  const daemon = await spawnDaemon(dir, { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, PLATFORM_SETTLE_AFTER_START: '500', PLATFORM_LOG_LEVEL: 'debug' });
+  const collections = () => daemon.output().split('\n').filter((line) => line.includes('full garbage collection after start-up')).length;
+  try {
+    // Busy from before the first collection was due until well after: requests back to back.
+    let busy = true;
+    const load = Array.from({ length: 8 }, async () => {
+      while (busy) await call(daemon.url, 'GET', '/api/health');
+    });
+    await sleep(3_000);
+    const whileBusy = collections();
+    busy = false;
+    await Promise.all(load);
+    assert.is(whileBusy, 0, 'no full collection while requests kept the daemon busy');
+    // Idle now: the first collection at the end of the next second, the second one 5 s after it.
+    await waitFor('both collections once idle', () => collections() === 2 || undefined, 15_000).catch((error: Error) => {
+      throw new Error(`${error.message} (the daemon's log: ${keepArtifact('start-settle-idle', daemon.output())})`);
+    });
+  } finally {
+    await stop(daemon);
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test.run();

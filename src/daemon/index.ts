@@ -58,7 +58,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
     http.started();
-    const cancelSettling = settleAfterStart(config.settleAfterStartMs);
+    const cancelSettling = settleAfterStart(config.settleAfterStartMs, () => logger.debug('ran a full garbage collection after start-up, the daemon idle'));
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);
