@@ -74,8 +74,11 @@ export interface DaemonConfig {
   jobs: JobIntervals;
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
   streamHeartbeatMs: number;
-  /** PLATFORM_SETTLE_AFTER_START (ms): when the full garbage collections after start-up begin (see settle.ts). */
-  settleAfterStartMs: number;
+  /**
+   * Full garbage collections once idle (see settle.ts): PLATFORM_SETTLE_AFTER_START (ms), when
+   * those after start-up begin; PLATFORM_SETTLE_GROWTH_MB, how much V8's heap must grow for more.
+   */
+  settle: { afterStartMs: number; growthBytes: number };
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
   /** Host names requests may name besides loopback ones (`--allowed-hosts`); checked on any address once given. */
@@ -345,7 +348,10 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     eventSegmentEvents: 100_000,
     jobs: parseJobIntervals(env),
     streamHeartbeatMs: 10_000,
-    settleAfterStartMs: parseSetting('PLATFORM_SETTLE_AFTER_START', Count(100, 3_600_000), env.PLATFORM_SETTLE_AFTER_START, 10_000),
+    settle: {
+      afterStartMs: parseSetting('PLATFORM_SETTLE_AFTER_START', Count(100, 3_600_000), env.PLATFORM_SETTLE_AFTER_START, 10_000),
+      growthBytes: parseSetting('PLATFORM_SETTLE_GROWTH_MB', Count(1, 65_536), env.PLATFORM_SETTLE_GROWTH_MB, 32) * 1024 * 1024,
+    },
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),
     connections: connectionLimits(env),

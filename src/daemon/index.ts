@@ -12,7 +12,7 @@ import { takeTornTails } from './store/append-log.js';
 import { openDataDir, tightenPlatformFiles } from './store/data-dir.js';
 import { lockDataDir } from './store/lock.js';
 import { redactUrl } from './database-settings.js';
-import { settleAfterStart } from './settle.js';
+import { settleWhenIdle } from './settle.js';
 import { keepTickShapeAlive } from './tick-shape.js';
 
 export interface Daemon {
@@ -58,7 +58,9 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
     http.started();
-    const cancelSettling = settleAfterStart(config.settleAfterStartMs, () => logger.debug('ran a full garbage collection after start-up, the daemon idle'));
+    const cancelSettling = settleWhenIdle(config.settle.afterStartMs, config.settle.growthBytes, (cause) =>
+      logger.debug(`ran a full garbage collection, the daemon idle after ${cause === 'start' ? 'its start' : 'its heap grew'}`),
+    );
 
     if (lock.tookOver) logger.info(lock.tookOver);
     for (const file of tightened) logger.warn(`${file} was readable by others; its mode is now 0600`);

@@ -1,16 +1,19 @@
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 
 /**
- * Full garbage collections once start-up is over. Starting on a large data
- * directory (indexes read, journals replayed, pending deliveries scheduled)
+ * Full garbage collections once the daemon is idle after a start or a burst
+ * of work. Starting on a large data directory (indexes read, journals
+ * replayed, pending deliveries scheduled) or taking a burst of publishes
  * allocates much at once: V8 grows its young generation to its maximum and
- * promotes some of the start's buffers, and gives both back only after a
- * full collection. A daemon that is idle once it has started never runs one,
- * so it would hold that memory until its first burst of work.
+ * promotes some of that work's garbage, and gives both back only after a
+ * full collection. A daemon that is idle once it has started never runs one;
+ * after a burst V8's memory reducer runs one in its own time, which was once
+ * more than 30 s after the daemon fell quiet.
  *
  * Two collections: V8 shrinks its young generation in a collection only if
  * little was allocated since the one before, and the first one's "since"
- * reaches back into the start. The second, QUIET_MS later, sees an idle
+ * reaches back into the work. The second, QUIET_MS later, sees an idle
  * daemon's few bytes.
  *
  * Each runs only at the end of a second in which the event loop was busy less
@@ -18,22 +21,26 @@ import { performance } from 'node:perf_hooks';
  * 10-50 ms, which a busy daemon's requests would all wait for (a daemon taking
  * 2,000 publishes a second showed it as its worst latency), and a busy daemon
  * needs the room it grew. Until it is idle, it is asked again every second.
+ * The first pair runs from `afterStartMs` after the start; later ones once
+ * V8's heap has grown `growthBytes` over its size after the pair before.
  *
  * Collecting takes node's `--expose-gc`, which `bin/platform` passes; a daemon
  * started another way skips it. See docs/decisions.md, "Memory the allocator
  * keeps".
  *
- * `collected` hears of each collection. Answers a function that cancels what
- * has not run yet.
+ * `collected` hears of each collection. Answers a function that stops it all.
  */
 const QUIET_MS = 5_000;
 const CHECK_MS = 1_000;
 const IDLE_UTILIZATION = 0.05;
 
-export function settleAfterStart(delayMs: number, collected: () => void): () => void {
+export type SettleCause = 'start' | 'growth';
+
+export function settleWhenIdle(afterStartMs: number, growthBytes: number, collected: (cause: SettleCause) => void): () => void {
   const collect = globalThis.gc;
   if (!collect) return () => undefined;
   let timer: NodeJS.Timeout;
+  const heapBytes = () => getHeapStatistics().total_heap_size;
   /** From `afterMs` on, the end of the first idle second runs `then`. */
   const whenIdle = (afterMs: number, then: () => void) => {
     timer = setTimeout(() => {
@@ -47,13 +54,20 @@ export function settleAfterStart(delayMs: number, collected: () => void): () => 
       timer = setTimeout(check, CHECK_MS).unref();
     }, afterMs).unref();
   };
-  whenIdle(delayMs, () => {
-    collect();
-    collected();
-    whenIdle(QUIET_MS, () => {
+  const settle = (afterMs: number, cause: SettleCause) =>
+    whenIdle(afterMs, () => {
       collect();
-      collected();
+      collected(cause);
+      whenIdle(QUIET_MS, () => {
+        collect();
+        collected(cause);
+        watchGrowth(heapBytes() + growthBytes);
+      });
     });
-  });
+  /** Reading the heap's size takes microseconds: once a second costs nothing measurable. */
+  const watchGrowth = (limit: number) => {
+    timer = setTimeout(() => (heapBytes() > limit ? settle(0, 'growth') : watchGrowth(limit)), CHECK_MS).unref();
+  };
+  settle(afterStartMs, 'start');
   return () => clearTimeout(timer);
 }
