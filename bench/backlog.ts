@@ -437,7 +437,7 @@ const REST_MS = 30_000;
 const EARLY_MS = 5_000;
 
 /** `rssMb` read EARLY_MS and REST_MS into a rest. */
-async function atRest(rssMb: () => number): Promise<{ rss: number; early: number }> {
+export async function atRest(rssMb: () => number): Promise<{ rss: number; early: number }> {
   await sleep(EARLY_MS);
   const early = rssMb();
   await sleep(REST_MS - EARLY_MS);
