@@ -17,6 +17,9 @@ import { filesOnly } from './helpers/postgres.js';
 const CLIENTS = 10;
 const USER = { email: 'kept@example.test', password: 'kept-password-1' };
 
+/** No retries (a failed delivery is a dead letter at once), and a delivery timeout longer than any test here. */
+const HANGING_STAYS_PENDING = { ...FAST_DISPATCH, deliveryTimeoutMs: 120_000, retrySchedule: [] };
+
 let source: TestDaemon;
 let admin: Api & { token: string };
 let hanging: Subscriber;
@@ -55,7 +58,10 @@ test.before(async () => {
   archive = join(work, 'platform.tar.gz');
   hanging = await startSubscriber(() => ({ hang: true }));
   failing = await startSubscriber(() => ({ status: 500 }));
-  source = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } });
+  // The delivery to the hanging subscriber must stay pending through the backup (and in the restored
+  // daemon through its checks): with FAST_DISPATCH's 2 s timeout and no retry it would be dead-lettered
+  // 2 s after its attempt began, which a loaded machine outlasted once. Stopping aborts it.
+  source = await startTestDaemon({ dispatch: HANGING_STAYS_PENDING });
   admin = await source.admin();
   await createUser(source, USER.email, { password: USER.password });
   await publishExtension(admin, 'crm');
@@ -127,7 +133,7 @@ filesOnly(test)('a backup taken while 10 clients publish restores every acknowle
     for (const line of text.trimEnd().split('\n')) JSON.parse(line);
   }
 
-  const restored = await startTestDaemon({ dispatch: { ...FAST_DISPATCH, retrySchedule: [] } }, restoredDir);
+  const restored = await startTestDaemon({ dispatch: HANGING_STAYS_PENDING }, restoredDir);
   try {
     const restoredAdmin = await restored.admin();
     await restored.as(USER.email, USER.password);
