@@ -13,6 +13,9 @@ export interface ReceivedDelivery {
   status?: number;
   /** The sender closed the connection before the answer (it stopped or was killed mid-attempt). */
   abandoned?: boolean;
+  /** performance.now() when the request began to arrive, and when its exchange ended (answered or cut): to tell apart attempts that overlapped. */
+  arrivedAt: number;
+  closedAt?: number;
 }
 
 /** What to answer the n-th request (0-based): a status (default 200), headers, a body (default `{}`), after a delay, or never answer. */
@@ -56,6 +59,7 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
   const server = createServer((req, res) => {
     // Counted from the request's arrival until the answer is written or the sender goes away.
     const deliveryId = String(req.headers['webhook-id']);
+    const arrivedAt = performance.now();
     if (inFlight.has(deliveryId)) concurrency.overlapping.add(deliveryId);
     inFlight.add(deliveryId);
     concurrency.now += 1;
@@ -64,13 +68,14 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
     res.on('close', () => {
       inFlight.delete(deliveryId);
       concurrency.now -= 1;
+      if (delivery) delivery.closedAt = performance.now();
       if (!res.writableFinished && delivery) delivery.abandoned = true;
     });
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      const arrived: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body) };
+      const arrived: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body), arrivedAt };
       delivery = arrived;
       const index = received.length;
       received.push(arrived);
