@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { testDatabaseFor } from './postgres.js';
 import { tempDirSync } from './temp.js';
+import { keepArtifact } from './artifacts.js';
 import { waitFor } from './wait.js';
 
 export const PLATFORM_BIN = fileURLToPath(new URL('../../bin/platform', import.meta.url));
@@ -61,6 +62,13 @@ export interface DaemonProcess {
 export const SHORT_DELIVERY_LEASE = { PLATFORM_DELIVERY_LEASE: '2' };
 
 /**
+ * How long a spawned daemon has to print its start line: a start on PostgreSQL (a fresh
+ * database migrated, the administrator created, maybe the seed) once took more than 10 s on
+ * a machine running both passes slowly.
+ */
+const START_LINE_TIMEOUT_MS = 30_000;
+
+/**
  * Starts `platform serve --port 0` as a process and waits for its start line. On the
  * PostgreSQL pass it gets `--database-url` (a database per data directory; see
  * testDatabaseFor) unless the test gives a database itself.
@@ -81,9 +89,20 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   let ended = false;
   void exited.then(() => (ended = true));
-  const url: string = await waitFor<string>('the daemon start line', () => {
-    if (ended) throw new Error(`the daemon exited before listening:\n${output}`);
-    return /listening on (http:\/\/\S+)/.exec(output)?.[1] ?? '';
+  const spawnedAt = performance.now();
+  const url: string = await waitFor<string>(
+    'the daemon start line',
+    () => {
+      if (ended) throw new Error(`the daemon exited before listening:\n${output}`);
+      return /listening on (http:\/\/\S+)/.exec(output)?.[1] ?? '';
+    },
+    START_LINE_TIMEOUT_MS,
+  ).catch((error: Error) => {
+    // A daemon left running would hold its pipes open, and with them the test process: the whole
+    // pass would hang instead of failing this test. What it said is kept for the next look.
+    child.kill('SIGKILL');
+    const kept = keepArtifact('spawn-daemon', `no start line ${Math.round(performance.now() - spawnedAt)} ms after the spawn\n\n${output}`);
+    throw new Error(`${error.message} (its output: ${kept})`);
   });
   return { url, child, output: () => output, exited };
 }
