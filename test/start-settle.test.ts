@@ -31,6 +31,10 @@ const DROP_MB = 5;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How many of the settling collections the daemon's debug log reports, after its start or after its heap grew. */
+const collections = (daemon: DaemonProcess, after: 'its start' | 'its heap grew') =>
+  daemon.output().split('\n').filter((line) => line.includes(`full garbage collection, the daemon idle after ${after}`)).length;
+
 async function stop(daemon: DaemonProcess): Promise<void> {
   daemon.child.kill('SIGTERM');
   await daemon.exited;
@@ -105,7 +109,6 @@ test(`a daemon restarted on ${EVENTS} pending deliveries gives back its start-up
 test('the collections after start-up wait for a second in which the daemon was idle', async () => {
   const dir = await tempDir();
   const daemon = await spawnDaemon(dir, { PLATFORM_ADMIN_EMAIL: ADMIN.email, PLATFORM_ADMIN_PASSWORD: ADMIN.password, PLATFORM_SETTLE_AFTER_START: '500', PLATFORM_LOG_LEVEL: 'debug' });
-  const collections = () => daemon.output().split('\n').filter((line) => line.includes('full garbage collection, the daemon idle after its start')).length;
   try {
     // Busy from before the first collection was due until well after: requests back to back.
     let busy = true;
@@ -113,12 +116,12 @@ test('the collections after start-up wait for a second in which the daemon was i
       while (busy) await call(daemon.url, 'GET', '/api/health');
     });
     await sleep(3_000);
-    const whileBusy = collections();
+    const whileBusy = collections(daemon, 'its start');
     busy = false;
     await Promise.all(load);
     assert.is(whileBusy, 0, 'no full collection while requests kept the daemon busy');
     // Idle now: the first collection at the end of the next second, the second one 5 s after it.
-    await waitFor('both collections once idle', () => collections() === 2 || undefined, 15_000).catch((error: Error) => {
+    await waitFor('both collections once idle', () => collections(daemon, 'its start') === 2 || undefined, 15_000).catch((error: Error) => {
       throw new Error(`${error.message} (the daemon's log: ${keepArtifact('start-settle-idle', daemon.output())})`);
     });
   } finally {
@@ -136,17 +139,16 @@ test('a burst that grows the heap is followed by the same two collections once t
     PLATFORM_SETTLE_GROWTH_MB: '1',
     PLATFORM_LOG_LEVEL: 'debug',
   });
-  const count = (cause: string) => daemon.output().split('\n').filter((line) => line.includes(`full garbage collection, the daemon idle after ${cause}`)).length;
   try {
     const admin = api(daemon.url, tokenOf(await call(daemon.url, 'POST', '/api/auth/login', { json: ADMIN })));
-    await waitFor('the two collections after the start', () => count('its start') === 2 || undefined, 15_000);
+    await waitFor('the two collections after the start', () => collections(daemon, 'its start') === 2 || undefined, 15_000);
     // Idle and settled: nothing more while nothing happens.
     await sleep(2_500);
-    assert.is(count('its heap grew'), 0, 'no collection while the heap stays as it was');
+    assert.is(collections(daemon, 'its heap grew'), 0, 'no collection while the heap stays as it was');
     await workspaceWith(admin, 'burst', 'sink');
     const text = 'b'.repeat(10_000);
     await publishConcurrently(admin, 'burst', 300, 8, (n) => ({ eventKey: 'burst.item', payload: { n, text } }));
-    await waitFor('two collections after the burst', () => count('its heap grew') === 2 || undefined, 15_000).catch((error: Error) => {
+    await waitFor('two collections after the burst', () => collections(daemon, 'its heap grew') === 2 || undefined, 15_000).catch((error: Error) => {
       throw new Error(`${error.message} (the daemon's log: ${keepArtifact('start-settle-growth', daemon.output())})`);
     });
   } finally {

@@ -17,6 +17,24 @@ export interface Client extends ApiClient {
 
 export const DEFAULT_TIMEOUT_SECONDS = 30;
 
+let fetchLoaded: Promise<typeof import('ofetch').ofetch> | undefined;
+
+/**
+ * ofetch, imported at the first request: it reads globalThis.fetch as it loads, which makes Node
+ * load its fetch engine (about 80 ms), a cost `--help`, completion and usage errors need not pay.
+ * That engine parses HTTP in WebAssembly, compiled at the first request by V8's quick compiler and
+ * then again, optimised, in the background; a process does not exit before that second
+ * compilation ends, some 60 ms after the answer. A command sends a few requests at most: V8 is
+ * told to keep the quick code. (The CLI's process only: the daemon never comes here.)
+ */
+function loadFetch(): Promise<typeof import('ofetch').ofetch> {
+  fetchLoaded ??= import('ofetch').then(({ ofetch }) => {
+    setFlagsFromString('--liftoff-only');
+    return ofetch;
+  });
+  return fetchLoaded;
+}
+
 /** The CLI's one way to talk to the daemon: base URL and token resolved once, errors turned into messages and exit codes. */
 export function createClient(options: { url?: string; token?: string | null; timeoutSeconds?: number } = {}): Client {
   const url = options.url ?? resolveUrl(undefined);
@@ -26,14 +44,7 @@ export function createClient(options: { url?: string; token?: string | null; tim
     const headers: Record<string, string> = { ...declared, ...(token ? { authorization: `Bearer ${token}` } : {}) };
     try {
       const options: FetchOptions<'json'> = { method, baseURL: url, body: body as FetchOptions['body'], headers, retry: 0, timeout: timeoutSeconds * 1000, ignoreResponseError: true };
-      // Imported at the first request: ofetch reads globalThis.fetch as it loads, which makes Node load its
-      // fetch engine (about 80 ms), a cost `--help`, completion and usage errors need not pay.
-      const { ofetch } = await import('ofetch');
-      // The fetch engine parses HTTP in WebAssembly, compiled at the first request by V8's quick
-      // compiler and then again, optimised, in the background; a process does not exit before that
-      // second compilation ends, 60 ms later here. A command sends a few requests at most: the quick
-      // code serves them. (The CLI's process only: the daemon never comes here.)
-      setFlagsFromString('--liftoff-only');
+      const ofetch = await loadFetch();
       const response = await ofetch.raw(path, options);
       return { status: response.status, headers: response.headers, body: response._data as unknown };
     } catch (error) {
