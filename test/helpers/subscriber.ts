@@ -16,6 +16,8 @@ export interface ReceivedDelivery {
   /** performance.now() when the request began to arrive, and when its exchange ended (answered or cut): to tell apart attempts that overlapped. */
   arrivedAt: number;
   closedAt?: number;
+  /** The sender's port: which process sent it, where the test can tell (see multi-daemon-deliveries). */
+  remotePort?: number;
 }
 
 /** What to answer the n-th request (0-based): a status (default 200), headers, a body (default `{}`), after a delay, or never answer. */
@@ -60,6 +62,7 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
     // Counted from the request's arrival until the answer is written or the sender goes away.
     const deliveryId = String(req.headers['webhook-id']);
     const arrivedAt = performance.now();
+    const remotePort = req.socket.remotePort;
     if (inFlight.has(deliveryId)) concurrency.overlapping.add(deliveryId);
     inFlight.add(deliveryId);
     concurrency.now += 1;
@@ -75,7 +78,7 @@ export async function startSubscriber(script: (request: ReceivedDelivery, index:
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      const arrived: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body), arrivedAt };
+      const arrived: ReceivedDelivery = { path: req.url ?? '', headers: req.headers, body, json: safeJson(body), arrivedAt, remotePort };
       delivery = arrived;
       const index = received.length;
       received.push(arrived);
