@@ -1,9 +1,9 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlatformEvent } from '../src/handlers/sdk.js';
-import { Outbox } from '../src/daemon/store/file/outbox.js';
+import { Outbox, type OutboxOptions } from '../src/daemon/store/file/outbox.js';
 import { CarriedEvent, type Delivery, type SubscriberRef } from '../src/daemon/dispatch/types.js';
 import { maskCredentials } from '../src/daemon/dispatch/url-credentials.js';
 import { tempDir } from './helpers/temp.js';
@@ -47,6 +47,30 @@ function delivery(id: string, of: PlatformEvent, to = subscriber('s'), due = NOW
     lastError: null,
     replayCount: 0,
   };
+}
+
+const indexOf = (journal: string) => journal.replace(/\.log$/, '.idx');
+
+/**
+ * Opens copies of a cleanly closed outbox twice: from the index the stop left,
+ * and from its journal alone (as after a crash, which leaves no index): `check`
+ * must hold for both.
+ */
+async function afterRestart(file: string, check: (reopened: Outbox) => Promise<void>, options: OutboxOptions = {}): Promise<void> {
+  assert.ok(existsSync(indexOf(file)), 'a clean stop leaves an index');
+  for (const fromIndex of [true, false]) {
+    const copy = join(await tempDir(), 'outbox.log');
+    copyFileSync(file, copy);
+    if (fromIndex) copyFileSync(indexOf(file), indexOf(copy));
+    const reopened = await Outbox.open(copy, failOnError, options);
+    assert.not.ok(existsSync(indexOf(copy)), 'a start removes the index: the journal is about to change');
+    try {
+      await check(reopened);
+    } catch (error) {
+      throw new Error(`opened ${fromIndex ? 'from its index' : 'from its journal'}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    await reopened.close();
+  }
 }
 
 /** A delivery with its event as an object: as it was queued, whether its event came back as bytes or not. */
@@ -112,13 +136,17 @@ test('a restart on a backlog resumes every pending delivery in due order, with i
   }
   await outbox.close();
 
-  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
-  assert.is(reopened.size, expected.size);
-  const resumed = await claimAll(reopened, LATER, 37);
-  const order = [...expected.values()].sort((x, y) => x.nextAttemptAt - y.nextAttemptAt).map((d) => d.id);
-  assert.equal(resumed.map((d) => d.id), order, 'due first');
-  for (const one of resumed) assert.equal(await plain(one), await plain(expected.get(one.id)!), `${one.id} as it was`);
-  await reopened.close();
+  await afterRestart(
+    file,
+    async (reopened) => {
+      assert.is(reopened.size, expected.size);
+      const resumed = await claimAll(reopened, LATER, 37);
+      const order = [...expected.values()].sort((x, y) => x.nextAttemptAt - y.nextAttemptAt).map((d) => d.id);
+      assert.equal(resumed.map((d) => d.id), order, 'due first');
+      for (const one of resumed) assert.equal(await plain(one), await plain(expected.get(one.id)!), `${one.id} as it was`);
+    },
+    { holdAtMost: 0 },
+  );
 });
 
 test('a restart reads each run from its line without parsing its error, whatever the error, key or subscriber says', async () => {
@@ -143,14 +171,18 @@ test('a restart reads each run from its line without parsing its error, whatever
   const expected = [runs[2]!, runs[0]!, { ...failed! }];
   await outbox.close();
 
-  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
-  assert.ok(reopened.replaysLetter('letter-9'));
-  assert.not.ok(reopened.replaysLetter('fake'));
-  const resumed = await claimAll(reopened);
-  // Claims take the subscribers (the plugin, and subscription s) in turn, each in due order.
-  assert.equal(resumed.map((d) => d.id).sort(), ['plain', 'plugin', 'quoted']);
-  for (const one of resumed) assert.equal(await plain(one), await plain(expected.find((d) => d.id === one.id)!));
-  await reopened.close();
+  await afterRestart(
+    file,
+    async (reopened) => {
+      assert.ok(reopened.replaysLetter('letter-9'));
+      assert.not.ok(reopened.replaysLetter('fake'));
+      const resumed = await claimAll(reopened);
+      // Claims take the subscribers (the plugin, and subscription s) in turn, each in due order.
+      assert.equal(resumed.map((d) => d.id).sort(), ['plain', 'plugin', 'quoted']);
+      for (const one of resumed) assert.equal(await plain(one), await plain(expected.find((d) => d.id === one.id)!));
+    },
+    { holdAtMost: 0 },
+  );
 });
 
 test("the oldest pending delivery's enqueue time is read from its line, also after it moved on and after a restart", async () => {
@@ -165,9 +197,7 @@ test("the oldest pending delivery's enqueue time is read from its line, also aft
   outbox.done(first!);
   assert.is(outbox.oldestEnqueuedAt(), NOW + 2000);
   await outbox.close();
-  const reopened = await Outbox.open(file, failOnError);
-  assert.is(reopened.oldestEnqueuedAt(), NOW + 2000);
-  await reopened.close();
+  await afterRestart(file, async (reopened) => assert.is(reopened.oldestEnqueuedAt(), NOW + 2000));
 });
 
 test('claims take each subscriber in turn: a backlog of one does not make a new subscriber wait behind it', async () => {
@@ -219,15 +249,19 @@ test('compaction keeps every pending delivery, also those whose last attempt was
   const lines = readFileSync(file, 'utf8').trim().split('\n').length;
   assert.ok(lines <= 4 * pendingIds.length + 1_000 + 1, `${lines} lines for ${pendingIds.length} pending: compacted`);
 
-  const reopened = await Outbox.open(file, failOnError, { holdAtMost: 0 });
-  const resumed = await claimAll(reopened);
-  assert.equal(resumed.map((d) => d.id).sort(), pendingIds.sort());
-  for (const one of resumed) {
-    assert.is(one.attempts, 4, `${one.id}: every failed attempt counted`);
-    assert.equal(one.lastError, { message: 'failed in round 4', status: 500 });
-    assert.equal((await one.event.object()).payload, payloads.get(one.event.id));
-  }
-  await reopened.close();
+  await afterRestart(
+    file,
+    async (reopened) => {
+      const resumed = await claimAll(reopened);
+      assert.equal(resumed.map((d) => d.id).sort(), pendingIds.sort());
+      for (const one of resumed) {
+        assert.is(one.attempts, 4, `${one.id}: every failed attempt counted`);
+        assert.equal(one.lastError, { message: 'failed in round 4', status: 500 });
+        assert.equal((await one.event.object()).payload, payloads.get(one.event.id));
+      }
+    },
+    { holdAtMost: 0 },
+  );
 });
 
 test('an outbox.log of the old format (whole deliveries, URLs in clear) is read once and rewritten: masked, each payload once', async () => {
@@ -258,9 +292,7 @@ test('an outbox.log of the old format (whole deliveries, URLs in clear) is read 
   ]);
   assert.is(resumed[0]!.subscriber.serviceBaseUrl, maskCredentials(clear));
   await outbox.close();
-  const reopened = await Outbox.open(file, failOnError);
-  assert.equal([...reopened.values()].map((d) => d.id), ['a', 'b']);
-  await reopened.close();
+  await afterRestart(file, async (reopened) => assert.equal([...reopened.values()].map((d) => d.id), ['a', 'b']));
 });
 
 test('deliveries staged and then retracted leave nothing pending, not even for the next start', async () => {
@@ -275,9 +307,7 @@ test('deliveries staged and then retracted leave nothing pending, not even for t
   assert.equal(outbox.claim(10, LATER).map((d) => d.id), ['kept']);
   await outbox.close();
   assert.not.ok(readFileSync(file, 'utf8').includes(withdrawn.id), 'the payload withdrawn too');
-  const reopened = await Outbox.open(file, failOnError);
-  assert.equal([...reopened.values()].map((d) => d.id), ['kept']);
-  await reopened.close();
+  await afterRestart(file, async (reopened) => assert.equal([...reopened.values()].map((d) => d.id), ['kept']));
 });
 
 test('a replayed dead letter is known as queued until its run ends, also after a restart', async () => {
@@ -288,14 +318,58 @@ test('a replayed dead letter is known as queued until its run ends, also after a
   assert.ok(held && outbox.holds(held), 'a replay is held at once');
   assert.ok(outbox.replaysLetter('letter-1'));
   await outbox.close();
-  const reopened = await Outbox.open(file, failOnError);
-  assert.ok(reopened.replaysLetter('letter-1'));
-  const [again] = reopened.claim(1, LATER);
-  assert.is(again?.deadLetterId, 'letter-1');
-  reopened.finished(again!);
-  reopened.done(again!);
-  assert.not.ok(reopened.replaysLetter('letter-1'));
-  await reopened.close();
+  await afterRestart(file, async (reopened) => {
+    assert.ok(reopened.replaysLetter('letter-1'));
+    const [again] = reopened.claim(1, LATER);
+    assert.is(again?.deadLetterId, 'letter-1');
+    reopened.finished(again!);
+    reopened.done(again!);
+    assert.not.ok(reopened.replaysLetter('letter-1'));
+  });
+});
+
+
+test('an index that no longer matches its journal, or is garbled, is ignored: the journal is replayed', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  await outbox.add([delivery('first', event())]);
+  await outbox.close();
+  const stale = readFileSync(indexOf(file));
+
+  const second = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  await second.add([delivery('second', event())]);
+  await second.close();
+  // The first stop's index, put back beside a journal that has grown since.
+  writeFileSync(indexOf(file), stale);
+  const third = await Outbox.open(file, failOnError);
+  assert.equal([...third.values()].map((d) => d.id), ['first', 'second'], 'an index of an older journal');
+  await third.close();
+
+  const garbled = readFileSync(indexOf(file));
+  garbled[garbled.length - 3]! ^= 0xff;
+  writeFileSync(indexOf(file), garbled);
+  const fourth = await Outbox.open(file, failOnError);
+  assert.equal([...fourth.values()].map((d) => d.id), ['first', 'second'], 'an index whose columns do not match their digest');
+  await fourth.close();
+});
+
+test('a start from the index gives the records the same fingerprints as a replay of the journal', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  const other = { ...event(), tenantId: 'v' };
+  await outbox.add([delivery('a', event()), delivery('b', other, subscriber('t')), { ...delivery('c', other), replayCount: 3 }]);
+  const [ended] = outbox.claim(1, LATER);
+  outbox.finished(ended!);
+  outbox.done(ended!);
+  await outbox.close();
+  const seen: string[] = [];
+  await afterRestart(file, async (reopened) => {
+    const fingerprints = [...reopened.startFingerprints()].map(({ idHash, check, workspaceId, ref }) => `${idHash}/${check}/${workspaceId}:${reopened.loadRuns([ref])[0]?.id}`);
+    seen.push(fingerprints.sort().join(' '));
+  });
+  assert.is(seen.length, 2);
+  assert.is(seen[0], seen[1]);
+  assert.is(seen[0]!.split(' ').length, 2);
 });
 
 test.run();

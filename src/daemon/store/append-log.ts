@@ -113,6 +113,20 @@ export class AppendLog<R> {
     return new AppendLog<R>(file, handle, size);
   }
 
+  /**
+   * Opens for appending without a replay, for a reader whose own index
+   * already covers the file (its `size` bytes, checked here).
+   */
+  static async resume<R>(file: string, size: number): Promise<AppendLog<R>> {
+    const handle = await open(file, 'a', FILE_MODE);
+    const found = (await handle.stat()).size;
+    if (found !== size) {
+      await handle.close();
+      throw new Error(`${file} is ${found} bytes, not the ${size} its index covers`);
+    }
+    return new AppendLog<R>(file, handle, size);
+  }
+
   get byteSize(): number {
     return this.size;
   }

@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32, hash32b } from '../line-index.js';
+import { readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader } from '../index-file.js';
 import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
 import type { PendingFingerprint } from './delivery-records.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -61,6 +64,29 @@ type LegacyLine =
 
 const PAYLOAD_PREFIX = Buffer.from('{"t":"p","id":"');
 
+/** What outbox.idx holds besides the columns (see Outbox.writeIndex). */
+interface IndexHeader {
+  version: number;
+  /** The journal it indexes: its size, and a digest of its last bytes (see journalTailDigest). */
+  journalBytes: number;
+  journalTail: string;
+  journalLines: number;
+  slots: number;
+  /** Fairness keys by group number, and workspaces by number. */
+  groups: string[];
+  workspaces: string[];
+  /** Pending replays: the dead letter, and the slot of its run. */
+  replays: Array<[string, number]>;
+}
+
+const INDEX_VERSION = 1;
+/** Bytes a slot takes in the index: its columns but the state (see Outbox.restore). */
+const INDEX_BYTES_PER_SLOT = 4 + 1 + 4 + 8 + 8 + 8 + 4 + 4 + 4;
+/** The journal's last bytes the index names by their digest. */
+const JOURNAL_TAIL_BYTES = 64 * 1024;
+
+const indexFileOf = (journal: string) => journal.replace(/\.log$/, '.idx');
+
 const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}:${delivery.replayCount}`;
 
 /** Who a delivery's turn counts against when claiming: its subscription, or its extension for built-in plugins (as the dispatcher). */
@@ -95,10 +121,12 @@ const FINISHING = 3;
 
 /**
  * Pending deliveries as columns, in the order of the journal: fingerprint of
- * the id, replay count, state, fairness group, due time, and where its
- * latest `d` line and its payload are: 38 bytes a delivery (plus 4
- * in its group's heap while it waits). Everything else is read back from the
- * journal when the delivery is claimed.
+ * the id, replay count, state, fairness group, due time, where its latest `d`
+ * line and its payload are, a second fingerprint of the id and the number of
+ * its workspace (both for reconciling the records at start, see
+ * startFingerprints): 46 bytes a delivery (plus 4 in its group's heap while it
+ * waits). Everything else is read back from the journal when the delivery is
+ * claimed.
  */
 class Slots {
   length = 0;
@@ -110,6 +138,8 @@ class Slots {
   readonly lines = new Column(Float64Array);
   readonly payloads = new Column(Float64Array);
   readonly payloadLengths = new Column(Uint32Array);
+  readonly checks = new Column(Uint32Array);
+  readonly workspaces = new Column(Uint32Array);
 
   readonly columns: readonly Column[] = [
     this.idHashes,
@@ -120,6 +150,8 @@ class Slots {
     this.lines,
     this.payloads,
     this.payloadLengths,
+    this.checks,
+    this.workspaces,
   ];
 
   add(): number {
@@ -231,8 +263,13 @@ export class Outbox {
   private readonly replays = new Map<string, number>();
   /** Changes with each renumbering of the slots: a line written for an earlier numbering is ignored. */
   private epoch = 0;
-  /** From `open` until `startFingerprints` takes them: per slot, a second fingerprint of its run's id and its workspace's number. */
-  private started: { checks: Uint32Array; workspaces: Uint32Array; names: string[] } | null = null;
+  /** Workspaces by their number in `slots.workspaces`, and the other way. */
+  private readonly workspaceNumbers = new Map<string, number>();
+  private readonly workspaceNames: string[] = [];
+  /** Set once `startFingerprints` answered. */
+  private fingerprinted = false;
+  /** Cleared when a line could not be written: the journal then says less than memory does, and the next start reads it whole. */
+  private indexable = true;
   /** When the oldest pending delivery was queued, read from its line while it stays the oldest. */
   private oldest = { epoch: -1, slot: -1, at: 0 };
   /** Lines in the journal. */
@@ -257,25 +294,37 @@ export class Outbox {
   }
 
   /**
-   * Replays the journal: `d` and `x` lines are parsed, payloads only located
-   * (their lines are not parsed). A journal in the old format (whole
-   * deliveries) is rewritten first; subscriber URLs found in clear are masked
-   * (the dispatcher takes the real URL from the subscription) and the journal
-   * rewritten without them.
+   * Reads the index a clean stop left (see writeIndex) when it still matches
+   * the journal, and otherwise replays the journal: `d` and `x` lines are
+   * parsed, payloads only located (their lines are not parsed). A journal in
+   * the old format (whole deliveries) is rewritten first; subscriber URLs
+   * found in clear are masked (the dispatcher takes the real URL from the
+   * subscription) and the journal rewritten without them.
    */
   static async open(file: string, reportError: (error: unknown) => void, options: OutboxOptions = {}): Promise<Outbox> {
-    if (await isLegacy(file)) await migrateLegacy(file);
     const outbox = new Outbox(reportError, options);
+    const index = readOutboxIndex(file);
+    // Gone before anything is appended: the journal is about to say more than the index.
+    removeIndexFile(indexFileOf(file));
+    if (index) {
+      outbox.restore(index);
+      outbox.log = await AppendLog.resume<Line>(file, index.header.journalBytes);
+    } else {
+      if (await isLegacy(file)) await migrateLegacy(file);
+      const clear = await outbox.replay(file);
+      if (clear.size > 0) await outbox.compact(clear);
+    }
+    return outbox;
+  }
+
+  /** Replays the journal into the index (see open); answers the slots whose subscriber URL shows credentials. */
+  private async replay(file: string): Promise<Set<number>> {
     const runs = new FingerprintTable();
     /** Payload lines by event id: their number, for where they are in `payloadSpans`. */
     const payloads = new FingerprintTable();
     const payloadSpans = { offsets: new Column(Float64Array), lengths: new Column(Uint32Array), length: 0 };
     const clear = new Set<number>();
     const replaying = new Map<string, number>();
-    /** For reconciling the records: each run's second fingerprint of its id, and its workspace (see startFingerprints). */
-    const checks = new Column(Uint32Array);
-    const workspaces = new Column(Uint32Array);
-    const workspaceNumbers = new Map<string, number>();
     // Most lines name one of a few subscriber URLs: each is looked at once.
     let lastUrl: string | null | undefined;
     let lastShows = false;
@@ -283,41 +332,35 @@ export class Outbox {
       if (url !== lastUrl) [lastUrl, lastShows] = [url, showsCredentials(url ?? null)];
       return lastShows;
     };
-    outbox.log = await AppendLog.open<Line, ReplayedLine>(
+    this.log = await AppendLog.open<Line, ReplayedLine>(
       file,
       (line, span) => {
-        outbox.journalLines += 1;
+        this.journalLines += 1;
         if (line.t === 'd') {
           const key = `${line.id}:${line.rc}`;
           // A run's key is looked up, and set when new: its fingerprints are taken once.
           const [keyHash, keyCheck] = [hash32(key), secondHash(key)];
           let slot = runs.getFingerprinted(keyHash, keyCheck);
-          if (slot < 0 || outbox.slots.states.get(slot) === DEAD) {
+          if (slot < 0 || this.slots.states.get(slot) === DEAD) {
             const payload = payloads.get(line.ev);
             if (payload < 0) {
-              reportError(new Error(`${file}: the payload of delivery ${line.id} (event ${line.ev}) is missing; the delivery is dropped`));
+              this.reportError(new Error(`${file}: the payload of delivery ${line.id} (event ${line.ev}) is missing; the delivery is dropped`));
               return;
             }
             const payloadSpan = { offset: payloadSpans.offsets.get(payload), length: payloadSpans.lengths.get(payload) };
-            slot = outbox.newSlot(line, payloadSpan, span.offset, WAITING);
+            slot = this.newSlot(line, payloadSpan, span.offset, WAITING);
             runs.setFingerprinted(keyHash, keyCheck, slot);
-            checks.reserve(slot + 1);
-            workspaces.reserve(slot + 1);
-            checks.set(slot, hash32b(line.id));
-            let workspace = workspaceNumbers.get(line.ws);
-            if (workspace === undefined) workspaceNumbers.set(line.ws, (workspace = workspaceNumbers.size));
-            workspaces.set(slot, workspace);
           } else {
-            outbox.slots.due.set(slot, line.due);
-            outbox.slots.lines.set(slot, span.offset);
+            this.slots.due.set(slot, line.due);
+            this.slots.lines.set(slot, span.offset);
           }
           if (line.dl !== undefined) replaying.set(line.dl, slot);
           if (showsInClear(line.sub.serviceBaseUrl)) clear.add(slot);
         } else if (line.t === 'x') {
           const slot = runs.get(`${line.id}:${line.rc}`);
-          if (slot >= 0 && outbox.slots.states.get(slot) !== DEAD) {
-            outbox.slots.states.set(slot, DEAD);
-            outbox.live -= 1;
+          if (slot >= 0 && this.slots.states.get(slot) !== DEAD) {
+            this.slots.states.set(slot, DEAD);
+            this.live -= 1;
           }
         }
       },
@@ -332,26 +375,84 @@ export class Outbox {
             payloadSpans.offsets.set(payload, span.offset);
             payloadSpans.lengths.set(payload, span.length);
             payloads.set(payloadEventId(text), payload);
-            outbox.journalLines += 1;
+            this.journalLines += 1;
           },
         },
       },
     );
-    for (const [letterId, slot] of replaying) if (outbox.slots.states.get(slot) !== DEAD) outbox.replays.set(letterId, slot);
-    const mapping = outbox.renumber();
-    const started = { checks: new Uint32Array(outbox.slots.length), workspaces: new Uint32Array(outbox.slots.length), names: [...workspaceNumbers.keys()] };
-    for (let slot = 0; slot < mapping.length; slot += 1) {
-      if (mapping[slot]! < 0) continue;
-      started.checks[mapping[slot]!] = checks.get(slot);
-      started.workspaces[mapping[slot]!] = workspaces.get(slot);
+    for (const [letterId, slot] of replaying) if (this.slots.states.get(slot) !== DEAD) this.replays.set(letterId, slot);
+    const mapping = this.renumber();
+    for (const slot of this.liveSlots()) this.heaps[this.slots.groups.get(slot)]!.push(slot);
+    return new Set([...clear].map((slot) => mapping[slot]!).filter((slot) => slot >= 0));
+  }
+
+  /** The index a clean stop wrote (see writeIndex): every pending run waiting again, as a replay would find it. */
+  private restore({ header, take }: IndexReader<IndexHeader>): void {
+    const count = header.slots;
+    const { slots } = this;
+    slots.length = count;
+    slots.idHashes.assign(take(Uint32Array, count));
+    slots.replayCounts.assign(take(Uint8Array, count));
+    slots.states.assign(new Uint8Array(count).fill(WAITING));
+    slots.groups.assign(take(Uint32Array, count));
+    slots.due.assign(take(Float64Array, count));
+    slots.lines.assign(take(Float64Array, count));
+    slots.payloads.assign(take(Float64Array, count));
+    slots.payloadLengths.assign(take(Uint32Array, count));
+    slots.checks.assign(take(Uint32Array, count));
+    slots.workspaces.assign(take(Uint32Array, count));
+    for (const key of header.groups) {
+      this.groupIds.set(key, this.heaps.length);
+      this.heaps.push(new SlotHeap(() => this.slots));
     }
-    outbox.started = started;
-    for (const slot of outbox.liveSlots()) outbox.heaps[outbox.slots.groups.get(slot)]!.push(slot);
-    if (clear.size > 0) {
-      const remapped = new Set([...clear].map((slot) => mapping[slot]!).filter((slot) => slot >= 0));
-      await outbox.compact(remapped);
+    for (const name of header.workspaces) {
+      this.workspaceNumbers.set(name, this.workspaceNames.length);
+      this.workspaceNames.push(name);
     }
-    return outbox;
+    for (const [letterId, slot] of header.replays) this.replays.set(letterId, slot);
+    this.live = count;
+    this.journalLines = header.journalLines;
+    for (let slot = 0; slot < count; slot += 1) this.heaps[slots.groups.get(slot)]!.push(slot);
+  }
+
+  /**
+   * At a clean stop, the index beside the journal (outbox.idx), so that the
+   * next start reads it instead of the journal: about 46 bytes a pending
+   * delivery instead of its payload and lines. Not when a line failed to be
+   * written (the journal says less than memory) or the journal cannot be read
+   * back: the next start replays it then, as after a crash.
+   */
+  private writeIndex(): void {
+    if (!this.indexable || this.unwritten.size > 0 || this.staged > 0) return;
+    const file = this.log.file;
+    try {
+      // The live slots, renumbered in the index only: a delivery read before the stop still reads its payload.
+      const { slots } = this;
+      const numbers = new Int32Array(slots.length).fill(-1);
+      let count = 0;
+      for (let slot = 0; slot < slots.length; slot += 1) if (slots.states.get(slot) !== DEAD) numbers[slot] = count++;
+      const journalBytes = statSync(file).size;
+      const header: IndexHeader = {
+        version: INDEX_VERSION,
+        journalBytes,
+        journalTail: journalTailDigest(file, journalBytes),
+        journalLines: this.journalLines,
+        slots: count,
+        groups: [...this.groupIds.keys()],
+        workspaces: this.workspaceNames,
+        replays: [...this.replays].map(([letterId, slot]) => [letterId, numbers[slot]!]),
+      };
+      const columns = [slots.idHashes, slots.replayCounts, slots.groups, slots.due, slots.lines, slots.payloads, slots.payloadLengths, slots.checks, slots.workspaces];
+      const live = columns.map((column) => {
+        const all = column.copyOut(slots.length) as IndexColumn;
+        const kept = new (all.constructor as new (length: number) => IndexColumn)(count);
+        for (let slot = 0; slot < numbers.length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = all[slot]!;
+        return kept;
+      });
+      writeIndexFile(indexFileOf(file), header, live);
+    } catch (error) {
+      this.reportError(error);
+    }
   }
 
   /** Pending deliveries (waiting, held or ending until their record is on disk). */
@@ -577,16 +678,16 @@ export class Outbox {
    * Once, before anything else changes the outbox.
    */
   startFingerprints(): Iterable<PendingFingerprint<number>> {
-    const { started } = this;
-    if (!started) throw new Error('the outbox gives its start fingerprints once, right after it is opened');
-    this.started = null;
-    return this.fingerprintsOf(started);
+    if (this.fingerprinted) throw new Error('the outbox gives its start fingerprints once, right after it is opened');
+    this.fingerprinted = true;
+    return this.fingerprints();
   }
 
-  private *fingerprintsOf(started: NonNullable<Outbox['started']>): Generator<PendingFingerprint<number>> {
-    for (let slot = 0; slot < this.slots.length; slot += 1) {
-      if (this.slots.states.get(slot) === DEAD) continue;
-      yield { idHash: this.slots.idHashes.get(slot), check: started.checks[slot]!, workspaceId: started.names[started.workspaces[slot]!]!, ref: slot };
+  private *fingerprints(): Generator<PendingFingerprint<number>> {
+    const { slots } = this;
+    for (let slot = 0; slot < slots.length; slot += 1) {
+      if (slots.states.get(slot) === DEAD) continue;
+      yield { idHash: slots.idHashes.get(slot), check: slots.checks.get(slot), workspaceId: this.workspaceNames[slots.workspaces.get(slot)]!, ref: slot };
     }
   }
 
@@ -620,6 +721,7 @@ export class Outbox {
   async close(): Promise<void> {
     await this.compacted();
     await this.log.close();
+    this.writeIndex();
   }
 
   // The index
@@ -641,6 +743,13 @@ export class Outbox {
     this.slots.lines.set(slot, offset);
     this.slots.payloads.set(slot, payload.offset);
     this.slots.payloadLengths.set(slot, payload.length);
+    this.slots.checks.set(slot, hash32b(line.id));
+    let workspace = this.workspaceNumbers.get(line.ws);
+    if (workspace === undefined) {
+      workspace = this.workspaceNames.push(line.ws) - 1;
+      this.workspaceNumbers.set(line.ws, workspace);
+    }
+    this.slots.workspaces.set(slot, workspace);
     this.live += 1;
     return slot;
   }
@@ -742,6 +851,7 @@ export class Outbox {
 
   private readonly lineFailed = (error: unknown): void => {
     this.linesInFlight -= 1;
+    this.indexable = false;
     this.reportError(error);
   };
 
@@ -1018,6 +1128,42 @@ function secondHash(text: string): number {
     hash ^= hash >>> 15;
   }
   return hash >>> 0;
+}
+
+/**
+ * The index a clean stop wrote beside the journal, or null when there is none
+ * or it does not hold for the journal as it is now: a journal of another size
+ * or whose last bytes differ (written to since, compacted, restored from
+ * elsewhere) is replayed instead.
+ */
+function readOutboxIndex(journal: string): IndexReader<IndexHeader> | null {
+  const index = readIndexFile<IndexHeader>(indexFileOf(journal), (header) => (header.version === INDEX_VERSION ? header.slots * INDEX_BYTES_PER_SLOT : -1));
+  if (!index) return null;
+  const { header } = index;
+  let size: number;
+  try {
+    size = statSync(journal).size;
+  } catch {
+    return null;
+  }
+  return size === header.journalBytes && journalTailDigest(journal, size) === header.journalTail ? index : null;
+}
+
+/** A digest of the journal's last JOURNAL_TAIL_BYTES (of its `size`): each line there names its delivery, so another journal of the same size differs in them. */
+function journalTailDigest(journal: string, size: number): string {
+  const length = Math.min(size, JOURNAL_TAIL_BYTES);
+  const bytes = Buffer.alloc(length);
+  const fd = openSync(journal, 'r');
+  try {
+    for (let read = 0; read < length; ) {
+      const got = readSync(fd, bytes, read, length - read, size - length + read);
+      if (got === 0) break;
+      read += got;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
 /** Whether the journal is in the format before payloads were split from deliveries. */

@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { isMissing } from '../files.js';
+
+/**
+ * A file that lets a start skip reading a journal: a JSON header line, then
+ * typed columns back to back, in the machine's byte order. The header carries
+ * a digest of the columns, which catches a file cut short or garbled; what
+ * the index must match (the size of the file it indexes, …) is the caller's
+ * to check. A missing or unreadable index is never an error: the caller reads
+ * its journal as it would without one.
+ */
+
+export type IndexColumn = Float64Array | Uint32Array | Uint8Array;
+type IndexColumnKind<T extends IndexColumn> = new (length: number) => T;
+
+/** Writes the header (with the columns' digest added) and the columns to a temporary file, then renames it over `file`. */
+export function writeIndexFile(file: string, header: object, columns: readonly IndexColumn[]): void {
+  const bytes = columns.map((column) => new Uint8Array(column.buffer, column.byteOffset, column.byteLength));
+  const digest = createHash('sha256');
+  for (const column of bytes) digest.update(column);
+  const temp = `${file}.tmp`;
+  try {
+    writeFileSync(temp, Buffer.concat([Buffer.from(`${JSON.stringify({ ...header, digest: digest.digest('hex') })}\n`), ...bytes]), { mode: 0o600 });
+    renameSync(temp, file);
+  } catch (error) {
+    removeIndexFile(temp);
+    throw error;
+  }
+}
+
+/** An index read back: its header, and its columns taken one after another. */
+export interface IndexReader<H> {
+  header: H;
+  /** Bytes of columns after the header. */
+  bodyBytes: number;
+  take<T extends IndexColumn>(kind: IndexColumnKind<T>, length: number): T;
+}
+
+/**
+ * The index in `file`, or null when there is none, its header is not JSON or
+ * its columns do not match their digest. `expectedBodyBytes` (from the header)
+ * is checked before the digest is computed.
+ */
+export function readIndexFile<H extends object>(file: string, expectedBodyBytes: (header: H) => number): IndexReader<H> | null {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+  const newline = bytes.indexOf(0x0a);
+  let header: H & { digest?: unknown };
+  try {
+    header = JSON.parse(bytes.toString('utf8', 0, newline)) as H & { digest?: unknown };
+  } catch {
+    return null;
+  }
+  const body = bytes.subarray(newline + 1);
+  let expected: number;
+  try {
+    expected = expectedBodyBytes(header);
+  } catch {
+    return null;
+  }
+  if (newline < 0 || body.length !== expected) return null;
+  if (createHash('sha256').update(body).digest('hex') !== header.digest) return null;
+  let at = 0;
+  return {
+    header,
+    bodyBytes: body.length,
+    take(kind, length) {
+      const values = new kind(length);
+      new Uint8Array(values.buffer).set(body.subarray(at, at + values.byteLength));
+      at += values.byteLength;
+      return values;
+    },
+  };
+}
+
+/** Removes an index (what it indexes is deleted or about to change). */
+export function removeIndexFile(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+}
