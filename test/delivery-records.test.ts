@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -44,6 +44,29 @@ const delivery = (of: PlatformEvent): Delivery => ({
   lastError: null,
   replayCount: 0,
 });
+
+/**
+ * Opens copies of cleanly closed records twice: from the index the stop left,
+ * and from the journal alone (as after a crash, which leaves no index):
+ * `check` must hold for both.
+ */
+async function afterRestart(dir: string, check: (reopened: DeliveryRecords) => Promise<void> | void): Promise<void> {
+  const [journal, index] = [join(dir, 'deliveries.log'), join(dir, 'deliveries.idx')];
+  assert.ok(existsSync(index), 'a clean stop leaves an index');
+  for (const fromIndex of [true, false]) {
+    const copy = await tempDir();
+    copyFileSync(journal, join(copy, 'deliveries.log'));
+    if (fromIndex) copyFileSync(index, join(copy, 'deliveries.idx'));
+    const reopened = await DeliveryRecords.open(join(copy, 'deliveries.log'), failOnError);
+    assert.not.ok(existsSync(join(copy, 'deliveries.idx')), 'a start removes the index: the journal is about to change');
+    try {
+      await check(reopened);
+    } catch (error) {
+      throw new Error(`opened ${fromIndex ? 'from its index' : 'from its journal'}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    await reopened.close();
+  }
+}
 
 test('files: retention removes the records of the events it removes, on disk too', async () => {
   const dir = await tempDir();
@@ -145,12 +168,14 @@ test('files: every state of a record reads the same after a restart, from the li
   assert.equal(summary(records), expected);
   await records.close();
 
+  await afterRestart(dir, (reopened) => {
+    assert.equal(summary(reopened), expected);
+    assert.is(reopened.get('msg_e4')?.status, 'DEAD', 'a DEAD record is found by id: it may be replayed or discarded');
+    assert.equal(reopened.ofEvent('w', 'e3').map((record) => record.attempts.length), [2]);
+    assert.equal(reopened.list('w', { limit: 10, status: 'DEAD' }).items.map((record) => record.id), ['msg_e4']);
+    assert.equal(reopened.list('w', { limit: 10, subscriptionId: 's2' }).items, [], 'a subscription it does not have');
+  });
   const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  assert.equal(summary(reopened), expected);
-  assert.is(reopened.get('msg_e4')?.status, 'DEAD', 'a DEAD record is found by id: it may be replayed or discarded');
-  assert.equal(reopened.ofEvent('w', 'e3').map((record) => record.attempts.length), [2]);
-  assert.equal(reopened.list('w', { limit: 10, status: 'DEAD' }).items.map((record) => record.id), ['msg_e4']);
-  assert.equal(reopened.list('w', { limit: 10, subscriptionId: 's2' }).items, [], 'a subscription it does not have');
   // A replayed DEAD record read from its line finishes again, and that reads the same after another restart.
   reopened.attempted('msg_e4', attempt(9, 'SUCCESS', 204), null, 'SUCCEEDED');
   await reopened.close();
@@ -313,15 +338,15 @@ test('files: a restart indexes records from the head and tail of their lines, wh
   await recorded(records, finished.id);
   const before = records.list('w', { limit: 10 }).items;
   await records.close();
-  records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  assert.equal(records.list('w', { limit: 10 }).items, before);
-  assert.equal(records.list('w', { limit: 10, eventKey: 'a"b.\\c' }).items.map((record) => record.id), [quoted.id]);
-  assert.equal(records.list('w', { limit: 10, status: 'SUCCEEDED' }).items.map((record) => record.id), [finished.id]);
-  assert.equal(records.list('w', { limit: 10, subscriptionId: 's1' }).items.map((record) => record.id), [finished.id, plain.id]);
-  assert.equal(records.list('w', { limit: 10, since: NOW, until: NOW }).items.length, 3, 'createdAt read from the tail');
-  assert.equal(records.list('w', { limit: 10, since: NOW + 1 }).items.length, 0);
-  assert.is(records.get(quoted.id)?.eventKey, 'a"b.\\c');
-  await records.close();
+  await afterRestart(dir, (reopened) => {
+    assert.equal(reopened.list('w', { limit: 10 }).items, before);
+    assert.equal(reopened.list('w', { limit: 10, eventKey: 'a"b.\\c' }).items.map((record) => record.id), [quoted.id]);
+    assert.equal(reopened.list('w', { limit: 10, status: 'SUCCEEDED' }).items.map((record) => record.id), [finished.id]);
+    assert.equal(reopened.list('w', { limit: 10, subscriptionId: 's1' }).items.map((record) => record.id), [finished.id, plain.id]);
+    assert.equal(reopened.list('w', { limit: 10, since: NOW, until: NOW }).items.length, 3, 'createdAt read from the tail');
+    assert.equal(reopened.list('w', { limit: 10, since: NOW + 1 }).items.length, 0);
+    assert.is(reopened.get(quoted.id)?.eventKey, 'a"b.\\c');
+  });
 });
 
 test("files: past a block of 65,536 records a workspace's columns are in the swap, and listing, attempts, retention and a restart read the same", async () => {
@@ -347,12 +372,13 @@ test("files: past a block of 65,536 records a workspace's columns are in the swa
   // Retention of the oldest 100,000 rebuilds the columns.
   assert.is(await records.removeEvents(new Set(many.slice(0, 100_000).map((d) => d.event.id))), 100_000);
   await records.close();
-  records = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  assert.equal(succeeded(), ['msg_e139999']);
-  assert.equal(records.list('w', { limit: 2, status: 'PENDING' }).items.map((record) => record.id), ['msg_e139998', 'msg_e139997']);
-  assert.is(records.get('msg_e100000')?.status, 'PENDING');
-  assert.is(records.get('msg_e99999'), undefined);
-  await records.close();
+  await afterRestart(dir, (reopened) => {
+    records = reopened;
+    assert.equal(succeeded(), ['msg_e139999']);
+    assert.equal(reopened.list('w', { limit: 2, status: 'PENDING' }).items.map((record) => record.id), ['msg_e139998', 'msg_e139997']);
+    assert.is(reopened.get('msg_e100000')?.status, 'PENDING');
+    assert.is(reopened.get('msg_e99999'), undefined);
+  });
 });
 
 test('files: a journal with `try` lines (earlier versions) reads the same and is rewritten to one line per record', async () => {
@@ -391,26 +417,26 @@ test('files: reconciling at the start matches pending deliveries to their record
   const [gone, dead] = [many[1999]!, many[20]!];
   const unrecorded = delivery(event(9999, 0));
   const pending = [...many.filter((d) => d !== gone && d !== dead && d !== letter), unrecorded];
-  const reopened = await DeliveryRecords.open(join(dir, 'deliveries.log'), failOnError);
-  const loaded: string[] = [];
-  reopened.reconcile(
-    fingerprintsOf(pending),
-    (refs) => {
-      loaded.push(...refs.map((d) => d.id));
-      return refs;
-    },
-    (id) => id === dead.id,
-    NOW,
-  );
-  assert.equal(loaded, [unrecorded.id], 'only the delivery without a record is loaded whole');
-  assert.is(reopened.get(gone.id), undefined, 'delivered before the crash: SUCCEEDED');
-  assert.is(reopened.ofEvent('w', gone.event.id)[0]?.status, 'SUCCEEDED');
-  assert.is(reopened.get(dead.id)?.status, 'DEAD');
-  assert.is(reopened.get(unrecorded.id)?.status, 'PENDING');
-  assert.is(reopened.get(letter.id)?.status, 'DEAD');
-  assert.equal(reopened.list('w', { limit: 5000, status: 'DEAD' }).items.map((record) => record.id), [letter.id, dead.id]);
-  assert.is(reopened.list('w', { limit: 5000, status: 'PENDING' }).items.length, 1998);
-  await reopened.close();
+  await afterRestart(dir, (reopened) => {
+    const loaded: string[] = [];
+    reopened.reconcile(
+      fingerprintsOf(pending),
+      (refs) => {
+        loaded.push(...refs.map((d) => d.id));
+        return refs;
+      },
+      (id) => id === dead.id,
+      NOW,
+    );
+    assert.equal(loaded, [unrecorded.id], 'only the delivery without a record is loaded whole');
+    assert.is(reopened.get(gone.id), undefined, 'delivered before the crash: SUCCEEDED');
+    assert.is(reopened.ofEvent('w', gone.event.id)[0]?.status, 'SUCCEEDED');
+    assert.is(reopened.get(dead.id)?.status, 'DEAD');
+    assert.is(reopened.get(unrecorded.id)?.status, 'PENDING');
+    assert.is(reopened.get(letter.id)?.status, 'DEAD');
+    assert.equal(reopened.list('w', { limit: 5000, status: 'DEAD' }).items.map((record) => record.id), [letter.id, dead.id]);
+    assert.is(reopened.list('w', { limit: 5000, status: 'PENDING' }).items.length, 1998);
+  });
 });
 
 type FileDispatch = Awaited<ReturnType<typeof openFileDispatch>>;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { isMissing } from '../files.js';
 
 /**
@@ -86,4 +86,47 @@ export function removeIndexFile(file: string): void {
   } catch (error) {
     if (!isMissing(error)) throw error;
   }
+}
+
+/**
+ * What the index of an append-only journal names of it: its size, and a
+ * digest of its last JOURNAL_TAIL_BYTES. Each line there names its own
+ * record, so another journal of the same size (written to and compacted
+ * since, restored from elsewhere) differs in them.
+ */
+export interface JournalMark {
+  journalBytes: number;
+  journalTail: string;
+}
+
+const JOURNAL_TAIL_BYTES = 64 * 1024;
+
+export function markOf(journal: string): JournalMark {
+  const journalBytes = statSync(journal).size;
+  return { journalBytes, journalTail: tailDigest(journal, journalBytes) };
+}
+
+/** Whether the journal is still the one `mark` names (false when it cannot be read). */
+export function journalMatches(journal: string, mark: JournalMark): boolean {
+  try {
+    return statSync(journal).size === mark.journalBytes && tailDigest(journal, mark.journalBytes) === mark.journalTail;
+  } catch {
+    return false;
+  }
+}
+
+function tailDigest(journal: string, size: number): string {
+  const length = Math.min(size, JOURNAL_TAIL_BYTES);
+  const bytes = Buffer.alloc(length);
+  const fd = openSync(journal, 'r');
+  try {
+    for (let read = 0; read < length; ) {
+      const got = readSync(fd, bytes, read, length - read, size - length + read);
+      if (got === 0) break;
+      read += got;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return createHash('sha256').update(bytes).digest('hex');
 }

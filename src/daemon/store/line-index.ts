@@ -396,7 +396,7 @@ export class FingerprintTable {
   private values: Uint32Array | Float64Array = new Uint32Array(0);
   private removed = REMOVED_NARROW;
   private tags: Uint16Array | Uint32Array | null = null;
-  /** Second fingerprints, kept only while `withChecks` (a start, until it is reconciled). */
+  /** Second fingerprints, kept `withChecks`. */
   private checks: Uint32Array | null = null;
   private used = 0;
   size = 0;
@@ -406,19 +406,20 @@ export class FingerprintTable {
     return this;
   }
 
-  /** Keeps a second fingerprint a slot (4 bytes) until `dropChecks`. */
+  /** Keeps a second fingerprint a slot (4 bytes). */
   withChecks(): this {
     this.checks = new Uint32Array(this.keys.length);
     return this;
   }
 
-  dropChecks(): void {
-    this.checks = null;
-  }
-
-  /** The slot's second fingerprint, or undefined once dropped. */
+  /** The slot's second fingerprint (undefined without `withChecks`). */
   check(slot: number): number | undefined {
     return this.checks?.[slot];
+  }
+
+  /** Room for `entries` in all without growing (a table filled at once). */
+  reserve(entries: number): void {
+    if (entries > this.keys.length * MAX_LOAD) this.resize(Math.ceil(entries / GROWN_LOAD));
   }
 
   get capacity(): number {
@@ -454,6 +455,10 @@ export class FingerprintTable {
   slotOf(key: number, value: number): number {
     for (const slot of this.find(key)) if (this.values[slot] === value) return slot;
     return -1;
+  }
+
+  key(slot: number): number {
+    return this.keys[slot]!;
   }
 
   value(slot: number): number {

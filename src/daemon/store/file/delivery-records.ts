@@ -2,6 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
+import { journalMatches, markOf, readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
 import { unbounded } from '../../paging.js';
 import { countDelivery, noDeliveries, type DeliverySummary } from '../../events/delivery-summary.js';
 import type { NewAttempt } from '../../dispatch/store.js';
@@ -74,6 +75,25 @@ function replayedEntry(line: Buffer): ReplayedEntry {
   return JSON.parse(line.toString('utf8')) as Entry;
 }
 
+/** What deliveries.idx holds besides the columns (see DeliveryRecords.writeIndex). */
+interface IndexHeader extends JournalMark {
+  version: number;
+  entries: number;
+  count: number;
+  nextSeq: number;
+  /** Ordinals given so far (those of removed workspaces stay unused). */
+  ordinals: number;
+  workspaces: Array<{ id: string; ordinal: number; length: number }>;
+  tracked: number;
+}
+
+const INDEX_VERSION = 1;
+/** Bytes of a record's columns (see WorkspaceRecords), and of a PENDING or DEAD one's entry in `tracked`. */
+const INDEX_BYTES_PER_RECORD = 8 + 4 + 1 + 4 + 4 + 4 + 4 + 8;
+const INDEX_BYTES_PER_TRACKED = 4 + 8 + 4 + 4;
+
+const indexFileOf = (journal: string) => journal.replace(/\.log$/, '.idx');
+
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
 /**
@@ -136,6 +156,24 @@ class WorkspaceRecords {
     this.idHashes = new Column(Uint32Array, swap);
     this.offsets = new Column(Float64Array, swap);
     this.columns = [this.seqs, this.createdSeconds, this.statuses, this.subscriptionHashes, this.eventKeyHashes, this.eventIdHashes, this.idHashes, this.offsets];
+  }
+
+  /** The columns' values, in the order `restore` takes them (for the index a clean stop writes). */
+  columnsOut(): IndexColumn[] {
+    return this.columns.map((column) => column.copyOut(this.length) as IndexColumn);
+  }
+
+  /** Fills these empty columns from an index (see columnsOut). */
+  restore(length: number, take: IndexReader<unknown>['take']): void {
+    this.length = length;
+    this.seqs.assign(take(Float64Array, length));
+    this.createdSeconds.assign(take(Uint32Array, length));
+    this.statuses.assign(take(Uint8Array, length));
+    this.subscriptionHashes.assign(take(Uint32Array, length));
+    this.eventKeyHashes.assign(take(Uint32Array, length));
+    this.eventIdHashes.assign(take(Uint32Array, length));
+    this.idHashes.assign(take(Uint32Array, length));
+    this.offsets.assign(take(Float64Array, length));
   }
 
   push(seq: number, record: RecordHead, span: LineSpan | null): void {
@@ -285,6 +323,16 @@ export class DeliveryRecords {
   /** `recording` false (the bench's comparison only) keeps no new record. */
   static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
     const records = new DeliveryRecords(reportError, recording, new Swap(dirname(file), SWAP_CACHE_BYTES));
+    const index = readIndexFile<IndexHeader>(indexFileOf(file), (header) =>
+      header.version === INDEX_VERSION ? header.workspaces.reduce((sum, { length }) => sum + length, 0) * INDEX_BYTES_PER_RECORD + header.tracked * INDEX_BYTES_PER_TRACKED : -1,
+    );
+    // Gone before anything is appended: the journal is about to say more than the index.
+    removeIndexFile(indexFileOf(file));
+    if (index && journalMatches(file, index.header)) {
+      records.restore(index);
+      records.log = await AppendLog.resume<Entry>(file, index.header.journalBytes);
+      return records;
+    }
     let legacyLines = false;
     let reader: number | null = null;
     records.readLine = (offset) => readLineAt((reader ??= openSync(file, 'r')), offset);
@@ -513,7 +561,6 @@ export class DeliveryRecords {
         this.move({ records, index, seq, slot, record }, isDead(record.id) ? 'DEAD' : 'SUCCEEDED', now, false);
       }
     }
-    this.tracked.dropChecks();
     if (missing.length === 0) return;
     const deliveries = new Map<string, Delivery>();
     for (const delivery of load(missing)) deliveries.set(delivery.id, delivery);
@@ -667,12 +714,69 @@ export class DeliveryRecords {
     await this.compact();
   }
 
-  /** First lines still waiting get one last try. */
+  /** First lines still waiting get one last try; then the index for the next start, when everything is on disk. */
   async close(): Promise<void> {
     this.closing = true;
     if (this.waiting) await this.writeFirstLines(this.waiting);
     await this.log.close();
+    this.writeIndex();
     this.swap.close();
+  }
+
+  /**
+   * At a clean stop, the index beside the journal (deliveries.idx): every
+   * workspace's columns and the PENDING and DEAD records' table, so that the
+   * next start reads 37 bytes a record (and 20 more a PENDING or DEAD one)
+   * instead of the journal. Not when a record's latest state is held for want
+   * of its line (a write failed): the next start replays the journal then,
+   * as after a crash.
+   */
+  private writeIndex(): void {
+    if (this.held.size > 0 || this.unsynced.size > 0) return;
+    const file = this.log.file;
+    try {
+      const workspaces = [...this.workspaces].map(([id, records]) => ({ id, ordinal: records.ordinal, length: records.length }));
+      const tracked = { keys: new Uint32Array(this.tracked.size), seqs: new Float64Array(this.tracked.size), tags: new Uint32Array(this.tracked.size), checks: new Uint32Array(this.tracked.size) };
+      let entry = 0;
+      for (const slot of this.tracked.slots()) {
+        tracked.keys[entry] = this.tracked.key(slot);
+        tracked.seqs[entry] = this.tracked.value(slot);
+        tracked.tags[entry] = this.tracked.tag(slot);
+        tracked.checks[entry] = this.tracked.check(slot) ?? 0;
+        entry += 1;
+      }
+      const header: IndexHeader = {
+        version: INDEX_VERSION,
+        ...markOf(file),
+        entries: this.entries,
+        count: this.count,
+        nextSeq: this.nextSeq,
+        ordinals: this.byOrdinal.length,
+        workspaces,
+        tracked: entry,
+      };
+      const columns = [...this.workspaces.values()].flatMap((records) => records.columnsOut());
+      writeIndexFile(indexFileOf(file), header, [...columns, tracked.keys, tracked.seqs, tracked.tags, tracked.checks]);
+    } catch (error) {
+      this.reportError(error);
+    }
+  }
+
+  /** The index a clean stop wrote (see writeIndex). */
+  private restore({ header, take }: IndexReader<IndexHeader>): void {
+    this.entries = header.entries;
+    this.count = header.count;
+    this.nextSeq = header.nextSeq;
+    this.byOrdinal.length = header.ordinals;
+    for (const { id, ordinal, length } of header.workspaces) {
+      const records = new WorkspaceRecords(ordinal, this.swap);
+      records.restore(length, take);
+      this.byOrdinal[ordinal] = records;
+      this.workspaces.set(id, records);
+    }
+    const [keys, seqs, tags, checks] = [take(Uint32Array, header.tracked), take(Float64Array, header.tracked), take(Uint32Array, header.tracked), take(Uint32Array, header.tracked)];
+    this.tracked.reserve(header.tracked);
+    for (let entry = 0; entry < header.tracked; entry += 1) this.tracked.add(keys[entry]!, seqs[entry]!, tags[entry]!, checks[entry]!);
   }
 
   // Applying the journal at the start

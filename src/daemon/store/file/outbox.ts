@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32, hash32b } from '../line-index.js';
-import { readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader } from '../index-file.js';
+import { journalMatches, markOf, readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
 import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
 import type { PendingFingerprint } from './delivery-records.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -65,11 +63,8 @@ type LegacyLine =
 const PAYLOAD_PREFIX = Buffer.from('{"t":"p","id":"');
 
 /** What outbox.idx holds besides the columns (see Outbox.writeIndex). */
-interface IndexHeader {
+interface IndexHeader extends JournalMark {
   version: number;
-  /** The journal it indexes: its size, and a digest of its last bytes (see journalTailDigest). */
-  journalBytes: number;
-  journalTail: string;
   journalLines: number;
   slots: number;
   /** Fairness keys by group number, and workspaces by number. */
@@ -82,8 +77,6 @@ interface IndexHeader {
 const INDEX_VERSION = 1;
 /** Bytes a slot takes in the index: its columns but the state (see Outbox.restore). */
 const INDEX_BYTES_PER_SLOT = 4 + 1 + 4 + 8 + 8 + 8 + 4 + 4 + 4;
-/** The journal's last bytes the index names by their digest. */
-const JOURNAL_TAIL_BYTES = 64 * 1024;
 
 const indexFileOf = (journal: string) => journal.replace(/\.log$/, '.idx');
 
@@ -431,11 +424,9 @@ export class Outbox {
       const numbers = new Int32Array(slots.length).fill(-1);
       let count = 0;
       for (let slot = 0; slot < slots.length; slot += 1) if (slots.states.get(slot) !== DEAD) numbers[slot] = count++;
-      const journalBytes = statSync(file).size;
       const header: IndexHeader = {
         version: INDEX_VERSION,
-        journalBytes,
-        journalTail: journalTailDigest(file, journalBytes),
+        ...markOf(file),
         journalLines: this.journalLines,
         slots: count,
         groups: [...this.groupIds.keys()],
@@ -1132,38 +1123,12 @@ function secondHash(text: string): number {
 
 /**
  * The index a clean stop wrote beside the journal, or null when there is none
- * or it does not hold for the journal as it is now: a journal of another size
- * or whose last bytes differ (written to since, compacted, restored from
- * elsewhere) is replayed instead.
+ * or it does not hold for the journal as it is now (see JournalMark): that
+ * journal is replayed instead.
  */
 function readOutboxIndex(journal: string): IndexReader<IndexHeader> | null {
   const index = readIndexFile<IndexHeader>(indexFileOf(journal), (header) => (header.version === INDEX_VERSION ? header.slots * INDEX_BYTES_PER_SLOT : -1));
-  if (!index) return null;
-  const { header } = index;
-  let size: number;
-  try {
-    size = statSync(journal).size;
-  } catch {
-    return null;
-  }
-  return size === header.journalBytes && journalTailDigest(journal, size) === header.journalTail ? index : null;
-}
-
-/** A digest of the journal's last JOURNAL_TAIL_BYTES (of its `size`): each line there names its delivery, so another journal of the same size differs in them. */
-function journalTailDigest(journal: string, size: number): string {
-  const length = Math.min(size, JOURNAL_TAIL_BYTES);
-  const bytes = Buffer.alloc(length);
-  const fd = openSync(journal, 'r');
-  try {
-    for (let read = 0; read < length; ) {
-      const got = readSync(fd, bytes, read, length - read, size - length + read);
-      if (got === 0) break;
-      read += got;
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return createHash('sha256').update(bytes).digest('hex');
+  return index && journalMatches(journal, index.header) ? index : null;
 }
 
 /** Whether the journal is in the format before payloads were split from deliveries. */
