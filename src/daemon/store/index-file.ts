@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { isMissing } from '../files.js';
+import type { Column } from './line-index.js';
 
 /**
  * A file that lets a start skip reading a journal: a JSON header line, then
@@ -12,6 +13,9 @@ import { isMissing } from '../files.js';
  */
 
 export type IndexColumn = Float64Array | Uint32Array | Uint8Array;
+
+/** The index kept beside a file (`segment-000001.log`, `outbox.log`): `.idx` for `.log`. */
+export const indexFileOf = (file: string) => file.replace(/\.log$/, '.idx');
 type IndexColumnKind<T extends IndexColumn> = new (length: number) => T;
 
 /** Writes the header (with the columns' digest added) and the columns to a temporary file, then renames it over `file`. */
@@ -101,13 +105,13 @@ export interface JournalMark {
 
 const JOURNAL_TAIL_BYTES = 64 * 1024;
 
-export function markOf(journal: string): JournalMark {
+function markOf(journal: string): JournalMark {
   const journalBytes = statSync(journal).size;
   return { journalBytes, journalTail: tailDigest(journal, journalBytes) };
 }
 
 /** Whether the journal is still the one `mark` names (false when it cannot be read). */
-export function journalMatches(journal: string, mark: JournalMark): boolean {
+function journalMatches(journal: string, mark: JournalMark): boolean {
   try {
     return statSync(journal).size === mark.journalBytes && tailDigest(journal, mark.journalBytes) === mark.journalTail;
   } catch {
@@ -130,3 +134,32 @@ function tailDigest(journal: string, size: number): string {
   }
   return createHash('sha256').update(bytes).digest('hex');
 }
+
+/**
+ * The index a clean stop left beside an append-only journal, taken: the file
+ * is removed at once (the journal is about to say more than it), and its
+ * reader answered only when it still holds for the journal as it is now (see
+ * JournalMark); otherwise null, and the caller replays the journal.
+ */
+export function takeJournalIndex<H extends JournalMark>(journal: string, expectedBodyBytes: (header: H) => number): IndexReader<H> | null {
+  const file = indexFileOf(journal);
+  const index = readIndexFile<H>(file, expectedBodyBytes);
+  removeIndexFile(file);
+  return index && journalMatches(journal, index.header) ? index : null;
+}
+
+/** Writes a journal's index: `header` with the journal's mark added, and the columns. */
+export function writeJournalIndex(journal: string, header: object, columns: readonly IndexColumn[]): void {
+  writeIndexFile(indexFileOf(journal), { ...header, ...markOf(journal) }, columns);
+}
+
+/** Bytes a row takes across these columns in an index. */
+export const rowBytes = (columns: readonly Column[]) => columns.reduce((sum, column) => sum + column.kind.BYTES_PER_ELEMENT, 0);
+
+/** Fills empty columns, in order, with `length` values each from the index (as `columnValues` gave them). */
+export function restoreColumns(take: IndexReader<unknown>['take'], columns: readonly Column[], length: number): void {
+  for (const column of columns) column.assign(take(column.kind as IndexColumnKind<IndexColumn>, length));
+}
+
+/** The first `length` values of each column, for an index (read back by `restoreColumns`). */
+export const columnValues = (columns: readonly Column[], length: number): IndexColumn[] => columns.map((column) => column.copyOut(length) as IndexColumn);

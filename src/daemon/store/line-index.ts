@@ -157,7 +157,7 @@ export class Column {
   private pageRead: Values | null = null;
 
   constructor(
-    private readonly kind: ValuesKind,
+    readonly kind: ValuesKind,
     private readonly swap: Swap | null = null,
   ) {
     this.blocks = [new kind(0)];

@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
-import { journalMatches, markOf, readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
+import { columnValues, restoreColumns, takeJournalIndex, writeJournalIndex, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
 import { unbounded } from '../../paging.js';
 import { countDelivery, noDeliveries, type DeliverySummary } from '../../events/delivery-summary.js';
 import type { NewAttempt } from '../../dispatch/store.js';
@@ -92,8 +92,6 @@ const INDEX_VERSION = 1;
 const INDEX_BYTES_PER_RECORD = 8 + 4 + 1 + 4 + 4 + 4 + 4 + 8;
 const INDEX_BYTES_PER_TRACKED = 4 + 8 + 4 + 4;
 
-const indexFileOf = (journal: string) => journal.replace(/\.log$/, '.idx');
-
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
 /**
@@ -160,20 +158,13 @@ class WorkspaceRecords {
 
   /** The columns' values, in the order `restore` takes them (for the index a clean stop writes). */
   columnsOut(): IndexColumn[] {
-    return this.columns.map((column) => column.copyOut(this.length) as IndexColumn);
+    return columnValues(this.columns, this.length);
   }
 
   /** Fills these empty columns from an index (see columnsOut). */
   restore(length: number, take: IndexReader<unknown>['take']): void {
     this.length = length;
-    this.seqs.assign(take(Float64Array, length));
-    this.createdSeconds.assign(take(Uint32Array, length));
-    this.statuses.assign(take(Uint8Array, length));
-    this.subscriptionHashes.assign(take(Uint32Array, length));
-    this.eventKeyHashes.assign(take(Uint32Array, length));
-    this.eventIdHashes.assign(take(Uint32Array, length));
-    this.idHashes.assign(take(Uint32Array, length));
-    this.offsets.assign(take(Float64Array, length));
+    restoreColumns(take, this.columns, length);
   }
 
   push(seq: number, record: RecordHead, span: LineSpan | null): void {
@@ -323,12 +314,10 @@ export class DeliveryRecords {
   /** `recording` false (the bench's comparison only) keeps no new record. */
   static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
     const records = new DeliveryRecords(reportError, recording, new Swap(dirname(file), SWAP_CACHE_BYTES));
-    const index = readIndexFile<IndexHeader>(indexFileOf(file), (header) =>
+    const index = takeJournalIndex<IndexHeader>(file, (header) =>
       header.version === INDEX_VERSION ? header.workspaces.reduce((sum, { length }) => sum + length, 0) * INDEX_BYTES_PER_RECORD + header.tracked * INDEX_BYTES_PER_TRACKED : -1,
     );
-    // Gone before anything is appended: the journal is about to say more than the index.
-    removeIndexFile(indexFileOf(file));
-    if (index && journalMatches(file, index.header)) {
+    if (index) {
       records.restore(index);
       records.log = await AppendLog.resume<Entry>(file, index.header.journalBytes);
       return records;
@@ -745,9 +734,8 @@ export class DeliveryRecords {
         tracked.checks[entry] = this.tracked.check(slot) ?? 0;
         entry += 1;
       }
-      const header: IndexHeader = {
+      const header: Omit<IndexHeader, keyof JournalMark> = {
         version: INDEX_VERSION,
-        ...markOf(file),
         entries: this.entries,
         count: this.count,
         nextSeq: this.nextSeq,
@@ -756,7 +744,7 @@ export class DeliveryRecords {
         tracked: entry,
       };
       const columns = [...this.workspaces.values()].flatMap((records) => records.columnsOut());
-      writeIndexFile(indexFileOf(file), header, [...columns, tracked.keys, tracked.seqs, tracked.tags, tracked.checks]);
+      writeJournalIndex(file, header, [...columns, tracked.keys, tracked.seqs, tracked.tags, tracked.checks]);
     } catch (error) {
       this.reportError(error);
     }

@@ -3,7 +3,7 @@ import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32, hash32b } from '../line-index.js';
-import { journalMatches, markOf, readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
+import { restoreColumns, rowBytes, takeJournalIndex, writeJournalIndex, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
 import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
 import type { PendingFingerprint } from './delivery-records.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -75,10 +75,6 @@ interface IndexHeader extends JournalMark {
 }
 
 const INDEX_VERSION = 1;
-/** Bytes a slot takes in the index: its columns but the state (see Outbox.restore). */
-const INDEX_BYTES_PER_SLOT = 4 + 1 + 4 + 8 + 8 + 8 + 4 + 4 + 4;
-
-const indexFileOf = (journal: string) => journal.replace(/\.log$/, '.idx');
 
 const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}:${delivery.replayCount}`;
 
@@ -146,6 +142,8 @@ class Slots {
     this.checks,
     this.workspaces,
   ];
+  /** What the index a clean stop writes holds of a slot: all but its state (every run waits again at the next start). */
+  readonly indexed: readonly Column[] = this.columns.filter((column) => column !== this.states);
 
   add(): number {
     const slot = this.length++;
@@ -296,9 +294,7 @@ export class Outbox {
    */
   static async open(file: string, reportError: (error: unknown) => void, options: OutboxOptions = {}): Promise<Outbox> {
     const outbox = new Outbox(reportError, options);
-    const index = readOutboxIndex(file);
-    // Gone before anything is appended: the journal is about to say more than the index.
-    removeIndexFile(indexFileOf(file));
+    const index = takeJournalIndex<IndexHeader>(file, (header) => (header.version === INDEX_VERSION ? header.slots * rowBytes(outbox.slots.indexed) : -1));
     if (index) {
       outbox.restore(index);
       outbox.log = await AppendLog.resume<Line>(file, index.header.journalBytes);
@@ -384,16 +380,8 @@ export class Outbox {
     const count = header.slots;
     const { slots } = this;
     slots.length = count;
-    slots.idHashes.assign(take(Uint32Array, count));
-    slots.replayCounts.assign(take(Uint8Array, count));
+    restoreColumns(take, slots.indexed, count);
     slots.states.assign(new Uint8Array(count).fill(WAITING));
-    slots.groups.assign(take(Uint32Array, count));
-    slots.due.assign(take(Float64Array, count));
-    slots.lines.assign(take(Float64Array, count));
-    slots.payloads.assign(take(Float64Array, count));
-    slots.payloadLengths.assign(take(Uint32Array, count));
-    slots.checks.assign(take(Uint32Array, count));
-    slots.workspaces.assign(take(Uint32Array, count));
     for (const key of header.groups) {
       this.groupIds.set(key, this.heaps.length);
       this.heaps.push(new SlotHeap(() => this.slots));
@@ -424,23 +412,20 @@ export class Outbox {
       const numbers = new Int32Array(slots.length).fill(-1);
       let count = 0;
       for (let slot = 0; slot < slots.length; slot += 1) if (slots.states.get(slot) !== DEAD) numbers[slot] = count++;
-      const header: IndexHeader = {
+      const header: Omit<IndexHeader, keyof JournalMark> = {
         version: INDEX_VERSION,
-        ...markOf(file),
         journalLines: this.journalLines,
         slots: count,
         groups: [...this.groupIds.keys()],
         workspaces: this.workspaceNames,
         replays: [...this.replays].map(([letterId, slot]) => [letterId, numbers[slot]!]),
       };
-      const columns = [slots.idHashes, slots.replayCounts, slots.groups, slots.due, slots.lines, slots.payloads, slots.payloadLengths, slots.checks, slots.workspaces];
-      const live = columns.map((column) => {
-        const all = column.copyOut(slots.length) as IndexColumn;
-        const kept = new (all.constructor as new (length: number) => IndexColumn)(count);
-        for (let slot = 0; slot < numbers.length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = all[slot]!;
+      const live = slots.indexed.map((column) => {
+        const kept = new (column.kind as new (length: number) => IndexColumn)(count);
+        for (let slot = 0; slot < numbers.length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = column.get(slot);
         return kept;
       });
-      writeIndexFile(indexFileOf(file), header, live);
+      writeJournalIndex(file, header, live);
     } catch (error) {
       this.reportError(error);
     }
@@ -1119,16 +1104,6 @@ function secondHash(text: string): number {
     hash ^= hash >>> 15;
   }
   return hash >>> 0;
-}
-
-/**
- * The index a clean stop wrote beside the journal, or null when there is none
- * or it does not hold for the journal as it is now (see JournalMark): that
- * journal is replayed instead.
- */
-function readOutboxIndex(journal: string): IndexReader<IndexHeader> | null {
-  const index = readIndexFile<IndexHeader>(indexFileOf(journal), (header) => (header.version === INDEX_VERSION ? header.slots * INDEX_BYTES_PER_SLOT : -1));
-  return index && journalMatches(journal, index.header) ? index : null;
 }
 
 /** Whether the journal is in the format before payloads were split from deliveries. */

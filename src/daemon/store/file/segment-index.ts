@@ -1,4 +1,4 @@
-import { readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn } from '../index-file.js';
+import { indexFileOf, readIndexFile, removeIndexFile, writeIndexFile, type IndexColumn } from '../index-file.js';
 
 /**
  * The index of a sealed event segment, kept beside it (`segment-000001.idx`)
@@ -32,7 +32,6 @@ const VERSION = 1;
 /** Bytes of an event across the columns. */
 const BYTES_PER_EVENT = 8 + 4 + 8 + 4 + 4;
 
-export const indexFileOf = (segmentFile: string) => segmentFile.replace(/\.log$/, '.idx');
 
 /** Writes the index of a sealed segment of `segmentBytes` bytes (to a temporary file, then renamed over). */
 export function writeSegmentIndex(segmentFile: string, segmentBytes: number, workspaces: ReadonlyMap<string, IndexedLines>): void {
