@@ -295,6 +295,7 @@ export class PostgresActivityLog implements ActivityLog {
       const id = Number(row.id);
       // Handed on from memory while this read ran.
       if (id <= this.cursor) continue;
+      this.takeOwnBefore(id, items);
       const item = row.data === null ? this.own.get(id) : itemOf(row);
       if (!item) {
         if (this.writing) {
@@ -317,6 +318,22 @@ export class PostgresActivityLog implements ActivityLog {
     this.forgetOwnUpToCursor();
     this.handOn(items);
     return more;
+  }
+
+  /**
+   * This daemon's items below `id` the cursor has not reached: a later write
+   * trimmed them before this read came to them (a burst of more than
+   * KEPT_ITEMS while the cursor was not yet known to precede them). They are
+   * in memory, and nothing before them can be read any more: they go next.
+   */
+  private takeOwnBefore(id: number, items: ActivityItem[]): void {
+    for (const [ownId, item] of this.own) {
+      if (ownId >= id) return;
+      this.own.delete(ownId);
+      if (ownId <= this.cursor) continue;
+      this.cursor = ownId;
+      items.push(item);
+    }
   }
 
   private handOn(items: ActivityItem[]): void {
