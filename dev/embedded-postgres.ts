@@ -18,7 +18,8 @@ import pg from 'pg';
  */
 export interface EmbeddedPostgres {
   /** A new, empty database named `name` (letters, digits and _), by URL. */
-  createDatabase(name: string): Promise<string>;
+  /** A new database, copied from `template` (a database of the cluster no one is connected to) when given. */
+  createDatabase(name: string, template?: string): Promise<string>;
   /** The server process (a new one after a restart): the tests unreference it so that it does not keep them alive. */
   readonly process: ChildProcess;
   /** Stops the server (a fast shutdown: connections are cut), awaits `whileDown`, and starts it again on the same data and port. */
@@ -96,11 +97,11 @@ export async function startEmbeddedPostgres(who: string, settings: Record<string
       await whileDown();
       await server.start();
     },
-    async createDatabase(name) {
+    async createDatabase(name, template) {
       const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
       await client.connect();
       try {
-        await client.query(`CREATE DATABASE ${name}`);
+        await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
       } finally {
         await client.end();
       }
