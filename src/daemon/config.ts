@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import type { SettleTimes } from './settle.js';
 import * as v from 'valibot';
 import { DEFAULT_CHAT_LIMITS, type ChatLimits } from './chat/store.js';
 import { DEFAULT_RETRY_SCHEDULE } from './dispatch/retry.js';
@@ -76,9 +77,10 @@ export interface DaemonConfig {
   streamHeartbeatMs: number;
   /**
    * Full garbage collections once idle (see settle.ts): PLATFORM_SETTLE_AFTER_START (ms), when
-   * those after start-up begin; PLATFORM_SETTLE_GROWTH_MB, how much V8's heap must grow for more.
+   * those after start-up begin; PLATFORM_SETTLE_GROWTH_MB, how much V8's heap must grow for more;
+   * PLATFORM_SETTLE_QUIET (ms) between the two collections of a pair.
    */
-  settle: { afterStartMs: number; growthBytes: number };
+  settle: SettleTimes;
   /** Origins allowed to call the API from a browser (`--cors-origin`); none by default: no CORS headers at all. */
   corsOrigins: string[];
   /** Host names requests may name besides loopback ones (`--allowed-hosts`); checked on any address once given. */
@@ -351,6 +353,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     settle: {
       afterStartMs: parseSetting('PLATFORM_SETTLE_AFTER_START', Count(100, 3_600_000), env.PLATFORM_SETTLE_AFTER_START, 10_000),
       growthBytes: parseSetting('PLATFORM_SETTLE_GROWTH_MB', Count(1, 65_536), env.PLATFORM_SETTLE_GROWTH_MB, 32) * 1024 * 1024,
+      quietMs: parseSetting('PLATFORM_SETTLE_QUIET', Count(100, 600_000), env.PLATFORM_SETTLE_QUIET, 5_000),
     },
     corsOrigins: parseSetting('--cors-origin / PLATFORM_CORS_ORIGIN', Origins, flags.corsOrigin ?? env.PLATFORM_CORS_ORIGIN, []),
     allowedHosts: parseSetting('--allowed-hosts / PLATFORM_ALLOWED_HOSTS', Hosts, flags.allowedHosts ?? env.PLATFORM_ALLOWED_HOSTS, []),

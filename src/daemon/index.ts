@@ -58,7 +58,7 @@ export async function startDaemon(config: DaemonConfig, options: StartOptions = 
     const leftover = firstAdmin ? null : await leftoverPasswordFile(services.auth, config.dataDir);
     const jobs = startJobs(opened.jobs, opened.jobLock, logger, services.metrics.jobRan);
     http.started();
-    const cancelSettling = settleWhenIdle(config.settle.afterStartMs, config.settle.growthBytes, (cause) =>
+    const cancelSettling = settleWhenIdle(config.settle, (cause) =>
       logger.debug(`ran a full garbage collection, the daemon idle after ${cause === 'start' ? 'its start' : 'its heap grew'}`),
     );
 

@@ -13,8 +13,8 @@ import { getHeapStatistics } from 'node:v8';
  *
  * Two collections: V8 shrinks its young generation in a collection only if
  * little was allocated since the one before, and the first one's "since"
- * reaches back into the work. The second, QUIET_MS later, sees an idle
- * daemon's few bytes.
+ * reaches back into the work. The second, `quietMs` later (5 s by default),
+ * sees an idle daemon's few bytes.
  *
  * Each runs only at the end of a second in which the event loop was busy less
  * than IDLE_UTILIZATION of the time: a full collection stops everything for
@@ -30,13 +30,21 @@ import { getHeapStatistics } from 'node:v8';
  *
  * `collected` hears of each collection. Answers a function that stops it all.
  */
-const QUIET_MS = 5_000;
 const CHECK_MS = 1_000;
 const IDLE_UTILIZATION = 0.05;
 
 export type SettleCause = 'start' | 'growth';
 
-export function settleWhenIdle(afterStartMs: number, growthBytes: number, collected: (cause: SettleCause) => void): () => void {
+export interface SettleTimes {
+  /** When the first pair after the start begins. */
+  afterStartMs: number;
+  /** How much V8's heap must grow over its size after a pair for another one. */
+  growthBytes: number;
+  /** Between the two collections of a pair. */
+  quietMs: number;
+}
+
+export function settleWhenIdle({ afterStartMs, growthBytes, quietMs }: SettleTimes, collected: (cause: SettleCause) => void): () => void {
   const collect = globalThis.gc;
   if (!collect) return () => undefined;
   let timer: NodeJS.Timeout;
@@ -58,7 +66,7 @@ export function settleWhenIdle(afterStartMs: number, growthBytes: number, collec
     whenIdle(afterMs, () => {
       collect();
       collected(cause);
-      whenIdle(QUIET_MS, () => {
+      whenIdle(quietMs, () => {
         collect();
         collected(cause);
         watchGrowth(heapBytes() + growthBytes);
