@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -7,6 +7,7 @@ import { Outbox, type OutboxOptions } from '../src/daemon/store/file/outbox.js';
 import { CarriedEvent, type Delivery, type SubscriberRef } from '../src/daemon/dispatch/types.js';
 import { maskCredentials } from '../src/daemon/dispatch/url-credentials.js';
 import { tempDir } from './helpers/temp.js';
+import { waitFor } from './helpers/wait.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00.000Z');
 const LATER = NOW + 86_400_000;
@@ -53,7 +54,7 @@ const indexOf = (journal: string) => journal.replace(/\.log$/, '.idx');
 
 /**
  * Opens copies of a cleanly closed outbox twice: from the index the stop left,
- * and from its journal alone (as after a crash, which leaves no index): `check`
+ * and from its journal alone (as after a crash before any checkpoint): `check`
  * must hold for both.
  */
 async function afterRestart(file: string, check: (reopened: Outbox) => Promise<void>, options: OutboxOptions = {}): Promise<void> {
@@ -63,7 +64,7 @@ async function afterRestart(file: string, check: (reopened: Outbox) => Promise<v
     copyFileSync(file, copy);
     if (fromIndex) copyFileSync(indexOf(file), indexOf(copy));
     const reopened = await Outbox.open(copy, failOnError, options);
-    assert.not.ok(existsSync(indexOf(copy)), 'a start removes the index: the journal is about to change');
+    assert.is(existsSync(indexOf(copy)), fromIndex, 'an index that holds stays: the journal still begins with what it covers');
     try {
       await check(reopened);
     } catch (error) {
@@ -329,28 +330,132 @@ test('a replayed dead letter is known as queued until its run ends, also after a
 });
 
 
-test('an index that no longer matches its journal, or is garbled, is ignored: the journal is replayed', async () => {
+test('an index of an earlier stop is read with the journal after it; one of another journal, or garbled, is removed', async () => {
   const file = join(await tempDir(), 'outbox.log');
   const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
   await outbox.add([delivery('first', event())]);
   await outbox.close();
-  const stale = readFileSync(indexOf(file));
+  const earlier = readFileSync(indexOf(file));
 
   const second = await Outbox.open(file, failOnError, { holdAtMost: 0 });
   await second.add([delivery('second', event())]);
   await second.close();
-  // The first stop's index, put back beside a journal that has grown since.
-  writeFileSync(indexOf(file), stale);
+  // The first stop's index, put back beside the journal that has grown since.
+  writeFileSync(indexOf(file), earlier);
   const third = await Outbox.open(file, failOnError);
-  assert.equal([...third.values()].map((d) => d.id), ['first', 'second'], 'an index of an older journal');
+  assert.ok(existsSync(indexOf(file)), 'it still holds: kept');
+  assert.equal([...third.values()].map((d) => d.id), ['first', 'second'], 'what it covers, and the line after it');
   await third.close();
+
+  // Another journal, longer than the one the index covers: it does not begin with those bytes.
+  const other = join(await tempDir(), 'outbox.log');
+  const elsewhere = await Outbox.open(other, failOnError, { holdAtMost: 0 });
+  await elsewhere.add([delivery('third', event(200)), delivery('fourth', event(200))]);
+  await elsewhere.close();
+  writeFileSync(indexOf(other), earlier);
+  const restored = await Outbox.open(other, failOnError);
+  assert.not.ok(existsSync(indexOf(other)), 'an index of another journal is removed');
+  assert.equal([...restored.values()].map((d) => d.id), ['third', 'fourth']);
+  await restored.close();
 
   const garbled = readFileSync(indexOf(file));
   garbled[garbled.length - 3]! ^= 0xff;
   writeFileSync(indexOf(file), garbled);
   const fourth = await Outbox.open(file, failOnError);
-  assert.equal([...fourth.values()].map((d) => d.id), ['first', 'second'], 'an index whose columns do not match their digest');
+  assert.not.ok(existsSync(indexOf(file)), 'an index whose columns do not match their digest is removed');
+  assert.equal([...fourth.values()].map((d) => d.id), ['first', 'second']);
   await fourth.close();
+});
+
+test('after a crash the start reads the last checkpoint and replays only the journal after it: as a replay of it all', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  // A checkpoint as soon as anything was written.
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0, checkpointBytes: 1 });
+  const failAttempt = (claimed: Delivery, due: number) => {
+    claimed.attempts += 1;
+    claimed.firstAttemptAt ??= new Date(NOW).toISOString();
+    claimed.lastError = { message: `failed, attempt ${claimed.attempts}`, status: 503 };
+    claimed.nextAttemptAt = due;
+    outbox.rescheduled(claimed);
+  };
+  const shared = event();
+  await outbox.add([delivery('a', shared, subscriber('s'), NOW + 1), delivery('b', shared, subscriber('t'), NOW + 2), delivery('c', event(), subscriber('s'), NOW + 3)]);
+  await outbox.add([{ ...delivery('r', event(), subscriber('s'), NOW + 4), replayCount: 1, deadLetterId: 'letter-1' }]);
+  const [a] = outbox.claim(1, NOW + 1);
+  failAttempt(a!, NOW + 50);
+  const [b] = outbox.claim(1, NOW + 2);
+  outbox.finished(b!);
+  outbox.done(b!);
+  // Each landing asks for a checkpoint; a durable write lands the lines above first.
+  await outbox.add([delivery('d', event(), subscriber('u'), NOW + 100)]);
+  const checkpoint = await waitFor('a checkpoint covering those', () => {
+    if (!existsSync(indexOf(file))) return undefined;
+    const index = readFileSync(indexOf(file));
+    const header = JSON.parse(index.subarray(0, index.indexOf(0x0a)).toString()) as { journalBytes: number };
+    return header.journalBytes === statSync(file).size ? index : undefined;
+  });
+
+  // After the checkpoint: a run ends, one fails again, one is new, the replay fails; then the crash.
+  const [c] = outbox.claim(1, NOW + 3);
+  outbox.finished(c!);
+  outbox.done(c!);
+  const [r] = outbox.claim(1, NOW + 4);
+  failAttempt(r!, NOW + 70);
+  await outbox.add([delivery('e', event(300), subscriber('s'), NOW + 101)]);
+  const [again] = outbox.claim(1, NOW + 50);
+  assert.is(again?.id, 'a');
+  failAttempt(again!, NOW + 60);
+  await outbox.add([delivery('f', event(), subscriber('t'), NOW + 102)]);
+
+  const crashed = async (withCheckpoint: boolean) => {
+    const copy = join(await tempDir(), 'outbox.log');
+    if (withCheckpoint) writeFileSync(indexOf(copy), checkpoint);
+    copyFileSync(file, copy);
+    const reopened = await Outbox.open(copy, failOnError, { holdAtMost: 0 });
+    const seen = {
+      pending: await Promise.all((await claimAll(reopened)).map(async (one) => ({ ...(await plain(one)), body: (await one.event.body()).toString() }))),
+      replay: reopened.replaysLetter('letter-1'),
+    };
+    await reopened.close();
+    return seen;
+  };
+  const fromCheckpoint = await crashed(true);
+  assert.ok(JSON.parse(checkpoint.subarray(0, checkpoint.indexOf(0x0a)).toString()).journalBytes < statSync(file).size, 'set-up: lines after the checkpoint');
+  assert.equal(
+    fromCheckpoint.pending.map((one) => [one.id, one.attempts, one.nextAttemptAt]).sort(),
+    [['a', 2, NOW + 60], ['d', 0, NOW + 100], ['e', 0, NOW + 101], ['f', 0, NOW + 102], ['r', 1, NOW + 70]],
+    'the runs ended after the checkpoint are gone; attempts and due times as last written',
+  );
+  assert.ok(fromCheckpoint.replay, 'the failed replay is still pending');
+  assert.equal(fromCheckpoint, await crashed(false), 'the same as replaying the whole journal');
+  await outbox.close();
+});
+
+test('a checkpoint taken while deliveries are staged covers the journal only up to them: a crash then resumes them either way', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0, checkpointBytes: 1 });
+  await outbox.add([delivery('before', event())]);
+  // Staged, not committed (its event line not yet written, in a publish): on disk, not pending in memory.
+  const staged = await outbox.stage([delivery('staged', event())]);
+  const checkpoint = await waitFor('a checkpoint taken while the staging is open', () => {
+    if (!existsSync(indexOf(file))) return undefined;
+    const index = readFileSync(indexOf(file));
+    const header = JSON.parse(index.subarray(0, index.indexOf(0x0a)).toString()) as { journalBytes: number; slots: number };
+    return header.slots === 1 && header.journalBytes < statSync(file).size ? index : undefined;
+  });
+  const reopen = async (withCheckpoint: boolean) => {
+    const copy = join(await tempDir(), 'outbox.log');
+    if (withCheckpoint) writeFileSync(indexOf(copy), checkpoint);
+    copyFileSync(file, copy);
+    const reopened = await Outbox.open(copy, failOnError);
+    const ids = [...reopened.values()].map((d) => d.id);
+    await reopened.close();
+    return ids;
+  };
+  assert.equal(await reopen(true), ['before', 'staged'], 'its lines are after what the checkpoint covers, and replayed');
+  assert.equal(await reopen(false), ['before', 'staged']);
+  staged.commit();
+  await outbox.close();
 });
 
 test('a start from the index gives the records the same fingerprints as a replay of the journal', async () => {

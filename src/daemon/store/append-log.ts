@@ -502,6 +502,8 @@ export interface LineReading<R> {
   /** Reads a line's record (by default, the whole line as JSON; a log whose lines start with a small key may read only that). */
   decode?: (line: Buffer) => R;
   opaque?: OpaqueLines;
+  /** Where to start: the end of a line (a reader that restored what comes before from its own index). */
+  from?: number;
 }
 
 /**
@@ -516,7 +518,7 @@ export async function replay<R>(
   file: string,
   onRecord: (record: R, span: LineSpan) => void,
   afterChunk?: () => Promise<void>,
-  { decode = (line) => JSON.parse(line.toString('utf8')) as R, opaque }: LineReading<R> = {},
+  { decode = (line) => JSON.parse(line.toString('utf8')) as R, opaque, from = 0 }: LineReading<R> = {},
 ): Promise<number> {
   let handle: FileHandle;
   try {
@@ -527,16 +529,16 @@ export async function replay<R>(
   }
   let fileSize = 0;
   /** Bytes of complete lines so far: the file offset of `pending`'s first byte. */
-  let intact = 0;
+  let intact = from;
   let lineNumber = 0;
   try {
     fileSize = (await handle.stat()).size;
     // Read in large chunks into one buffer and cut lines out of them synchronously: a
     // large log replays without leaving megabytes of dead buffers to the allocator.
-    let buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, fileSize));
+    let buffer = Buffer.allocUnsafe(Math.max(0, Math.min(CHUNK_BYTES, fileSize - from)));
     /** Bytes at the front of `buffer`: the start of a line the next read completes. */
     let carried = 0;
-    for (let position = 0; position < fileSize; ) {
+    for (let position = from; position < fileSize; ) {
       if (carried === buffer.length) {
         const larger = Buffer.allocUnsafe(buffer.length * 2);
         buffer.copy(larger, 0, 0, carried);
@@ -561,7 +563,7 @@ export async function replay<R>(
             record = decode(data.subarray(start, end));
           } catch {
             throw new StartupError(
-              `data file ${file} is corrupt at line ${lineNumber}; the daemon will not start and has not modified it`,
+              `data file ${file} is corrupt at line ${lineNumber}${from > 0 ? ` after byte ${from}` : ''}; the daemon will not start and has not modified it`,
             );
           }
           onRecord(record, { offset: intact + start, length: end - start });

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isMissing } from '../files.js';
 import type { Column } from './line-index.js';
 
@@ -18,9 +20,11 @@ export type IndexColumn = Float64Array | Uint32Array | Uint8Array;
 export const indexFileOf = (file: string) => file.replace(/\.log$/, '.idx');
 type IndexColumnKind<T extends IndexColumn> = new (length: number) => T;
 
+const bytesOf = (columns: readonly IndexColumn[]) => columns.map((column) => new Uint8Array(column.buffer, column.byteOffset, column.byteLength));
+
 /** Writes the header (with the columns' digest added) and the columns to a temporary file, then renames it over `file`. */
 export function writeIndexFile(file: string, header: object, columns: readonly IndexColumn[]): void {
-  const bytes = columns.map((column) => new Uint8Array(column.buffer, column.byteOffset, column.byteLength));
+  const bytes = bytesOf(columns);
   const digest = createHash('sha256');
   for (const column of bytes) digest.update(column);
   const temp = `${file}.tmp`;
@@ -30,6 +34,45 @@ export function writeIndexFile(file: string, header: object, columns: readonly I
   } catch (error) {
     removeIndexFile(temp);
     throw error;
+  }
+}
+
+/** What `writeIndexFileInTurns` digests or writes in one turn of the event loop. */
+const TURN_BYTES = 4 * 1024 * 1024;
+
+/**
+ * `writeIndexFile` for a daemon that serves meanwhile: the digest is taken
+ * and the file written a few megabytes a turn. The rename happens only if
+ * `stillValid()` then (what the index describes may have been rewritten
+ * meanwhile); answers whether it did.
+ */
+export async function writeIndexFileInTurns(file: string, header: object, columns: readonly IndexColumn[], stillValid: () => boolean): Promise<boolean> {
+  const chunks = bytesOf(columns).flatMap((column) => {
+    const parts: Uint8Array[] = [];
+    for (let at = 0; at < column.length; at += TURN_BYTES) parts.push(column.subarray(at, at + TURN_BYTES));
+    return parts;
+  });
+  const digest = createHash('sha256');
+  for (const chunk of chunks) {
+    digest.update(chunk);
+    await nextTurn();
+  }
+  const temp = `${file}.tmp`;
+  let renamed = false;
+  try {
+    const handle = await open(temp, 'w', 0o600);
+    try {
+      await handle.write(`${JSON.stringify({ ...header, digest: digest.digest('hex') })}\n`);
+      for (const chunk of chunks) await handle.write(chunk);
+    } finally {
+      await handle.close();
+    }
+    if (!stillValid()) return false;
+    renameSync(temp, file);
+    renamed = true;
+    return true;
+  } finally {
+    if (!renamed) removeIndexFile(temp);
   }
 }
 
@@ -93,10 +136,10 @@ export function removeIndexFile(file: string): void {
 }
 
 /**
- * What the index of an append-only journal names of it: its size, and a
- * digest of its last JOURNAL_TAIL_BYTES. Each line there names its own
- * record, so another journal of the same size (written to and compacted
- * since, restored from elsewhere) differs in them.
+ * What the index of an append-only journal names of it: the bytes it covers
+ * (the journal's size then), and a digest of the last JOURNAL_TAIL_BYTES of
+ * them. Each line there names its own record, so another journal (written to
+ * and compacted since, restored from elsewhere) differs in them.
  */
 export interface JournalMark {
   journalBytes: number;
@@ -133,6 +176,32 @@ function tailDigest(journal: string, size: number): string {
     closeSync(fd);
   }
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** The mark of the journal's first `bytes` (whole lines, never rewritten in place). */
+export function journalMarkAt(journal: string, bytes: number): JournalMark {
+  return { journalBytes: bytes, journalTail: tailDigest(journal, bytes) };
+}
+
+/**
+ * A checkpoint of an append-only journal: an index of its first
+ * `journalBytes`, answered when the journal still begins with them (it may
+ * have grown since: its reader replays what follows). The file stays while it
+ * holds, and goes when it does not: a journal rewritten since (compacted,
+ * restored from elsewhere), an index cut short or garbled.
+ */
+export function readJournalCheckpoint<H extends JournalMark>(journal: string, expectedBodyBytes: (header: H) => number): IndexReader<H> | null {
+  const file = indexFileOf(journal);
+  const index = readIndexFile<H>(file, expectedBodyBytes);
+  let holds = false;
+  try {
+    holds = index !== null && statSync(journal).size >= index.header.journalBytes && tailDigest(journal, index.header.journalBytes) === index.header.journalTail;
+  } catch {
+    holds = false;
+  }
+  if (holds) return index;
+  removeIndexFile(file);
+  return null;
 }
 
 /**

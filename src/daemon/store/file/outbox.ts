@@ -1,9 +1,20 @@
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32, hash32b } from '../line-index.js';
-import { restoreColumns, rowBytes, takeJournalIndex, writeJournalIndex, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
+import {
+  indexFileOf,
+  journalMarkAt,
+  readJournalCheckpoint,
+  removeIndexFile,
+  restoreColumns,
+  rowBytes,
+  writeIndexFileInTurns,
+  type IndexColumn,
+  type IndexReader,
+  type JournalMark,
+} from '../index-file.js';
 import { CarriedEvent, type Delivery, type DeliveryError, type SubscriberRef } from '../../dispatch/types.js';
 import type { PendingFingerprint } from './delivery-records.js';
 import { maskCredentials, showsCredentials } from '../../dispatch/url-credentials.js';
@@ -62,7 +73,7 @@ type LegacyLine =
 
 const PAYLOAD_PREFIX = Buffer.from('{"t":"p","id":"');
 
-/** What outbox.idx holds besides the columns (see Outbox.writeIndex). */
+/** What outbox.idx holds besides the columns (see Outbox.checkpoint). */
 interface IndexHeader extends JournalMark {
   version: number;
   journalLines: number;
@@ -75,6 +86,17 @@ interface IndexHeader extends JournalMark {
 }
 
 const INDEX_VERSION = 1;
+
+/**
+ * A checkpoint (outbox.idx) is written each time the journal has grown this
+ * much since the last one: a start after a crash reads it and replays at most
+ * about this much of the journal (some 0.8 s for 256 MB measured), at the
+ * cost of writing 45 bytes a pending delivery that often.
+ */
+const CHECKPOINT_BYTES = 256 * 1024 * 1024;
+
+/** The start-up lookup of runs: by the fingerprints their slots keep (so that it can be rebuilt from an index). */
+const runHash = (idHash: number, replayCount: number) => (idHash ^ Math.imul((replayCount & 0xff) + 1, 0x9e3779b1)) >>> 0;
 
 const keyOf = (delivery: { id: string; replayCount: number }) => `${delivery.id}:${delivery.replayCount}`;
 
@@ -222,6 +244,18 @@ export interface OutboxOptions {
   holdAtMost?: number;
   /** Lines of slack before a compaction (COMPACT_SLACK; tests set less). */
   compactSlack?: number;
+  /** Journal bytes between two checkpoints (CHECKPOINT_BYTES; tests set less). */
+  checkpointBytes?: number;
+}
+
+/** What a checkpoint takes at one moment (see Outbox.snapshot), written out afterwards. */
+interface Snapshot {
+  header: Omit<IndexHeader, 'slots'>;
+  /** Every slot's columns as they were (`Slots.columns` order), the dead ones too. */
+  columns: IndexColumn[];
+  length: number;
+  /** The journal's rewrites until then: one since makes the checkpoint void. */
+  rewrites: number;
 }
 
 /**
@@ -259,8 +293,16 @@ export class Outbox {
   private readonly workspaceNames: string[] = [];
   /** Set once `startFingerprints` answered. */
   private fingerprinted = false;
-  /** Cleared when a line could not be written: the journal then says less than memory does, and the next start reads it whole. */
+  /** Cleared when a line could not be written: the journal then says less than memory does, and no index is written any more. */
   private indexable = true;
+  /** Stagings neither committed nor retracted, by their lines' spans (known once written). */
+  private readonly openStagings = new Set<Array<LineSpan | null>>();
+  /** The journal's size when the last checkpoint was taken (0: none since the start or the last rewrite). */
+  private checkpointedBytes = 0;
+  private checkpointing: Promise<void> | null = null;
+  private closing = false;
+  /** Rewrites of the journal (compactions): a checkpoint taken before one is void. */
+  private rewrites = 0;
   /** When the oldest pending delivery was queued, read from its line while it stays the oldest. */
   private oldest = { epoch: -1, slot: -1, at: 0 };
   /** Lines in the journal. */
@@ -272,6 +314,7 @@ export class Outbox {
   private compacting: Promise<void> | null = null;
   private readonly holdAtMost: number;
   private readonly compactSlack: number;
+  private readonly checkpointBytes: number;
   private compactionEnded: () => void = () => undefined;
 
   private log!: AppendLog<Line>;
@@ -282,33 +325,47 @@ export class Outbox {
   ) {
     this.holdAtMost = options.holdAtMost ?? DEFAULT_HOLD_AT_MOST;
     this.compactSlack = options.compactSlack ?? COMPACT_SLACK;
+    this.checkpointBytes = options.checkpointBytes ?? CHECKPOINT_BYTES;
   }
 
   /**
-   * Reads the index a clean stop left (see writeIndex) when it still matches
-   * the journal, and otherwise replays the journal: `d` and `x` lines are
-   * parsed, payloads only located (their lines are not parsed). A journal in
-   * the old format (whole deliveries) is rewritten first; subscriber URLs
-   * found in clear are masked (the dispatcher takes the real URL from the
+   * Reads the last checkpoint (see checkpoint) when the journal still begins
+   * with what it covers, and replays the journal after it; without one, the
+   * whole journal. Of the lines replayed, `d` and `x` lines are parsed,
+   * payloads only located (their lines are not parsed). A journal in the old
+   * format (whole deliveries) is rewritten first; subscriber URLs found in
+   * clear are masked (the dispatcher takes the real URL from the
    * subscription) and the journal rewritten without them.
    */
   static async open(file: string, reportError: (error: unknown) => void, options: OutboxOptions = {}): Promise<Outbox> {
     const outbox = new Outbox(reportError, options);
-    const index = takeJournalIndex<IndexHeader>(file, (header) => (header.version === INDEX_VERSION ? header.slots * rowBytes(outbox.slots.indexed) : -1));
+    const index = readJournalCheckpoint<IndexHeader>(file, (header) => (header.version === INDEX_VERSION ? header.slots * rowBytes(outbox.slots.indexed) : -1));
+    let from = 0;
     if (index) {
       outbox.restore(index);
-      outbox.log = await AppendLog.resume<Line>(file, index.header.journalBytes);
-    } else {
-      if (await isLegacy(file)) await migrateLegacy(file);
-      const clear = await outbox.replay(file);
-      if (clear.size > 0) await outbox.compact(clear);
-    }
+      from = outbox.checkpointedBytes = index.header.journalBytes;
+    } else if (await isLegacy(file)) await migrateLegacy(file);
+    const clear = await outbox.replay(file, from);
+    if (clear.size > 0) await outbox.compact(clear);
+    // After a start that replayed much, the next crash need not.
+    outbox.checkpointWhenDue();
     return outbox;
   }
 
-  /** Replays the journal into the index (see open); answers the slots whose subscriber URL shows credentials. */
-  private async replay(file: string): Promise<Set<number>> {
+  /**
+   * Replays the journal from byte `from` on (0, or the end of what a restored
+   * checkpoint covers) into the index (see open); answers the slots whose
+   * subscriber URL shows credentials.
+   */
+  private async replay(file: string, from: number): Promise<Set<number>> {
+    if (from > 0 && (await stat(file)).size === from) {
+      // A clean stop's index: nothing after it.
+      this.log = await AppendLog.resume<Line>(file, from);
+      return this.scheduleReplayed(new Map(), new Set());
+    }
+    /** Runs by the fingerprints of their id and replay count (see runHash): those restored, then those replayed. */
     const runs = new FingerprintTable();
+    for (const slot of this.liveSlots()) runs.setFingerprinted(runHash(this.slots.idHashes.get(slot), this.slots.replayCounts.get(slot)), this.slots.checks.get(slot), slot);
     /** Payload lines by event id: their number, for where they are in `payloadSpans`. */
     const payloads = new FingerprintTable();
     const payloadSpans = { offsets: new Column(Float64Array), lengths: new Column(Uint32Array), length: 0 };
@@ -326,9 +383,8 @@ export class Outbox {
       (line, span) => {
         this.journalLines += 1;
         if (line.t === 'd') {
-          const key = `${line.id}:${line.rc}`;
-          // A run's key is looked up, and set when new: its fingerprints are taken once.
-          const [keyHash, keyCheck] = [hash32(key), secondHash(key)];
+          // A run is looked up, and set when new: its fingerprints are taken once.
+          const [keyHash, keyCheck] = [runHash(hash32(line.id), line.rc), hash32b(line.id)];
           let slot = runs.getFingerprinted(keyHash, keyCheck);
           if (slot < 0 || this.slots.states.get(slot) === DEAD) {
             const payload = payloads.get(line.ev);
@@ -346,7 +402,7 @@ export class Outbox {
           if (line.dl !== undefined) replaying.set(line.dl, slot);
           if (showsInClear(line.sub.serviceBaseUrl)) clear.add(slot);
         } else if (line.t === 'x') {
-          const slot = runs.get(`${line.id}:${line.rc}`);
+          const slot = runs.getFingerprinted(runHash(hash32(line.id), line.rc), hash32b(line.id));
           if (slot >= 0 && this.slots.states.get(slot) !== DEAD) {
             this.slots.states.set(slot, DEAD);
             this.live -= 1;
@@ -367,15 +423,26 @@ export class Outbox {
             this.journalLines += 1;
           },
         },
+        from,
       },
     );
-    for (const [letterId, slot] of replaying) if (this.slots.states.get(slot) !== DEAD) this.replays.set(letterId, slot);
-    const mapping = this.renumber();
-    for (const slot of this.liveSlots()) this.heaps[this.slots.groups.get(slot)]!.push(slot);
-    return new Set([...clear].map((slot) => mapping[slot]!).filter((slot) => slot >= 0));
+    return this.scheduleReplayed(replaying, clear);
   }
 
-  /** The index a clean stop wrote (see writeIndex): every pending run waiting again, as a replay would find it. */
+  /**
+   * After the start's replay: pending replays of the runs still live, ended
+   * runs dropped from the index, every live one waiting in its group.
+   * Answers `clear` renumbered.
+   */
+  private scheduleReplayed(replaying: ReadonlyMap<string, number>, clear: ReadonlySet<number>): Set<number> {
+    for (const [letterId, slot] of replaying) this.replays.set(letterId, slot);
+    for (const [letterId, slot] of this.replays) if (this.slots.states.get(slot) === DEAD) this.replays.delete(letterId);
+    const mapping = this.live < this.slots.length ? this.renumber() : null;
+    for (const slot of this.liveSlots()) this.heaps[this.slots.groups.get(slot)]!.push(slot);
+    return new Set([...clear].map((slot) => (mapping ? mapping[slot]! : slot)).filter((slot) => slot >= 0));
+  }
+
+  /** A checkpoint (see checkpoint): every pending run then, waiting again, as a replay of what it covers would find it. */
   private restore({ header, take }: IndexReader<IndexHeader>): void {
     const count = header.slots;
     const { slots } = this;
@@ -393,42 +460,88 @@ export class Outbox {
     for (const [letterId, slot] of header.replays) this.replays.set(letterId, slot);
     this.live = count;
     this.journalLines = header.journalLines;
-    for (let slot = 0; slot < count; slot += 1) this.heaps[slots.groups.get(slot)]!.push(slot);
   }
 
   /**
-   * At a clean stop, the index beside the journal (outbox.idx), so that the
-   * next start reads it instead of the journal: about 46 bytes a pending
-   * delivery instead of its payload and lines. Not when a line failed to be
-   * written (the journal says less than memory) or the journal cannot be read
-   * back: the next start replays it then, as after a crash.
+   * Writes a checkpoint (outbox.idx): the pending runs' columns, about 46
+   * bytes a pending delivery, as of a byte of the journal, so that a start
+   * reads it instead of the journal up to there and replays only what
+   * follows. Taken each time the journal has grown by `checkpointBytes`
+   * (see checkpointWhenDue) and at a clean stop; written out a few megabytes
+   * a turn. Never once a line failed to be written (the journal then says
+   * less than memory): the next start replays the journal after the last
+   * checkpoint, or all of it.
    */
-  private writeIndex(): void {
-    if (!this.indexable || this.unwritten.size > 0 || this.staged > 0) return;
+  private async checkpoint(): Promise<void> {
+    if (!this.indexable || this.compacting) return;
+    const taken = this.snapshot();
+    if (!taken) return;
+    const { header, columns, length, rewrites } = taken;
+    // The pending runs only, renumbered in the index alone (the index in memory keeps its numbers).
+    const states = columns[this.slots.columns.indexOf(this.slots.states)]!;
+    const numbers = new Int32Array(length).fill(-1);
+    let count = 0;
+    for (let slot = 0; slot < length; slot += 1) if (states[slot] !== DEAD) numbers[slot] = count++;
+    const live: IndexColumn[] = [];
+    for (const column of this.slots.indexed) {
+      const values = columns[this.slots.columns.indexOf(column)]!;
+      const kept = new (column.kind as new (length: number) => IndexColumn)(count);
+      for (let slot = 0; slot < length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = values[slot]!;
+      live.push(kept);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const replays = header.replays.flatMap(([letterId, slot]): Array<[string, number]> => (numbers[slot]! >= 0 ? [[letterId, numbers[slot]!]] : []));
+    await writeIndexFileInTurns(indexFileOf(this.log.file), { ...header, slots: count, replays }, live, () => this.rewrites === rewrites && this.indexable);
+  }
+
+  /**
+   * What a checkpoint holds, taken at once: the columns of every slot, and
+   * the byte of the journal they are as of. That byte is the journal's size,
+   * or the first line of a staging still open if earlier (its runs are not in
+   * the slots yet, and its lines are replayed after the checkpoint). A run
+   * whose latest line is not written yet gets the due time of the line that
+   * is (the one the slot points to). Null when that line cannot be read.
+   */
+  private snapshot(): Snapshot | null {
     const file = this.log.file;
+    let bytes = this.log.byteSize;
+    for (const spans of this.openStagings) if (spans[0]) bytes = Math.min(bytes, spans[0].offset);
+    const { slots } = this;
+    const columns = slots.columns.map((column) => column.copyOut(slots.length) as IndexColumn);
+    const due = columns[slots.columns.indexOf(slots.due)]!;
     try {
-      // The live slots, renumbered in the index only: a delivery read before the stop still reads its payload.
-      const { slots } = this;
-      const numbers = new Int32Array(slots.length).fill(-1);
-      let count = 0;
-      for (let slot = 0; slot < slots.length; slot += 1) if (slots.states.get(slot) !== DEAD) numbers[slot] = count++;
-      const header: Omit<IndexHeader, keyof JournalMark> = {
-        version: INDEX_VERSION,
-        journalLines: this.journalLines,
-        slots: count,
-        groups: [...this.groupIds.keys()],
-        workspaces: this.workspaceNames,
-        replays: [...this.replays].map(([letterId, slot]) => [letterId, numbers[slot]!]),
+      for (const slot of this.unwritten.keys()) due[slot] = (JSON.parse(this.log.readLine(slots.lines.get(slot))) as DeliveryLine).due;
+      return {
+        header: {
+          version: INDEX_VERSION,
+          journalLines: this.journalLines,
+          groups: [...this.groupIds.keys()],
+          workspaces: [...this.workspaceNames],
+          replays: [...this.replays],
+          ...journalMarkAt(file, bytes),
+        },
+        columns,
+        length: slots.length,
+        rewrites: this.rewrites,
       };
-      const live = slots.indexed.map((column) => {
-        const kept = new (column.kind as new (length: number) => IndexColumn)(count);
-        for (let slot = 0; slot < numbers.length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = column.get(slot);
-        return kept;
-      });
-      writeJournalIndex(file, header, live);
     } catch (error) {
       this.reportError(error);
+      return null;
     }
+  }
+
+  /** A checkpoint once the journal has grown `checkpointBytes` since the last one, in a turn of its own. */
+  private checkpointWhenDue(): void {
+    if (this.closing || this.checkpointing || this.compacting || !this.indexable || this.log.byteSize - this.checkpointedBytes < this.checkpointBytes) return;
+    this.checkpointedBytes = this.log.byteSize;
+    this.checkpointing = new Promise((resolve) => setImmediate(resolve))
+      .then(() => this.checkpoint())
+      .catch(this.reportError)
+      .finally(() => {
+        this.checkpointing = null;
+        // What was written meanwhile may be due already.
+        this.checkpointWhenDue();
+      });
   }
 
   /** Pending deliveries (waiting, held or ending until their record is on disk). */
@@ -496,10 +609,12 @@ export class Outbox {
     }
     const spans: Array<LineSpan | null> = [];
     this.staged += 1;
+    this.openStagings.add(spans);
     try {
       await this.log.appendAll(lines, (index, span) => (spans[index] = span));
     } catch (error) {
       this.staged -= 1;
+      this.openStagings.delete(spans);
       this.compactWhenDue();
       throw error;
     }
@@ -510,6 +625,7 @@ export class Outbox {
         this.staged -= 1;
       },
       () => {
+        this.openStagings.delete(spans);
         this.journalLines += lines.length;
         held = deliveries.filter((delivery, index) => {
           const { payload, line } = places[index]!;
@@ -527,6 +643,8 @@ export class Outbox {
         try {
           await this.log.retract(lines.flatMap((record, index) => (spans[index] ? [{ span: spans[index]!, record }] : [])));
         } finally {
+          // Until blanked, its lines bound what a checkpoint covers.
+          this.openStagings.delete(spans);
           this.compactWhenDue();
         }
       },
@@ -694,10 +812,13 @@ export class Outbox {
     while (this.compacting) await this.compacting;
   }
 
+  /** Every line written, then a checkpoint at the journal's end: the next start reads no journal. */
   async close(): Promise<void> {
+    this.closing = true;
     await this.compacted();
+    await this.checkpointing;
     await this.log.close();
-    this.writeIndex();
+    await this.checkpoint().catch(this.reportError);
   }
 
   // The index
@@ -858,6 +979,7 @@ export class Outbox {
    * they are many. Neither while deliveries are staged (their lines would move).
    */
   private compactWhenDue(): void {
+    this.checkpointWhenDue();
     if (this.compacting || this.staged > 0) return;
     if (this.journalLines > 4 * this.live + this.compactSlack) {
       this.compacting = this.compact(new Set())
@@ -880,6 +1002,10 @@ export class Outbox {
    * then reads go to the old one).
    */
   private async compact(masking: ReadonlySet<number>): Promise<void> {
+    // The rewrite moves every line: the checkpoint goes first, and the next one comes once it is done.
+    this.rewrites += 1;
+    this.checkpointedBytes = 0;
+    removeIndexFile(indexFileOf(this.log.file));
     this.renumber();
     const count = this.slots.length;
     /** Slots whose `d` line is written from memory, and the version of it that is. */
