@@ -47,7 +47,7 @@ const delivery = (of: PlatformEvent): Delivery => ({
 
 /**
  * Opens copies of cleanly closed records twice: from the index the stop left,
- * and from the journal alone (as after a crash, which leaves no index):
+ * and from the journal alone (as after a crash before any checkpoint):
  * `check` must hold for both.
  */
 async function afterRestart(dir: string, check: (reopened: DeliveryRecords) => Promise<void> | void): Promise<void> {
@@ -58,7 +58,7 @@ async function afterRestart(dir: string, check: (reopened: DeliveryRecords) => P
     copyFileSync(journal, join(copy, 'deliveries.log'));
     if (fromIndex) copyFileSync(index, join(copy, 'deliveries.idx'));
     const reopened = await DeliveryRecords.open(join(copy, 'deliveries.log'), failOnError);
-    assert.not.ok(existsSync(join(copy, 'deliveries.idx')), 'a start removes the index: the journal is about to change');
+    assert.is(existsSync(join(copy, 'deliveries.idx')), fromIndex, 'an index that holds stays: the journal still begins with what it covers');
     try {
       await check(reopened);
     } catch (error) {
@@ -160,6 +160,53 @@ async function recordEveryState(records: DeliveryRecords): Promise<string[]> {
     `${replayed!.id} PENDING FAILED:410`,
   ];
 }
+
+test('files: every checkpoint reads as a replay of the journal it covers, and with the journal after it as a replay of it all', async () => {
+  const dir = await tempDir();
+  const journal = join(dir, 'deliveries.log');
+  // A checkpoint after each landing: some are taken while records wait for their first line or for a changed state's.
+  const records = await DeliveryRecords.open(journal, failOnError, true, 1);
+  const seen = new Map<string, Buffer>();
+  const watch = setInterval(() => {
+    if (existsSync(`${dir}/deliveries.idx`)) {
+      const index = readFileSync(`${dir}/deliveries.idx`);
+      seen.set(index.subarray(0, index.indexOf(0x0a)).toString(), index);
+    }
+  }, 1);
+  try {
+    await recordEveryState(records);
+    const [late, later] = [7, 8].map((n) => delivery(event(n, 0)));
+    records.created([late!]);
+    await records.movedDurably(['msg_e6'], 'DEAD', NOW + 40);
+    // Held until its line lands, in the turn the checkpoint above is taken in.
+    records.attempted('msg_e2', attempt(2, 'SUCCESS', 200), null, 'SUCCEEDED');
+    await recorded(records, late!.id);
+    records.created([later!]);
+    records.attempted(late!.id, attempt(1, 'RETRY', 500), NOW + 2000, 'PENDING');
+    await recorded(records, later!.id);
+    await records.movedDurably(['msg_e4'], 'DISCARDED', NOW + 50);
+  } finally {
+    clearInterval(watch);
+  }
+  const reopen = async (bytes: number, index: Buffer | null) => {
+    const copy = await tempDir();
+    writeFileSync(join(copy, 'deliveries.log'), readFileSync(journal).subarray(0, bytes));
+    if (index) writeFileSync(join(copy, 'deliveries.idx'), index);
+    const reopened = await DeliveryRecords.open(join(copy, 'deliveries.log'), failOnError);
+    const read = { all: summary(reopened), dead: reopened.list('w', { limit: 10, status: 'DEAD' }).items.map((r) => r.id), e2: reopened.get('msg_e2')?.status ?? null, e6: reopened.get('msg_e6')?.status ?? null };
+    await reopened.close();
+    return read;
+  };
+  const size = readFileSync(journal).length;
+  const checkpoints = [...seen].map(([header, index]) => ({ bytes: (JSON.parse(header) as { journalBytes: number }).journalBytes, index }));
+  assert.ok(checkpoints.some(({ bytes }) => bytes < size), `set-up: a checkpoint with lines after it (${checkpoints.length} seen)`);
+  for (const { bytes, index } of checkpoints) {
+    assert.equal(await reopen(bytes, index), await reopen(bytes, null), `the checkpoint of the first ${bytes} bytes`);
+    assert.equal(await reopen(size, index), await reopen(size, null), `that checkpoint and the ${size - bytes} bytes after it`);
+  }
+  assert.equal((await reopen(size, checkpoints[0]!.index)).all.length, 8);
+  await records.close();
+});
 
 test('files: every state of a record reads the same after a restart, from the line its index points at', async () => {
   const dir = await tempDir();

@@ -71,8 +71,8 @@ export interface DaemonConfig {
   recentEventsMemory: { bytesTotal: number; bytesPerWorkspace: number };
   /** Events per segment file of the event log (files only): retention deletes or rewrites sealed segments. Fixed; tests lower it. */
   eventSegmentEvents: number;
-  /** PLATFORM_OUTBOX_CHECKPOINT_MB: journal growth between two checkpoints of the outbox on files. */
-  outboxCheckpointBytes: number;
+  /** PLATFORM_JOURNAL_CHECKPOINT_MB: journal growth between two checkpoints of the outbox and of the delivery records, on files. */
+  journalCheckpointBytes: number;
   /** How often each scheduled job runs (README, Configuration; docs/decisions.md, "Scheduled jobs"). */
   jobs: JobIntervals;
   /** A live stream sends a comment this often, and checks then that its caller may still read it. */
@@ -350,7 +350,7 @@ export function resolveConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = proces
     countRequests: env.PLATFORM_BENCH_METRICS !== 'off',
     recentEventsMemory: { bytesTotal: 16 * 1024 * 1024, bytesPerWorkspace: 4 * 1024 * 1024 },
     eventSegmentEvents: 100_000,
-    outboxCheckpointBytes: parseSetting('PLATFORM_OUTBOX_CHECKPOINT_MB', Count(1, 65_536), env.PLATFORM_OUTBOX_CHECKPOINT_MB, 256) * 1024 * 1024,
+    journalCheckpointBytes: parseSetting('PLATFORM_JOURNAL_CHECKPOINT_MB', Count(1, 65_536), env.PLATFORM_JOURNAL_CHECKPOINT_MB, 256) * 1024 * 1024,
     jobs: parseJobIntervals(env),
     streamHeartbeatMs: 10_000,
     settle: {

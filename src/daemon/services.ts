@@ -92,7 +92,7 @@ export async function openServices(config: DaemonConfig, logger: Logger): Promis
     let recentEventBytes: Services['recentEventBytes'] = null;
     const storeOptions = {
       logError: (message: string) => logger.error(message),
-      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents, outboxCheckpointBytes: config.outboxCheckpointBytes },
+      events: { recentMemory: config.recentEventsMemory, recordDeliveries: config.recordDeliveries, segmentEvents: config.eventSegmentEvents, journalCheckpointBytes: config.journalCheckpointBytes },
       deliveryLeaseMs: config.deliveryLeaseMs,
       chat: config.chat,
       idempotencyMaxKeys: config.idempotency.maxKeys,

@@ -44,7 +44,7 @@ const ENV = {
   PLATFORM_ADMIN_PASSWORD: ADMIN.password,
   PLATFORM_RETRY_SCHEDULE: '20,20',
   // A checkpoint of the outbox every megabyte of its journal: kills land before, during and after them.
-  PLATFORM_OUTBOX_CHECKPOINT_MB: '1',
+  PLATFORM_JOURNAL_CHECKPOINT_MB: '1',
   ...SHORT_DELIVERY_LEASE,
 };
 

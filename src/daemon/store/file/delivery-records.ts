@@ -1,8 +1,19 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
-import { columnValues, restoreColumns, takeJournalIndex, writeJournalIndex, type IndexColumn, type IndexReader, type JournalMark } from '../index-file.js';
+import {
+  columnValues,
+  indexFileOf,
+  journalMarkAt,
+  readJournalCheckpoint,
+  removeIndexFile,
+  restoreColumns,
+  writeIndexFileInTurns,
+  type IndexColumn,
+  type IndexReader,
+  type JournalMark,
+} from '../index-file.js';
 import { unbounded } from '../../paging.js';
 import { countDelivery, noDeliveries, type DeliverySummary } from '../../events/delivery-summary.js';
 import type { NewAttempt } from '../../dispatch/store.js';
@@ -94,6 +105,8 @@ const INDEX_BYTES_PER_TRACKED = 4 + 8 + 4 + 4;
 
 /** Compact once the journal holds this many entries more than there are records. */
 const COMPACT_SLACK = 50_000;
+/** Journal bytes between two checkpoints (see DeliveryRecords.checkpoint), unless told otherwise. */
+const CHECKPOINT_BYTES = 256 * 1024 * 1024;
 /**
  * How long new records wait for their first line, written together: a
  * delivery that ends meanwhile (most do) is written once, finished, instead of
@@ -304,23 +317,38 @@ export class DeliveryRecords {
   private readLine: (offset: number) => string = (offset) => this.log.readLine(offset);
 
   private closing = false;
+  /** The journal's size when the last checkpoint was taken (0: none since the start or the last rewrite). */
+  private checkpointedBytes = 0;
+  private checkpointing: Promise<void> | null = null;
+  /** Rewrites of the journal (compactions): a checkpoint taken before one is void. */
+  private rewrites = 0;
 
   private constructor(
     private readonly reportError: (error: unknown) => void,
     private readonly recording: boolean,
     private readonly swap: Swap,
+    private readonly checkpointBytes: number,
   ) {}
 
-  /** `recording` false (the bench's comparison only) keeps no new record. */
-  static async open(file: string, reportError: (error: unknown) => void, recording = true): Promise<DeliveryRecords> {
-    const records = new DeliveryRecords(reportError, recording, new Swap(dirname(file), SWAP_CACHE_BYTES));
-    const index = takeJournalIndex<IndexHeader>(file, (header) =>
+  /**
+   * `recording` false (the bench's comparison only) keeps no new record.
+   * Reads the last checkpoint when the journal still begins with what it
+   * covers, and replays the journal after it; without one, all of it.
+   */
+  static async open(file: string, reportError: (error: unknown) => void, recording = true, checkpointBytes = CHECKPOINT_BYTES): Promise<DeliveryRecords> {
+    const records = new DeliveryRecords(reportError, recording, new Swap(dirname(file), SWAP_CACHE_BYTES), checkpointBytes);
+    const index = readJournalCheckpoint<IndexHeader>(file, (header) =>
       header.version === INDEX_VERSION ? header.workspaces.reduce((sum, { length }) => sum + length, 0) * INDEX_BYTES_PER_RECORD + header.tracked * INDEX_BYTES_PER_TRACKED : -1,
     );
+    let from = 0;
     if (index) {
       records.restore(index);
-      records.log = await AppendLog.resume<Entry>(file, index.header.journalBytes);
-      return records;
+      from = records.checkpointedBytes = index.header.journalBytes;
+      if (statSync(file).size === from) {
+        // A clean stop's checkpoint: nothing after it.
+        records.log = await AppendLog.resume<Entry>(file, from);
+        return records;
+      }
     }
     let legacyLines = false;
     let reader: number | null = null;
@@ -334,7 +362,7 @@ export class DeliveryRecords {
           else if (entry.t === 'try') legacyLines = records.applyLegacyTry(entry) || legacyLines;
           else records.replayed(entry.seq, entry.record, span);
         },
-        { decode: replayedEntry },
+        { decode: replayedEntry, from },
       );
     } finally {
       if (reader !== null) closeSync(reader);
@@ -342,6 +370,8 @@ export class DeliveryRecords {
     }
     // Records changed by `try` and `status` lines are held whole: one rewrite gives each its line.
     if (legacyLines) await records.compact();
+    // After a start that replayed much, the next crash need not.
+    records.checkpointWhenDue();
     return records;
   }
 
@@ -703,54 +733,104 @@ export class DeliveryRecords {
     await this.compact();
   }
 
-  /** First lines still waiting get one last try; then the index for the next start, when everything is on disk. */
+  /** First lines still waiting get one last try; then a checkpoint at the journal's end, which the next start reads instead of it. */
   async close(): Promise<void> {
     this.closing = true;
     if (this.waiting) await this.writeFirstLines(this.waiting);
+    await this.checkpointing;
     await this.log.close();
-    this.writeIndex();
+    await this.checkpoint().catch(this.reportError);
     this.swap.close();
   }
 
   /**
-   * At a clean stop, the index beside the journal (deliveries.idx): every
-   * workspace's columns and the PENDING and DEAD records' table, so that the
-   * next start reads 37 bytes a record (and 20 more a PENDING or DEAD one)
-   * instead of the journal. Not when a record's latest state is held for want
-   * of its line (a write failed): the next start replays the journal then,
-   * as after a crash.
+   * Writes a checkpoint (deliveries.idx) of the journal as it is now: every
+   * workspace's columns (37 bytes a record) and the PENDING and DEAD
+   * records' table (20 bytes an entry), so that a start reads it instead of
+   * the journal up to here and replays only what follows. Taken each time
+   * the journal has grown by `checkpointBytes` and at a clean stop. A record
+   * whose latest state is held in memory for want of its line is saved as
+   * its line on disk says, and one without a line yet is left out: the
+   * checkpoint says what a replay of the journal would, and the lines written
+   * later are replayed after it. The columns are copied at once and written
+   * out a few megabytes a turn.
    */
-  private writeIndex(): void {
-    if (this.held.size > 0 || this.unsynced.size > 0) return;
-    const file = this.log.file;
-    try {
-      const workspaces = [...this.workspaces].map(([id, records]) => ({ id, ordinal: records.ordinal, length: records.length }));
-      const tracked = { keys: new Uint32Array(this.tracked.size), seqs: new Float64Array(this.tracked.size), tags: new Uint32Array(this.tracked.size), checks: new Uint32Array(this.tracked.size) };
-      let entry = 0;
-      for (const slot of this.tracked.slots()) {
-        tracked.keys[entry] = this.tracked.key(slot);
-        tracked.seqs[entry] = this.tracked.value(slot);
-        tracked.tags[entry] = this.tracked.tag(slot);
-        tracked.checks[entry] = this.tracked.check(slot) ?? 0;
-        entry += 1;
-      }
-      const header: Omit<IndexHeader, keyof JournalMark> = {
-        version: INDEX_VERSION,
-        entries: this.entries,
-        count: this.count,
-        nextSeq: this.nextSeq,
-        ordinals: this.byOrdinal.length,
-        workspaces,
-        tracked: entry,
-      };
-      const columns = [...this.workspaces.values()].flatMap((records) => records.columnsOut());
-      writeJournalIndex(file, header, [...columns, tracked.keys, tracked.seqs, tracked.tags, tracked.checks]);
-    } catch (error) {
-      this.reportError(error);
+  private async checkpoint(): Promise<void> {
+    const journal = this.log.file;
+    const bytes = this.log.byteSize;
+    /** Held records by creation sequence: the status of their latest line on disk, or null without one. */
+    const onDisk = new Map<number, { status: DeliveryStatus | null; record: DeliveryRecord }>();
+    for (const [seq, held] of this.held) {
+      const records = this.workspaces.get(held.record.workspaceId);
+      const index = records ? records.indexOf(seq) : -1;
+      if (index < 0) continue;
+      const offset = records!.offsets.get(index);
+      const status = offset === NO_LINE ? null : (JSON.parse(this.readLine(offset)) as Entry & { record: DeliveryRecord }).record.status;
+      onDisk.set(seq, { status, record: held.record });
     }
+    const workspaces = [...this.workspaces].map(([id, records]) => ({ id, records, ordinal: records.ordinal, values: records.columnsOut(), length: records.length }));
+    const tracked = { keys: [] as number[], seqs: [] as number[], tags: [] as number[], checks: [] as number[] };
+    const track = (key: number, seq: number, tag: number, check: number) => {
+      tracked.keys.push(key);
+      tracked.seqs.push(seq);
+      tracked.tags.push(tag);
+      tracked.checks.push(check);
+    };
+    for (const slot of this.tracked.slots()) {
+      if (!onDisk.has(this.tracked.value(slot))) track(this.tracked.key(slot), this.tracked.value(slot), this.tracked.tag(slot), this.tracked.check(slot) ?? 0);
+    }
+    for (const [seq, { status, record }] of onDisk) {
+      if (status !== null && isTracked(status)) track(hash32(record.id), seq, this.workspaces.get(record.workspaceId)!.ordinal, hash32b(record.id));
+    }
+    const header = { version: INDEX_VERSION, entries: this.entries, nextSeq: this.nextSeq, ordinals: this.byOrdinal.length, ...journalMarkAt(journal, bytes) };
+    const rewrites = this.rewrites;
+    // Then, a turn at a time: each workspace's columns without the records that have no line, with their statuses on disk.
+    const columns: IndexColumn[] = [];
+    const kept: Array<{ id: string; ordinal: number; length: number }> = [];
+    let count = 0;
+    for (const { id, ordinal, values, length } of workspaces) {
+      const [seqs, , statuses] = values as [Float64Array, Uint32Array, Uint8Array];
+      const keep = new Uint8Array(length);
+      let kept_ = 0;
+      for (let index = 0; index < length; index += 1) {
+        const disk = onDisk.get(seqs[index]!);
+        if (disk?.status === null) continue;
+        if (disk) statuses[index] = STATUS_CODES[disk.status];
+        keep[index] = 1;
+        kept_ += 1;
+      }
+      for (const column of values) {
+        const out = new (column.constructor as new (length: number) => IndexColumn)(kept_);
+        for (let index = 0, at = 0; index < length; index += 1) if (keep[index]) out[at++] = column[index]!;
+        columns.push(out);
+      }
+      kept.push({ id, ordinal, length: kept_ });
+      count += kept_;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    columns.push(Uint32Array.from(tracked.keys), Float64Array.from(tracked.seqs), Uint32Array.from(tracked.tags), Uint32Array.from(tracked.checks));
+    await writeIndexFileInTurns(
+      indexFileOf(journal),
+      { ...header, count, workspaces: kept, tracked: tracked.keys.length } satisfies IndexHeader,
+      columns,
+      () => this.rewrites === rewrites,
+    );
   }
 
-  /** The index a clean stop wrote (see writeIndex). */
+  /** A checkpoint once the journal has grown `checkpointBytes` since the last one, in a turn of its own. */
+  private checkpointWhenDue(): void {
+    if (this.closing || this.checkpointing || this.log.byteSize - this.checkpointedBytes < this.checkpointBytes) return;
+    this.checkpointedBytes = this.log.byteSize;
+    this.checkpointing = new Promise((resolve) => setImmediate(resolve))
+      .then(() => this.checkpoint())
+      .catch(this.reportError)
+      .finally(() => {
+        this.checkpointing = null;
+        this.checkpointWhenDue();
+      });
+  }
+
+  /** A checkpoint (see checkpoint): what a replay of the journal up to it finds. */
   private restore({ header, take }: IndexReader<IndexHeader>): void {
     this.entries = header.entries;
     this.count = header.count;
@@ -885,6 +965,7 @@ export class DeliveryRecords {
    * line and placed the record itself.)
    */
   private written(seq: number, workspaceId: string, version: number, span: LineSpan | null): void {
+    this.checkpointWhenDue();
     if (!span || this.held.get(seq)?.version !== version) return;
     const records = this.workspaces.get(workspaceId);
     const index = records ? records.indexOf(seq) : -1;
@@ -905,6 +986,10 @@ export class DeliveryRecords {
    * changed meanwhile is read from its new line from then on.
    */
   private compact(): Promise<void> {
+    // The rewrite moves every line: the checkpoint goes first, and the next one comes once it is done.
+    this.rewrites += 1;
+    this.checkpointedBytes = 0;
+    removeIndexFile(indexFileOf(this.log.file));
     const offsets = new Float64Array(this.count);
     const seqs = new Float64Array(this.count);
     const texts = new Map<number, string>();

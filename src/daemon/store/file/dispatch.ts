@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { DeadLetterFile } from './dead-letters.js';
 import { DeliveryRecords } from './delivery-records.js';
-import { Outbox, type OutboxOptions } from './outbox.js';
+import { Outbox } from './outbox.js';
 import type { DeadLetterStore, DeliveryPage, DeliveryStore, MatchingDeadLetters, NewAttempt, PendingCount } from '../../dispatch/store.js';
 import { CarriedEvent, type DeadLetterFilter, type Delivery, type DeliveryQuery, type DeliveryRecord, type StoredDeadLetter } from '../../dispatch/types.js';
 import { EventLog, type EventPosition } from './event-log.js';
@@ -20,8 +20,8 @@ export interface FileDispatchOptions {
   recordDeliveries?: boolean;
   /** Events per segment of the event log (default 100,000). */
   segmentEvents?: number;
-  /** Journal bytes between two checkpoints of the outbox (OutboxOptions.checkpointBytes). */
-  outboxCheckpointBytes?: number;
+  /** Journal bytes between two checkpoints of the outbox and of the delivery records. */
+  journalCheckpointBytes?: number;
   reportError: (error: unknown) => void;
 }
 
@@ -42,9 +42,7 @@ export async function openFileDispatch(dataDir: string, options: FileDispatchOpt
     segmentMaxEvents: options.segmentEvents ?? 100_000,
     recent: { perWorkspace: 1_000, ...(options.recentMemory ?? DEFAULT_RECENT_MEMORY) },
   });
-  const { outbox, letters, records } = await openDeliveryFiles(dataDir, options.reportError, options.recordDeliveries ?? true, {
-    checkpointBytes: options.outboxCheckpointBytes,
-  });
+  const { outbox, letters, records } = await openDeliveryFiles(dataDir, options.reportError, options.recordDeliveries ?? true, options.journalCheckpointBytes);
   const deliveries = new FileDeliveryStore(outbox, records, letters);
   return {
     events: new FileEventStore(log, outbox, records, deliveries),
@@ -63,11 +61,11 @@ export async function openDeliveryFiles(
   dataDir: string,
   reportError: (error: unknown) => void,
   recordDeliveries = true,
-  outboxOptions: OutboxOptions = {},
+  checkpointBytes?: number,
 ): Promise<{ outbox: Outbox; letters: DeadLetterFile; records: DeliveryRecords }> {
-  const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError, outboxOptions);
+  const outbox = await Outbox.open(join(dataDir, 'outbox.log'), reportError, { checkpointBytes });
   const letters = await DeadLetterFile.open(dataDir, reportError);
-  const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries);
+  const records = await DeliveryRecords.open(join(dataDir, 'deliveries.log'), reportError, recordDeliveries, checkpointBytes);
   const pending = outbox.startFingerprints();
   // Without records (the bench's comparison) there is nothing to reconcile.
   if (recordDeliveries) records.reconcile(pending, (slots) => outbox.loadRuns(slots), (id) => letters.holdsDelivery(id), Date.now());
