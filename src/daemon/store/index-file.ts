@@ -148,20 +148,6 @@ export interface JournalMark {
 
 const JOURNAL_TAIL_BYTES = 64 * 1024;
 
-function markOf(journal: string): JournalMark {
-  const journalBytes = statSync(journal).size;
-  return { journalBytes, journalTail: tailDigest(journal, journalBytes) };
-}
-
-/** Whether the journal is still the one `mark` names (false when it cannot be read). */
-function journalMatches(journal: string, mark: JournalMark): boolean {
-  try {
-    return statSync(journal).size === mark.journalBytes && tailDigest(journal, mark.journalBytes) === mark.journalTail;
-  } catch {
-    return false;
-  }
-}
-
 function tailDigest(journal: string, size: number): string {
   const length = Math.min(size, JOURNAL_TAIL_BYTES);
   const bytes = Buffer.alloc(length);
@@ -202,24 +188,6 @@ export function readJournalCheckpoint<H extends JournalMark>(journal: string, ex
   if (holds) return index;
   removeIndexFile(file);
   return null;
-}
-
-/**
- * The index a clean stop left beside an append-only journal, taken: the file
- * is removed at once (the journal is about to say more than it), and its
- * reader answered only when it still holds for the journal as it is now (see
- * JournalMark); otherwise null, and the caller replays the journal.
- */
-export function takeJournalIndex<H extends JournalMark>(journal: string, expectedBodyBytes: (header: H) => number): IndexReader<H> | null {
-  const file = indexFileOf(journal);
-  const index = readIndexFile<H>(file, expectedBodyBytes);
-  removeIndexFile(file);
-  return index && journalMatches(journal, index.header) ? index : null;
-}
-
-/** Writes a journal's index: `header` with the journal's mark added, and the columns. */
-export function writeJournalIndex(journal: string, header: object, columns: readonly IndexColumn[]): void {
-  writeIndexFile(indexFileOf(journal), { ...header, ...markOf(journal) }, columns);
 }
 
 /** Bytes a row takes across these columns in an index. */
