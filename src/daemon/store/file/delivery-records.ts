@@ -769,12 +769,15 @@ export class DeliveryRecords {
       onDisk.set(seq, { status, record: held.record });
     }
     const workspaces = [...this.workspaces].map(([id, records]) => ({ id, records, ordinal: records.ordinal, values: records.columnsOut(), length: records.length }));
-    const tracked = { keys: [] as number[], seqs: [] as number[], tags: [] as number[], checks: [] as number[] };
+    // Typed: a million entries as arrays of numbers would grow the heap by tens of megabytes for a moment.
+    const room = this.tracked.size + onDisk.size;
+    const tracked = { keys: new Uint32Array(room), seqs: new Float64Array(room), tags: new Uint32Array(room), checks: new Uint32Array(room), length: 0 };
     const track = (key: number, seq: number, tag: number, check: number) => {
-      tracked.keys.push(key);
-      tracked.seqs.push(seq);
-      tracked.tags.push(tag);
-      tracked.checks.push(check);
+      const at = tracked.length++;
+      tracked.keys[at] = key;
+      tracked.seqs[at] = seq;
+      tracked.tags[at] = tag;
+      tracked.checks[at] = check;
     };
     for (const slot of this.tracked.slots()) {
       if (!onDisk.has(this.tracked.value(slot))) track(this.tracked.key(slot), this.tracked.value(slot), this.tracked.tag(slot), this.tracked.check(slot) ?? 0);
@@ -791,27 +794,28 @@ export class DeliveryRecords {
     for (const { id, ordinal, values, length } of workspaces) {
       const [seqs, , statuses] = values as [Float64Array, Uint32Array, Uint8Array];
       const keep = new Uint8Array(length);
-      let kept_ = 0;
+      let keptLength = 0;
       for (let index = 0; index < length; index += 1) {
         const disk = onDisk.get(seqs[index]!);
         if (disk?.status === null) continue;
         if (disk) statuses[index] = STATUS_CODES[disk.status];
         keep[index] = 1;
-        kept_ += 1;
+        keptLength += 1;
       }
       for (const column of values) {
-        const out = new (column.constructor as new (length: number) => IndexColumn)(kept_);
+        const out = new (column.constructor as new (length: number) => IndexColumn)(keptLength);
         for (let index = 0, at = 0; index < length; index += 1) if (keep[index]) out[at++] = column[index]!;
         columns.push(out);
       }
-      kept.push({ id, ordinal, length: kept_ });
-      count += kept_;
+      kept.push({ id, ordinal, length: keptLength });
+      count += keptLength;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    columns.push(Uint32Array.from(tracked.keys), Float64Array.from(tracked.seqs), Uint32Array.from(tracked.tags), Uint32Array.from(tracked.checks));
+    const { length } = tracked;
+    columns.push(tracked.keys.subarray(0, length), tracked.seqs.subarray(0, length), tracked.tags.subarray(0, length), tracked.checks.subarray(0, length));
     await writeIndexFileInTurns(
       indexFileOf(journal),
-      { ...header, count, workspaces: kept, tracked: tracked.keys.length } satisfies IndexHeader,
+      { ...header, count, workspaces: kept, tracked: length } satisfies IndexHeader,
       columns,
       () => this.rewrites === rewrites,
     );
