@@ -478,13 +478,15 @@ export class Outbox {
     if (!taken) return;
     const { header, columns, length, rewrites } = taken;
     // The pending runs only, renumbered in the index alone (the index in memory keeps its numbers).
-    const states = columns[this.slots.columns.indexOf(this.slots.states)]!;
+    // Positions are taken now: a renumbering meanwhile replaces the slots' columns.
+    const { slots } = this;
+    const states = columns[slots.columns.indexOf(slots.states)]!;
     const numbers = new Int32Array(length).fill(-1);
     let count = 0;
     for (let slot = 0; slot < length; slot += 1) if (states[slot] !== DEAD) numbers[slot] = count++;
     const live: IndexColumn[] = [];
-    for (const column of this.slots.indexed) {
-      const values = columns[this.slots.columns.indexOf(column)]!;
+    for (const column of slots.indexed) {
+      const values = columns[slots.columns.indexOf(column)]!;
       const kept = new (column.kind as new (length: number) => IndexColumn)(count);
       for (let slot = 0; slot < length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = values[slot]!;
       live.push(kept);
