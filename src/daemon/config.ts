@@ -79,7 +79,7 @@ export interface DaemonConfig {
   streamHeartbeatMs: number;
   /**
    * Full garbage collections once idle (see settle.ts): PLATFORM_SETTLE_AFTER_START (ms), when
-   * those after start-up begin; PLATFORM_SETTLE_GROWTH_MB, how much V8's heap must grow for more;
+   * those after start-up begin; PLATFORM_SETTLE_GROWTH_MB, how much V8's heap (and its buffers) must grow for more;
    * PLATFORM_SETTLE_QUIET (ms) between the two collections of a pair.
    */
   settle: SettleTimes;

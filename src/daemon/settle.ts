@@ -22,7 +22,10 @@ import { getHeapStatistics } from 'node:v8';
  * 2,000 publishes a second showed it as its worst latency), and a busy daemon
  * needs the room it grew. Until it is idle, it is asked again every second.
  * The first pair runs from `afterStartMs` after the start; later ones once
- * V8's heap has grown `growthBytes` over its size after the pair before.
+ * V8's heap and the buffers outside it (typed arrays: the index columns, a
+ * checkpoint's copies of them) have grown `growthBytes` over their size after
+ * the pair before: a dead buffer is freed only by a collection, which an idle
+ * daemon does not otherwise run.
  *
  * Collecting takes node's `--expose-gc`, which `bin/platform` passes; a daemon
  * started another way skips it. See docs/decisions.md, "Memory the allocator
@@ -48,7 +51,10 @@ export function settleWhenIdle({ afterStartMs, growthBytes, quietMs }: SettleTim
   const collect = globalThis.gc;
   if (!collect) return () => undefined;
   let timer: NodeJS.Timeout;
-  const heapBytes = () => getHeapStatistics().total_heap_size;
+  const heapBytes = () => {
+    const heap = getHeapStatistics();
+    return heap.total_heap_size + heap.external_memory;
+  };
   /** From `afterMs` on, the end of the first idle second runs `then`. */
   const whenIdle = (afterMs: number, then: () => void) => {
     timer = setTimeout(() => {
@@ -72,7 +78,7 @@ export function settleWhenIdle({ afterStartMs, growthBytes, quietMs }: SettleTim
         watchGrowth(heapBytes() + growthBytes);
       });
     });
-  /** Reading the heap's size takes microseconds: once a second costs nothing measurable. */
+  /** Reading the sizes takes microseconds: once a second costs nothing measurable. */
   const watchGrowth = (limit: number) => {
     timer = setTimeout(() => (heapBytes() > limit ? settle(0, 'growth') : watchGrowth(limit)), CHECK_MS).unref();
   };
