@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate } from 'node:timers/promises';
 import { isMissing } from '../files.js';
 import type { Column } from './line-index.js';
 
@@ -55,7 +55,7 @@ export async function writeIndexFileInTurns(file: string, header: object, column
   const digest = createHash('sha256');
   for (const chunk of chunks) {
     digest.update(chunk);
-    await nextTurn();
+    await setImmediate();
   }
   const temp = `${file}.tmp`;
   let renamed = false;
@@ -188,6 +188,67 @@ export function readJournalCheckpoint<H extends JournalMark>(journal: string, ex
   if (holds) return index;
   removeIndexFile(file);
   return null;
+}
+
+/**
+ * When an append-only journal's checkpoint is written (see
+ * readJournalCheckpoint): each time the journal has grown `everyBytes` since
+ * the last one, in a turn of its own, one at a time, none once stopped. The
+ * journal's owner writes it (`write`, which takes what it saves before its
+ * first await) and says when the journal is rewritten: a checkpoint then
+ * goes, and one being written out is not renamed into place (`current`).
+ */
+export class CheckpointSchedule {
+  private coveredBytes = 0;
+  private writing: Promise<void> | null = null;
+  private rewrites = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly journal: () => { file: string; byteSize: number },
+    private readonly everyBytes: number,
+    private readonly write: () => Promise<void>,
+    private readonly reportError: (error: unknown) => void,
+  ) {}
+
+  /** A checkpoint read at the start covers the journal's first `bytes`. */
+  restored(bytes: number): void {
+    this.coveredBytes = bytes;
+  }
+
+  /** A checkpoint if the journal has grown enough since the last one, and the owner can take one now (`ready`). */
+  due(ready = true): void {
+    const { byteSize } = this.journal();
+    if (!ready || this.stopped || this.writing || byteSize - this.coveredBytes < this.everyBytes) return;
+    this.coveredBytes = byteSize;
+    this.writing = setImmediate()
+      .then(() => this.write())
+      .catch(this.reportError)
+      .finally(() => {
+        this.writing = null;
+        // What was written meanwhile may be due already.
+        this.due();
+      });
+  }
+
+  /** The journal is about to be rewritten (every line moves): its checkpoint goes, and the next comes once it has grown again. */
+  rewriting(): void {
+    this.rewrites += 1;
+    this.coveredBytes = 0;
+    removeIndexFile(indexFileOf(this.journal().file));
+  }
+
+  /** For a checkpoint being taken: whether no rewrite has come since (see `rewriting`). */
+  current(): () => boolean {
+    const rewrites = this.rewrites;
+    return () => this.rewrites === rewrites;
+  }
+
+  /** No more checkpoints on their own; resolves once one being written is done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.writing;
+  }
 }
 
 /** Bytes a row takes across these columns in an index. */

@@ -1,13 +1,14 @@
 import { closeSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppendLog, type LineSpan } from '../append-log.js';
 import { BLOCK_SIZE, Column, FingerprintTable, Swap, SWAP_CACHE_BYTES, hash32, hash32b, readLineAt } from '../line-index.js';
 import {
+  CheckpointSchedule,
   columnValues,
   indexFileOf,
   journalMarkAt,
   readJournalCheckpoint,
-  removeIndexFile,
   restoreColumns,
   writeIndexFileInTurns,
   type IndexColumn,
@@ -317,18 +318,16 @@ export class DeliveryRecords {
   private readLine: (offset: number) => string = (offset) => this.log.readLine(offset);
 
   private closing = false;
-  /** The journal's size when the last checkpoint was taken (0: none since the start or the last rewrite). */
-  private checkpointedBytes = 0;
-  private checkpointing: Promise<void> | null = null;
-  /** Rewrites of the journal (compactions): a checkpoint taken before one is void. */
-  private rewrites = 0;
+  private readonly checkpoints: CheckpointSchedule;
 
   private constructor(
     private readonly reportError: (error: unknown) => void,
     private readonly recording: boolean,
     private readonly swap: Swap,
-    private readonly checkpointBytes: number,
-  ) {}
+    checkpointBytes: number,
+  ) {
+    this.checkpoints = new CheckpointSchedule(() => this.log, checkpointBytes, () => this.checkpoint(), reportError);
+  }
 
   /**
    * `recording` false (the bench's comparison only) keeps no new record.
@@ -343,7 +342,8 @@ export class DeliveryRecords {
     let from = 0;
     if (index) {
       records.restore(index);
-      from = records.checkpointedBytes = index.header.journalBytes;
+      from = index.header.journalBytes;
+      records.checkpoints.restored(from);
       if (statSync(file).size === from) {
         // A clean stop's checkpoint: nothing after it.
         records.log = await AppendLog.resume<Entry>(file, from);
@@ -371,7 +371,7 @@ export class DeliveryRecords {
     // Records changed by `try` and `status` lines are held whole: one rewrite gives each its line.
     if (legacyLines) await records.compact();
     // After a start that replayed much, the next crash need not.
-    records.checkpointWhenDue();
+    records.checkpoints.due();
     return records;
   }
 
@@ -737,7 +737,7 @@ export class DeliveryRecords {
   async close(): Promise<void> {
     this.closing = true;
     if (this.waiting) await this.writeFirstLines(this.waiting);
-    await this.checkpointing;
+    await this.checkpoints.stop();
     await this.log.close();
     await this.checkpoint().catch(this.reportError);
     this.swap.close();
@@ -768,7 +768,7 @@ export class DeliveryRecords {
       const status = offset === NO_LINE ? null : (JSON.parse(this.readLine(offset)) as Entry & { record: DeliveryRecord }).record.status;
       onDisk.set(seq, { status, record: held.record });
     }
-    const workspaces = [...this.workspaces].map(([id, records]) => ({ id, records, ordinal: records.ordinal, values: records.columnsOut(), length: records.length }));
+    const workspaces = [...this.workspaces].map(([id, records]) => ({ id, ordinal: records.ordinal, values: records.columnsOut(), length: records.length }));
     // Typed: a million entries as arrays of numbers would grow the heap by tens of megabytes for a moment.
     const room = this.tracked.size + onDisk.size;
     const tracked = { keys: new Uint32Array(room), seqs: new Float64Array(room), tags: new Uint32Array(room), checks: new Uint32Array(room), length: 0 };
@@ -786,7 +786,7 @@ export class DeliveryRecords {
       if (status !== null && isTracked(status)) track(hash32(record.id), seq, this.workspaces.get(record.workspaceId)!.ordinal, hash32b(record.id));
     }
     const header = { version: INDEX_VERSION, entries: this.entries, nextSeq: this.nextSeq, ordinals: this.byOrdinal.length, ...journalMarkAt(journal, bytes) };
-    const rewrites = this.rewrites;
+    const current = this.checkpoints.current();
     // Then, a turn at a time: each workspace's columns without the records that have no line, with their statuses on disk.
     const columns: IndexColumn[] = [];
     const kept: Array<{ id: string; ordinal: number; length: number }> = [];
@@ -809,7 +809,7 @@ export class DeliveryRecords {
       }
       kept.push({ id, ordinal, length: keptLength });
       count += keptLength;
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
     const { length } = tracked;
     columns.push(tracked.keys.subarray(0, length), tracked.seqs.subarray(0, length), tracked.tags.subarray(0, length), tracked.checks.subarray(0, length));
@@ -817,21 +817,8 @@ export class DeliveryRecords {
       indexFileOf(journal),
       { ...header, count, workspaces: kept, tracked: length } satisfies IndexHeader,
       columns,
-      () => this.rewrites === rewrites,
+      current,
     );
-  }
-
-  /** A checkpoint once the journal has grown `checkpointBytes` since the last one, in a turn of its own. */
-  private checkpointWhenDue(): void {
-    if (this.closing || this.checkpointing || this.log.byteSize - this.checkpointedBytes < this.checkpointBytes) return;
-    this.checkpointedBytes = this.log.byteSize;
-    this.checkpointing = new Promise((resolve) => setImmediate(resolve))
-      .then(() => this.checkpoint())
-      .catch(this.reportError)
-      .finally(() => {
-        this.checkpointing = null;
-        this.checkpointWhenDue();
-      });
   }
 
   /** A checkpoint (see checkpoint): what a replay of the journal up to it finds. */
@@ -969,7 +956,7 @@ export class DeliveryRecords {
    * line and placed the record itself.)
    */
   private written(seq: number, workspaceId: string, version: number, span: LineSpan | null): void {
-    this.checkpointWhenDue();
+    this.checkpoints.due();
     if (!span || this.held.get(seq)?.version !== version) return;
     const records = this.workspaces.get(workspaceId);
     const index = records ? records.indexOf(seq) : -1;
@@ -990,10 +977,7 @@ export class DeliveryRecords {
    * changed meanwhile is read from its new line from then on.
    */
   private compact(): Promise<void> {
-    // The rewrite moves every line: the checkpoint goes first, and the next one comes once it is done.
-    this.rewrites += 1;
-    this.checkpointedBytes = 0;
-    removeIndexFile(indexFileOf(this.log.file));
+    this.checkpoints.rewriting();
     const offsets = new Float64Array(this.count);
     const seqs = new Float64Array(this.count);
     const texts = new Map<number, string>();

@@ -1,13 +1,14 @@
 import { open, stat } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PlatformEvent } from '../../../handlers/sdk.js';
 import { AppendLog, replay, stagedWrite, type LineSpan } from '../append-log.js';
 import { isMissing, writeFileDurably } from '../../files.js';
 import { Column, hash32, hash32b } from '../line-index.js';
 import {
+  CheckpointSchedule,
   indexFileOf,
   journalMarkAt,
   readJournalCheckpoint,
-  removeIndexFile,
   restoreColumns,
   rowBytes,
   writeIndexFileInTurns,
@@ -254,8 +255,8 @@ interface Snapshot {
   /** Every slot's columns as they were (`Slots.columns` order), the dead ones too. */
   columns: IndexColumn[];
   length: number;
-  /** The journal's rewrites until then: one since makes the checkpoint void. */
-  rewrites: number;
+  /** False once the journal was rewritten since (see CheckpointSchedule.current). */
+  current: () => boolean;
 }
 
 /**
@@ -297,12 +298,7 @@ export class Outbox {
   private indexable = true;
   /** Stagings neither committed nor retracted, by their lines' spans (known once written). */
   private readonly openStagings = new Set<Array<LineSpan | null>>();
-  /** The journal's size when the last checkpoint was taken (0: none since the start or the last rewrite). */
-  private checkpointedBytes = 0;
-  private checkpointing: Promise<void> | null = null;
-  private closing = false;
-  /** Rewrites of the journal (compactions): a checkpoint taken before one is void. */
-  private rewrites = 0;
+  private readonly checkpoints: CheckpointSchedule;
   /** When the oldest pending delivery was queued, read from its line while it stays the oldest. */
   private oldest = { epoch: -1, slot: -1, at: 0 };
   /** Lines in the journal. */
@@ -314,7 +310,6 @@ export class Outbox {
   private compacting: Promise<void> | null = null;
   private readonly holdAtMost: number;
   private readonly compactSlack: number;
-  private readonly checkpointBytes: number;
   private compactionEnded: () => void = () => undefined;
 
   private log!: AppendLog<Line>;
@@ -325,7 +320,7 @@ export class Outbox {
   ) {
     this.holdAtMost = options.holdAtMost ?? DEFAULT_HOLD_AT_MOST;
     this.compactSlack = options.compactSlack ?? COMPACT_SLACK;
-    this.checkpointBytes = options.checkpointBytes ?? CHECKPOINT_BYTES;
+    this.checkpoints = new CheckpointSchedule(() => this.log, options.checkpointBytes ?? CHECKPOINT_BYTES, () => this.checkpoint(), reportError);
   }
 
   /**
@@ -343,7 +338,8 @@ export class Outbox {
     let from = 0;
     if (index) {
       outbox.restore(index);
-      from = outbox.checkpointedBytes = index.header.journalBytes;
+      from = index.header.journalBytes;
+      outbox.checkpoints.restored(from);
     } else if (await isLegacy(file)) await migrateLegacy(file);
     const clear = await outbox.replay(file, from);
     if (clear.size > 0) await outbox.compact(clear);
@@ -476,7 +472,7 @@ export class Outbox {
     if (!this.indexable || this.compacting) return;
     const taken = this.snapshot();
     if (!taken) return;
-    const { header, columns, length, rewrites } = taken;
+    const { header, columns, length, current } = taken;
     // The pending runs only, renumbered in the index alone (the index in memory keeps its numbers).
     // Positions are taken now: a renumbering meanwhile replaces the slots' columns.
     const { slots } = this;
@@ -490,10 +486,10 @@ export class Outbox {
       const kept = new (column.kind as new (length: number) => IndexColumn)(count);
       for (let slot = 0; slot < length; slot += 1) if (numbers[slot]! >= 0) kept[numbers[slot]!] = values[slot]!;
       live.push(kept);
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
     const replays = header.replays.flatMap(([letterId, slot]): Array<[string, number]> => (numbers[slot]! >= 0 ? [[letterId, numbers[slot]!]] : []));
-    await writeIndexFileInTurns(indexFileOf(this.log.file), { ...header, slots: count, replays }, live, () => this.rewrites === rewrites && this.indexable);
+    await writeIndexFileInTurns(indexFileOf(this.log.file), { ...header, slots: count, replays }, live, () => current() && this.indexable);
   }
 
   /**
@@ -524,7 +520,7 @@ export class Outbox {
         },
         columns,
         length: slots.length,
-        rewrites: this.rewrites,
+        current: this.checkpoints.current(),
       };
     } catch (error) {
       this.reportError(error);
@@ -532,18 +528,9 @@ export class Outbox {
     }
   }
 
-  /** A checkpoint once the journal has grown `checkpointBytes` since the last one, in a turn of its own. */
+  /** A checkpoint once the journal has grown enough (see CheckpointSchedule), not while it is compacted or says less than memory. */
   private checkpointWhenDue(): void {
-    if (this.closing || this.checkpointing || this.compacting || !this.indexable || this.log.byteSize - this.checkpointedBytes < this.checkpointBytes) return;
-    this.checkpointedBytes = this.log.byteSize;
-    this.checkpointing = new Promise((resolve) => setImmediate(resolve))
-      .then(() => this.checkpoint())
-      .catch(this.reportError)
-      .finally(() => {
-        this.checkpointing = null;
-        // What was written meanwhile may be due already.
-        this.checkpointWhenDue();
-      });
+    this.checkpoints.due(!this.compacting && this.indexable);
   }
 
   /** Pending deliveries (waiting, held or ending until their record is on disk). */
@@ -816,9 +803,8 @@ export class Outbox {
 
   /** Every line written, then a checkpoint at the journal's end: the next start reads no journal. */
   async close(): Promise<void> {
-    this.closing = true;
+    await this.checkpoints.stop();
     await this.compacted();
-    await this.checkpointing;
     await this.log.close();
     await this.checkpoint().catch(this.reportError);
   }
@@ -1004,10 +990,7 @@ export class Outbox {
    * then reads go to the old one).
    */
   private async compact(masking: ReadonlySet<number>): Promise<void> {
-    // The rewrite moves every line: the checkpoint goes first, and the next one comes once it is done.
-    this.rewrites += 1;
-    this.checkpointedBytes = 0;
-    removeIndexFile(indexFileOf(this.log.file));
+    this.checkpoints.rewriting();
     this.renumber();
     const count = this.slots.length;
     /** Slots whose `d` line is written from memory, and the version of it that is. */
