@@ -41,7 +41,7 @@ export type SettleCause = 'start' | 'growth';
 export interface SettleTimes {
   /** When the first pair after the start begins. */
   afterStartMs: number;
-  /** How much V8's heap must grow over its size after a pair for another one. */
+  /** How much V8's heap and its buffers outside it must grow over their size after a pair for another one. */
   growthBytes: number;
   /** Between the two collections of a pair. */
   quietMs: number;
@@ -51,7 +51,7 @@ export function settleWhenIdle({ afterStartMs, growthBytes, quietMs }: SettleTim
   const collect = globalThis.gc;
   if (!collect) return () => undefined;
   let timer: NodeJS.Timeout;
-  const heapBytes = () => {
+  const managedBytes = () => {
     const heap = getHeapStatistics();
     return heap.total_heap_size + heap.external_memory;
   };
@@ -75,12 +75,12 @@ export function settleWhenIdle({ afterStartMs, growthBytes, quietMs }: SettleTim
       whenIdle(quietMs, () => {
         collect();
         collected(cause);
-        watchGrowth(heapBytes() + growthBytes);
+        watchGrowth(managedBytes() + growthBytes);
       });
     });
   /** Reading the sizes takes microseconds: once a second costs nothing measurable. */
   const watchGrowth = (limit: number) => {
-    timer = setTimeout(() => (heapBytes() > limit ? settle(0, 'growth') : watchGrowth(limit)), CHECK_MS).unref();
+    timer = setTimeout(() => (managedBytes() > limit ? settle(0, 'growth') : watchGrowth(limit)), CHECK_MS).unref();
   };
   settle(afterStartMs, 'start');
   return () => clearTimeout(timer);
