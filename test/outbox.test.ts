@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -429,6 +429,18 @@ test('after a crash the start reads the last checkpoint and replays only the jou
   assert.ok(fromCheckpoint.replay, 'the failed replay is still pending');
   assert.equal(fromCheckpoint, await crashed(false), 'the same as replaying the whole journal');
   await outbox.close();
+});
+
+test('a start that replayed the journal writes a checkpoint with nothing else happening, so that the next crash need not replay it', async () => {
+  const file = join(await tempDir(), 'outbox.log');
+  const outbox = await Outbox.open(file, failOnError, { holdAtMost: 0 });
+  await outbox.add([delivery('kept', event())]);
+  await outbox.close();
+  rmSync(indexOf(file));
+  const idle = await Outbox.open(file, failOnError, { checkpointBytes: 1 });
+  const index = await waitFor('a checkpoint of the replayed journal', () => existsSync(indexOf(file)) && readFileSync(indexOf(file)));
+  assert.is((JSON.parse(index.subarray(0, index.indexOf(0x0a)).toString()) as { journalBytes: number }).journalBytes, statSync(file).size);
+  await idle.close();
 });
 
 test('a checkpoint taken while deliveries are staged covers the journal only up to them: a crash then resumes them either way', async () => {
