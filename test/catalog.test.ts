@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import semver from 'semver';
 import { test } from 'uvu';
@@ -10,7 +10,7 @@ import { DomainError } from '../src/daemon/errors.js';
 import { PLATFORM_VERSION } from '../src/daemon/version.js';
 import { createUser, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import type { Api } from './helpers/http.js';
-import { tempDir } from './helpers/temp.js';
+import { openFilesUnder, tempDir } from './helpers/temp.js';
 import { filesOnly } from './helpers/postgres.js';
 
 let t: TestDaemon;
@@ -606,17 +606,6 @@ test('a restart keeps extensions, versions, yanks, search and the audit trail', 
   assert.is((await publish('durable', '1.1.0')).status, 409, 'the yanked number is still reserved');
   assert.is((await publish('durable', '1.2.0')).status, 201, 'and the catalog still takes changes');
 });
-
-/** The files of `dir` this process holds open (Linux: read from /proc). */
-const openFilesUnder = (dir: string): string[] =>
-  readdirSync('/proc/self/fd').flatMap((fd) => {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
-      return target.startsWith(`${dir}/`) ? [target] : [];
-    } catch {
-      return []; // closed meanwhile, or the listing's own descriptor
-    }
-  });
 
 filesOnly(test)('one file per extension under catalog/; a corrupt one stops the start, naming it, untouched (files only: reads and breaks the catalog files)', async () => {
   const file = join(t.dataDir, 'catalog', 'durable.json');

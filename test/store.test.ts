@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { AppendLog, replay } from '../src/daemon/store/append-log.js';
 import { Collection } from '../src/daemon/store/collection.js';
 import { ensurePrivateDir } from '../src/daemon/files.js';
-import { tempDir } from './helpers/temp.js';
+import { openFilesUnder, tempDir } from './helpers/temp.js';
 import { needsSmallDisk, withSmallDisk } from './helpers/tmpfs.js';
 
 interface CounterDoc {
@@ -91,6 +91,18 @@ test('append log: appends are grouped, replayed in order, and a torn last line i
   const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
   assert.is(lines.length, 501);
   assert.is(lines.at(-1), '{"n":500}');
+});
+
+test('append log: a closed log holds no descriptor, also after a line is read from it (as the checkpoint of a stop does)', async () => {
+  const dir = await tempDir();
+  const log = await AppendLog.open<{ n: number }>(join(dir, 'records.log'), () => undefined);
+  const span = (await log.append({ n: 1 }))!;
+  assert.is(log.readLine(span.offset), '{"n":1}');
+  await log.close();
+  assert.equal(openFilesUnder(dir), []);
+  assert.is(log.readLine(span.offset), '{"n":1}');
+  assert.is(log.readSpan(span.offset, span.length), '{"n":1}');
+  assert.equal(openFilesUnder(dir), [], 'reads after close open and close their own');
 });
 
 test('append log: a replay waits after each chunk, so that a reader writes out what it gathered before the rest is read (db import)', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,4 +23,16 @@ export function tempDirSync(prefix = 'platform-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);
   return dir;
+}
+
+/** The files under `dir` this process holds open (Linux: read from /proc). */
+export function openFilesUnder(dir: string): string[] {
+  return readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.startsWith(`${dir}/`) ? [target] : [];
+    } catch {
+      return []; // closed meanwhile, or the listing's own descriptor
+    }
+  });
 }

@@ -394,20 +394,33 @@ export class AppendLog<R> {
    * under it.
    */
   readLine(offset: number): string {
-    this.readFd ??= openSync(this.file, 'r');
-    return readLineAt(this.readFd, offset);
+    return this.withReader((fd) => readLineAt(fd, offset));
   }
 
   /** The `length` bytes at `offset`, read synchronously (see readLine) into a buffer of `capacity` bytes. */
   readBytes(offset: number, length: number, capacity = length): Buffer {
-    this.readFd ??= openSync(this.file, 'r');
-    return readBytes(this.readFd, offset, length, capacity);
+    return this.withReader((fd) => readBytes(fd, offset, length, capacity));
   }
 
   /** The line whose span is known, read synchronously (see readLine). */
   readSpan(offset: number, length: number): string {
-    this.readFd ??= openSync(this.file, 'r');
-    return readSpan(this.readFd, offset, length);
+    return this.withReader((fd) => readSpan(fd, offset, length));
+  }
+
+  /**
+   * The descriptor reads go through, kept open while the log is. After
+   * close (the checkpoint a stop writes still reads the lines of records a
+   * failed write left held) each read opens and closes its own, so that a
+   * closed log holds no descriptor.
+   */
+  private withReader<T>(read: (fd: number) => T): T {
+    if (!this.closed) return read((this.readFd ??= openSync(this.file, 'r')));
+    const fd = openSync(this.file, 'r');
+    try {
+      return read(fd);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   async close(): Promise<void> {
