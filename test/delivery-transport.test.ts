@@ -1,8 +1,9 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createDeliveryTransport } from '../src/daemon/dispatch/transport.js';
 import { closedPort } from './helpers/ports.js';
+import { waitFor } from './helpers/wait.js';
 
 const transport = createDeliveryTransport({ deliveryConcurrency: 4, deliveryTimeoutMs: 5_000, denyPrivateTargets: false });
 
@@ -93,6 +94,126 @@ test('a request whose answer never comes is still reported sent, once its head w
     impatient.close();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A subscriber answering every request with `answer`, and what became of each connection. */
+async function subscriber(answer: (response: ServerResponse) => void): Promise<{ url: string; closedEarly: () => number; close: () => Promise<void> }> {
+  let closedEarly = 0;
+  const server = createServer((request, response) => {
+    request.resume();
+    response.on('close', () => {
+      if (!response.writableFinished) closedEarly += 1;
+    });
+    request.on('end', () => answer(response));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/events`,
+    closedEarly: () => closedEarly,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const request = (deliveryId: string) => ({ deliveryId, headers: {}, body: async () => ({ bytes: Buffer.from('{}'), headers: {} }), sent: () => undefined });
+const failureOf = (attempt: Promise<unknown>) =>
+  attempt.then(
+    () => null,
+    (error: Error) => error,
+  );
+
+test('an answer is its status, its first Retry-After, its headers in order (repeated ones joined) and its first 2 KiB', async () => {
+  const server = await subscriber((response) => {
+    response.writeHead(503, [
+      ['Retry-After', '120'],
+      ['X-Trace', 'a'],
+      ['Content-Type', 'text/plain'],
+      ['x-trace', 'b'],
+    ]);
+    response.end('é'.repeat(3000));
+  });
+  try {
+    const answer = await transport.post(server.url, request('msg_busy'));
+    assert.is(answer.status, 503);
+    assert.is(answer.retryAfter, '120');
+    assert.equal(Object.entries(answer.headers).slice(0, 3), [
+      ['retry-after', '120'],
+      ['x-trace', 'a, b'],
+      ['content-type', 'text/plain'],
+    ]);
+    assert.is(Buffer.byteLength(answer.excerpt!), 2048, 'the first 2 KiB, decoded');
+  } finally {
+    await server.close();
+  }
+});
+
+test('an answer longer than 64 KiB is taken as far as it came, and its connection dropped rather than read to the end', async () => {
+  const server = await subscriber((response) => {
+    response.writeHead(200);
+    const chunk = Buffer.alloc(16 * 1024, 0x61);
+    let sent = 0;
+    const send = () => {
+      while (sent < 10 * 1024 * 1024) {
+        sent += chunk.length;
+        if (!response.write(chunk)) return void response.once('drain', send);
+      }
+      response.end();
+    };
+    send();
+  });
+  try {
+    const answer = await transport.post(server.url, request('msg_long'));
+    assert.equal([answer.status, answer.excerpt?.length], [200, 2048]);
+    await waitFor('the connection dropped by the daemon', () => server.closedEarly() === 1);
+  } finally {
+    await server.close();
+  }
+});
+
+test('an answer cut short by the subscriber after its status is what came; one without a status is an error', async () => {
+  const partial = await subscriber((response) => {
+    response.writeHead(200, { 'content-length': '1000' });
+    response.write('{"partial":');
+    setTimeout(() => response.socket?.destroy(), 5);
+  });
+  const silent = await subscriber((response) => response.socket?.destroy());
+  try {
+    const answer = await transport.post(partial.url, request('msg_partial'));
+    assert.equal([answer.status, answer.excerpt], [200, '{"partial":']);
+    const failed = await failureOf(transport.post(silent.url, request('msg_silent')));
+    assert.ok(failed && failed.name !== 'TimeoutError', `failed with the connection's error (${failed?.message})`);
+  } finally {
+    await partial.close();
+    await silent.close();
+  }
+});
+
+test('a status outside 200-599 is not an answer', async () => {
+  const server = await subscriber((response) => response.writeHead(600).end('?'));
+  try {
+    const failed = await failureOf(transport.post(server.url, request('msg_odd')));
+    assert.is(failed?.message, 'invalid HTTP status 600');
+  } finally {
+    await server.close();
+  }
+});
+
+test('a delivery abandoned while its answer is awaited fails at once with the lost lease, and its connection is dropped', async () => {
+  const server = await subscriber(() => undefined);
+  try {
+    let sent!: () => void;
+    const headSent = new Promise<void>((resolve) => (sent = resolve));
+    const attempt = failureOf(transport.post(server.url, { ...request('msg_abandoned'), sent: () => sent() }));
+    await headSent;
+    transport.abandon('msg_abandoned');
+    assert.is((await attempt)?.name, 'LeaseLostError');
+    await waitFor('the connection dropped', () => server.closedEarly() === 1);
+  } finally {
+    await server.close();
   }
 });
 
