@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createDeliveryTransport } from '../src/daemon/dispatch/transport.js';
 import { closedPort } from './helpers/ports.js';
+import { answerTenMegabytes } from './helpers/subscriber.js';
 import { waitFor } from './helpers/wait.js';
 
 const transport = createDeliveryTransport({ deliveryConcurrency: 4, deliveryTimeoutMs: 5_000, denyPrivateTargets: false });
@@ -152,19 +153,7 @@ test('an answer is its status, its first Retry-After, its headers in order (repe
 });
 
 test('an answer longer than 64 KiB is taken as far as it came, and its connection dropped rather than read to the end', async () => {
-  const server = await subscriber((response) => {
-    response.writeHead(200);
-    const chunk = Buffer.alloc(16 * 1024, 0x61);
-    let sent = 0;
-    const send = () => {
-      while (sent < 10 * 1024 * 1024) {
-        sent += chunk.length;
-        if (!response.write(chunk)) return void response.once('drain', send);
-      }
-      response.end();
-    };
-    send();
-  });
+  const server = await subscriber((response) => answerTenMegabytes(response));
   try {
     const answer = await transport.post(server.url, request('msg_long'));
     assert.equal([answer.status, answer.excerpt?.length], [200, 2048]);

@@ -143,3 +143,18 @@ export function hasValidSignature(delivery: ReceivedDelivery, signingSecret: str
     return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
   });
 }
+
+/** Answers 200 with 10 MB of body, written as fast as the client reads it: far more than the daemon reads of an answer. */
+export function answerTenMegabytes(response: ServerResponse): void {
+  response.writeHead(200, { 'content-type': 'application/json' });
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  let sent = 0;
+  const send = () => {
+    while (sent < 10 * 1024 * 1024) {
+      sent += chunk.length;
+      if (!response.write(chunk)) return void response.once('drain', send);
+    }
+    response.end();
+  };
+  send();
+}

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FAST_DISPATCH, createWorkspace, install, publishExtension, subscribeExternal } from '../helpers/fixtures.js';
 import type { Api } from '../helpers/http.js';
-import { startSubscriber } from '../helpers/subscriber.js';
+import { answerTenMegabytes, startSubscriber } from '../helpers/subscriber.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A subscriber misbehaving at the socket level, which the scripted helper cannot do. */
@@ -20,17 +20,7 @@ async function misbehaving(behaviour: 'close-mid-answer' | 'ten-megabytes'): Pro
         setTimeout(() => res.socket?.destroy(), 5);
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const chunk = Buffer.alloc(64 * 1024, 0x20);
-      let sent = 0;
-      const send = () => {
-        while (sent < 10 * 1024 * 1024) {
-          sent += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', send);
-        }
-        res.end();
-      };
-      send();
+      answerTenMegabytes(res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
