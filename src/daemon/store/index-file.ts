@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { setImmediate } from 'node:timers/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isMissing } from '../files.js';
 import type { Column } from './line-index.js';
 
@@ -55,7 +55,7 @@ export async function writeIndexFileInTurns(file: string, header: object, column
   const digest = createHash('sha256');
   for (const chunk of chunks) {
     digest.update(chunk);
-    await setImmediate();
+    await nextTurn();
   }
   const temp = `${file}.tmp`;
   let renamed = false;
@@ -221,7 +221,7 @@ export class CheckpointSchedule {
     const { byteSize } = this.journal();
     if (!ready || this.stopped || this.writing || byteSize - this.coveredBytes < this.everyBytes) return;
     this.coveredBytes = byteSize;
-    this.writing = setImmediate()
+    this.writing = nextTurn()
       .then(() => this.write())
       .catch(this.reportError)
       .finally(() => {
