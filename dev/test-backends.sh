@@ -1,33 +1,48 @@
 #!/bin/sh
-# The suite runs as three uvu processes side by side: the files pass and the
-# PostgreSQL pass of everything but the browser and robustness tests, and
-# those two folders on both backends, one after the other. Each process spends
-# much of its time waiting (daemons starting, retries falling due, Chromium
-# rendering), so three at once fill the machine's cores better than two. The
-# files pass prints as it goes; the others write to logs printed whole once it
-# is over, so that uvu's summaries (which .ci/run adds up) never interleave.
+# The suite, on files and on PostgreSQL, as three uvu processes side by side:
+# the files pass and the PostgreSQL pass of everything but the folders in
+# SIDE, and those folders on both backends, one after the other. Each process
+# spends much of its time waiting (daemons starting, retries falling due,
+# Chromium rendering), so three at once fill the machine's cores better than
+# two. The files pass prints as it goes; the others write to logs printed
+# whole once it is over, so that uvu's summaries (which .ci/run adds up) never
+# interleave. `sh dev/test-backends.sh files|postgres|side` runs one of them.
 set -u
-uvu="node --import tsx node_modules/uvu/bin.js"
-side='^(console|robustness)/.*\.test\.ts$'
+SIDE='console|robustness'
+# PostgreSQL only: they need several daemons on one database, or its outage.
+POSTGRES_ONLY='multi-daemon|multi-daemon-deliveries|postgres-outage'
+# Not in the PostgreSQL pass (docs/decisions.md, "Testing both backends"): unit
+# tests of file-only modules, and files that run each case on both backends.
+FILES_PASS_ONLY='^store-conformance-|^(dead-letter-file|delivery-records|delivery-transport|event-log|line-index|outbox|postgres-migrations|postgres-operations|store)\.test\.ts$'
+
+uvu() { node --import tsx node_modules/uvu/bin.js "$@" --no-color; }
+files() { uvu test '\.test\.ts$' --ignore "^($SIDE)(/|$)|^($POSTGRES_ONLY)\."; }
+postgres() { PLATFORM_TEST_BACKEND=postgres uvu test '\.test\.ts$' --ignore "^($SIDE)(/|$)|$FILES_PASS_ONLY"; }
+side() {
+  uvu test "^($SIDE)/.*\.test\.ts$"
+  on_files=$?
+  PLATFORM_TEST_BACKEND=postgres uvu test "^($SIDE)/.*\.test\.ts$"
+  return $((on_files | $?))
+}
+
+case "${1:-all}" in
+  files) files; exit ;;
+  postgres) postgres; exit ;;
+  side) side; exit ;;
+esac
+
 postgres_log=$(mktemp)
 side_log=$(mktemp)
 trap 'rm -f "$postgres_log" "$side_log"' EXIT
-
-npm run test:postgres >"$postgres_log" 2>&1 &
+postgres >"$postgres_log" 2>&1 &
 postgres_pid=$!
-{
-  $uvu test "$side" --no-color
-  files=$?
-  PLATFORM_TEST_BACKEND=postgres $uvu test "$side" --no-color
-  exit $((files | $?))
-} >"$side_log" 2>&1 &
+side >"$side_log" 2>&1 &
 side_pid=$!
-
-npm run test:files
-files=$?
+files
+files_status=$?
 wait "$postgres_pid"
-postgres=$?
+postgres_status=$?
 wait "$side_pid"
-side=$?
+side_status=$?
 cat "$postgres_log" "$side_log"
-exit $((files | postgres | side))
+exit $((files_status | postgres_status | side_status))
