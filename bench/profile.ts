@@ -44,7 +44,7 @@ const PARTS: [string, RegExp][] = [
   ['metrics', /prom-client|daemon\/metrics\.js/],
   ['auth (JWT, session)', /jose|daemon\/auth\//],
   ['validation', /valibot|daemon\/validation\.js|contract\//],
-  ['router and envelope (h3)', /node_modules\/h3|daemon\/http\/(endpoint|envelope|routes|body|app|server|cross-site|hosts|cors|headers)\.js/],
+  ['router and envelope (h3)', /node_modules\/(h3|radix3|ufo)\/|daemon\/http\/(endpoint|envelope|routes|body|app|server|cross-site|hosts|cors|headers)\.js/],
   ['delivery records', /daemon\/store\/file\/delivery-records/],
   ['stream items (activity)', /daemon\/events\/activity|live-streams|store\/file\/activity/],
   ['event log and outbox (files)', /daemon\/store\/|daemon\/files\.js|daemon\/paging\.js/],
