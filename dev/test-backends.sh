@@ -15,7 +15,7 @@ POSTGRES_ONLY='multi-daemon|multi-daemon-deliveries|postgres-outage'
 # tests of file-only modules, and files that run each case on both backends.
 FILES_PASS_ONLY='^store-conformance-|^(dead-letter-file|delivery-records|delivery-transport|event-log|line-index|outbox|postgres-migrations|postgres-operations|store)\.test\.ts$'
 
-uvu() { node --import tsx node_modules/uvu/bin.js "$@" --no-color; }
+uvu() { node --import tsx dev/uvu.mjs "$@"; }
 files() { uvu test '\.test\.ts$' --ignore "^($SIDE)(/|$)|^($POSTGRES_ONLY)\."; }
 postgres() { PLATFORM_TEST_BACKEND=postgres uvu test '\.test\.ts$' --ignore "^($SIDE)(/|$)|$FILES_PASS_ONLY"; }
 side() {
